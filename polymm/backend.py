@@ -1,0 +1,102 @@
+"""What a backend is: the small interface every plugin implements.
+
+The core (:mod:`polymm.dispatch`) does all of the array-API work -- dtype
+promotion, 1-D rules, broadcasting, ``out=``, errors -- and hands a backend
+nothing but plain batched 2-D products in the backend's own array type.  A
+backend therefore only has to *compute*.
+
+A plugin distribution exposes a factory (usually the backend class itself)
+through the entry-point group ``polymm.backends``::
+
+    [project.entry-points."polymm.backends"]
+    mine = "my_package:MyBackend"
+
+The factory is called with no arguments the first time the backend is needed.
+If it raises (missing driver, no device, ...), the backend is listed by
+:func:`polymm.backends` as unavailable with the exception's message as reason.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Backend", "BackendUnavailable", "CONTRACT_DTYPES"]
+
+#: Every dtype the contract requires of a backend (array API numeric dtypes,
+#: plus bool and float16).
+CONTRACT_DTYPES = tuple(
+    np.dtype(t)
+    for t in (
+        "bool", "int8", "int16", "int32", "int64",
+        "uint8", "uint16", "uint32", "uint64",
+        "float16", "float32", "float64", "complex64", "complex128",
+    )
+)
+
+
+class BackendUnavailable(RuntimeError):
+    """Raised by a backend factory when it cannot run here; the message is the reason."""
+
+
+class Backend:
+    """Base class for polymm backends (subclassing is optional: the core duck-types).
+
+    Attributes a backend provides:
+
+    ``name``
+        Its registry name (set by the registry from the entry-point name).
+    ``algorithms``
+        The kernel variants it offers, ``"auto"`` included.
+    ``array_library``
+        The array library it computes on natively: ``"numpy"``, ``"cupy"`` or
+        ``"pyopencl"``.  Arrays of that library are handed over as they are;
+        NumPy arrays given to a device backend go through :meth:`from_numpy`
+        and :meth:`to_numpy`.
+    """
+
+    name: str = "?"
+    algorithms: tuple[str, ...] = ("auto",)
+    array_library: str = "numpy"
+
+    def dtypes(self) -> tuple[np.dtype, ...]:
+        """Dtypes this backend computes (on at least one of its devices)."""
+        return CONTRACT_DTYPES
+
+    def devices(self) -> list[str]:
+        """Human-readable descriptions of the devices this backend can use."""
+        return []
+
+    def check_dtype(self, dtype: np.dtype, operand) -> None:
+        """Raise ``TypeError`` naming the device if ``dtype`` cannot be computed for ``operand``.
+
+        The default accepts everything in :meth:`dtypes`; device backends
+        override it for per-device limits (float64 without ``cl_khr_fp64``).
+        """
+        if dtype not in self.dtypes():
+            raise TypeError(f"backend {self.name!r} does not support dtype {dtype}")
+
+    def from_numpy(self, x: np.ndarray):
+        """Move a host array to this backend's array type (identity for host backends)."""
+        return x
+
+    def to_numpy(self, x) -> np.ndarray:
+        """Move a result of this backend's array type back to the host."""
+        return x
+
+    def matmul(self, a, b, out, algorithm: str) -> None:
+        """Compute ``out[i] = a[i] @ b[i]`` for every batch index ``i``.
+
+        Guarantees from the core:
+
+        * ``a`` is ``(B, M, K)``, ``b`` is ``(B, K, N)``, ``out`` is ``(B, M, N)``,
+          all of this backend's array type and of one dtype from :meth:`dtypes`;
+        * ``B, M, N, K >= 1``;
+        * ``a`` and ``b`` may have any strides, including 0 (broadcast batch)
+          and negative ones; ``out`` is C-contiguous and shares no memory with
+          ``a`` or ``b``;
+        * ``algorithm`` is one of :attr:`algorithms`.
+
+        Integer products wrap like NumPy's; bool is logical or-of-ands;
+        float16 accumulates in float32; complex is not conjugated.
+        """
+        raise NotImplementedError
