@@ -1,0 +1,169 @@
+"""``polymm.matmul``: the array-API work done once, then a plain batched product per backend.
+
+Steps: identify the array library -> result dtype by that library's promotion
+-> shape rules (:mod:`polymm.shapes`) -> choose the backend (:mod:`polymm.registry`)
+-> cast and move operands into the backend's array type -> strided ``(B, M, K)``
+views (broadcast batches get stride 0, nothing is materialised) -> the backend
+computes into a C-contiguous ``(B, M, N)`` buffer -> ``out=`` and foreign arrays.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from . import promotion
+from .arrays import kind_named, kind_of
+from .registry import get_backend, selected_backend
+from .shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
+
+__all__ = ["matmul"]
+
+
+def _describe(x) -> str:
+    t = type(x)
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def _library_of(x1, x2) -> str:
+    k1, k2 = kind_of(x1), kind_of(x2)
+    for which, x, k in (("x1", x1, k1), ("x2", x2, k2)):
+        if k is None:
+            hint = " (convert it with numpy.asarray first)" if isinstance(x, (list, tuple, int, float, complex, bool)) else ""
+            raise TypeError(f"polymm.matmul: {which} must be an array, got {_describe(x)}{hint}")
+    if k1 != k2 or (k1 == "dlpack" and type(x1) is not type(x2)):
+        raise TypeError(
+            f"polymm.matmul: x1 and x2 come from different array libraries "
+            f"({_describe(x1)} and {_describe(x2)}); convert one of them first"
+        )
+    return k1
+
+
+def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", out=None):
+    """``x1 @ x2`` with the array API's semantics, computed by a polymm backend.
+
+    ``backend`` picks a backend by name (else :func:`use_backend`, then
+    ``POLYMM_BACKEND``, then the inputs' device); ``algorithm`` picks one of
+    that backend's kernels; ``out`` receives the result and is returned.
+    """
+    library = _library_of(x1, x2)
+    if library == "dlpack":
+        return _matmul_foreign(x1, x2, backend, algorithm, out)
+    kind = kind_named(library)
+
+    promotion.check_operand_dtype(x1.dtype, "x1")
+    promotion.check_operand_dtype(x2.dtype, "x2")
+    dtype = kind.result_type(x1, x2)
+    promotion.check_operand_dtype(dtype, "the result")
+    shape = matmul_shape(tuple(x1.shape), tuple(x2.shape))
+
+    name = selected_backend(backend, library)
+    impl = get_backend(name)
+    if algorithm not in impl.algorithms:
+        raise ValueError(
+            f"polymm.matmul: backend {name!r} has no algorithm {algorithm!r}; "
+            f"choose one of {', '.join(map(repr, impl.algorithms))}"
+        )
+    compute = impl.array_library
+    if library != compute and library != "numpy":
+        raise TypeError(
+            f"polymm.matmul: backend {name!r} computes on {compute} arrays and cannot take "
+            f"{library} arrays on {kind.device(x1)}; move them to the host or choose another backend"
+        )
+    if out is not None:
+        _check_out(out, library, kind, shape.result, dtype)
+
+    impl.check_dtype(dtype, x1)
+    if library != compute:
+        x1, x2 = impl.from_numpy(x1), impl.from_numpy(x2)
+        kind = kind_named(compute)
+
+    result = _compute(impl, kind, x1, x2, shape, dtype, algorithm, out if library == compute else None)
+    if library != compute:
+        result = impl.to_numpy(result)
+        if out is not None:
+            out[...] = result
+            return out
+    return result
+
+
+def _check_out(out, library, kind, result_shape, dtype):
+    if kind_of(out) != library:
+        raise TypeError(f"polymm.matmul: out must be a {library} array like the inputs, got {_describe(out)}")
+    if tuple(out.shape) != result_shape:
+        raise ValueError(f"polymm.matmul: out has shape {tuple(out.shape)}, the result has shape {result_shape}")
+    if np.dtype(out.dtype) != dtype:
+        raise TypeError(f"polymm.matmul: out has dtype {out.dtype}, the result has dtype {dtype}")
+    if not kind.writeable(out):
+        raise ValueError("polymm.matmul: out is read-only")
+
+
+def _compute(impl, kind, x1, x2, shape, dtype, algorithm, out):
+    """Run the backend on strided views; return ``out`` (filled) or a new result array."""
+    direct = out is not None and kind.is_c_contiguous(out) and not (
+        kind.shares_memory(out, x1) or kind.shares_memory(out, x2)
+    )
+    result = out if direct else kind.empty(shape.result, dtype, like=x1)
+    batch, m, k, n = shape.batch, shape.m, shape.k, shape.n
+    if result.size:
+        if k == 0:
+            kind.assign(result, kind.zeros(shape.result, dtype, like=x1))
+        else:
+            a = _prepared(kind, x1, dtype)
+            b = _prepared(kind, x2, dtype)
+            sa = matrix_strides(tuple(x1.shape), kind.elem_strides(a), len(batch), vector_is_row=True)
+            sb = matrix_strides(tuple(x2.shape), kind.elem_strides(b), len(batch), vector_is_row=False)
+            sc = c_strides(batch + (m, n))
+            groups, (ba, bb, bc) = collapse_batch(batch, sa[:-2], sb[:-2], sc[:-2])
+            inner = groups[-1] if groups else 1
+            outer_strides = (ba[:-1], bb[:-1], bc[:-1])
+            for index in itertools.product(*(range(g) for g in groups[:-1])):
+                oa, ob, oc = (sum(i * s for i, s in zip(index, st)) for st in outer_strides)
+                impl.matmul(
+                    kind.view(a, (inner, m, k), (ba[-1] if ba else 0,) + sa[-2:], oa),
+                    kind.view(b, (inner, k, n), (bb[-1] if bb else 0,) + sb[-2:], ob),
+                    kind.view(result, (inner, m, n), (bc[-1] if bc else 0, n, 1), oc),
+                    algorithm,
+                )
+    if out is not None and not direct:
+        kind.assign(out, result)
+        return out
+    return result
+
+
+def _prepared(kind, x, dtype):
+    """``x`` in the result dtype with strides that are whole elements."""
+    if np.dtype(x.dtype) != dtype:
+        return kind.astype(x, dtype)
+    if kind.elem_strides(x) is None:
+        return kind.contiguous(x)
+    return x
+
+
+def _matmul_foreign(x1, x2, backend, algorithm, out):
+    """PyTorch, JAX, array-api-strict, ...: compute through DLPack, return the caller's kind."""
+    import array_api_compat
+
+    xp = array_api_compat.array_namespace(x1, x2)
+    dtype = promotion.foreign_result_type(x1, x2)
+    device_type = x1.__dlpack_device__()[0]
+    if device_type == 1:  # kDLCPU
+        to_native = np.from_dlpack
+    elif device_type in (2, 13):  # kDLCUDA, kDLCUDAManaged
+        import cupy
+
+        to_native = cupy.from_dlpack
+    else:
+        raise TypeError(f"polymm.matmul: arrays on DLPack device type {device_type} are not supported")
+    if out is not None and type(out) is not type(x1):
+        raise TypeError(f"polymm.matmul: out must be a {_describe(x1)} like the inputs, got {_describe(out)}")
+    a = to_native(x1).astype(dtype, copy=False)
+    b = to_native(x2).astype(dtype, copy=False)
+    result = matmul(a, b, backend=backend, algorithm=algorithm, out=None if out is None else to_native(out))
+    if out is not None:
+        return out
+    try:
+        return xp.from_dlpack(result)
+    except (AttributeError, TypeError, BufferError, RuntimeError):
+        return xp.asarray(result)

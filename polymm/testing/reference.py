@@ -1,0 +1,89 @@
+"""Inputs, a higher-precision reference, and the comparison the suite applies."""
+
+from __future__ import annotations
+
+import numpy as np
+
+INTEGER_KINDS = "biu"
+
+
+def random_array(rng: np.random.Generator, shape, dtype) -> np.ndarray:
+    """Random values that exercise the dtype: full integer ranges (so products wrap), signs, no zeros-only."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    if dtype.kind == "c":
+        real = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+        return real.astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def poison(shape, dtype) -> np.ndarray:
+    """An output buffer full of a value no correct product produces by accident."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fc":
+        return np.full(shape, np.nan, dtype)
+    if dtype == np.bool_:
+        return np.full(shape, True)
+    return np.full(shape, np.iinfo(dtype).max - 3, dtype)
+
+
+def reference_matmul(x1: np.ndarray, x2: np.ndarray, dtype) -> np.ndarray:
+    """``x1 @ x2`` in higher precision: exact for integers (wrap-around included), float64/longdouble otherwise."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return np.matmul(x1.astype(np.uint64), x2.astype(np.uint64)) != 0
+    if dtype.kind in "iu":
+        # Arithmetic mod 2**64 then truncation is exactly NumPy's wrap-around for every width.
+        wide = np.matmul(x1.astype(np.uint64), x2.astype(np.uint64))
+        return wide.astype(dtype)
+    wide = np.clongdouble if dtype.kind == "c" else np.longdouble
+    if dtype.itemsize < (16 if dtype.kind == "c" else 8):
+        wide = np.complex128 if dtype.kind == "c" else np.float64
+    return np.matmul(x1.astype(wide), x2.astype(wide))
+
+
+def tolerance(x1: np.ndarray, x2: np.ndarray, dtype, k: int) -> np.ndarray:
+    """Elementwise bound ``c * K * eps * (|x1| @ |x2|)``, the classical dot-product error bound."""
+    dtype = np.dtype(dtype)
+    compute = np.float32 if dtype == np.float16 else dtype  # float16 accumulates in float32
+    eps = float(np.finfo(compute).eps)
+    mag = np.matmul(np.abs(x1).astype(np.float64), np.abs(x2).astype(np.float64))
+    bound = (4.0 if dtype.kind == "c" else 2.0) * max(k, 1) * eps * mag
+    if dtype == np.float16:  # plus the final rounding to float16
+        bound = bound + float(np.finfo(np.float16).eps) * mag
+    return bound + float(np.finfo(compute).tiny)
+
+
+def assert_matches(result, x1: np.ndarray, x2: np.ndarray, dtype=None) -> None:
+    """Check ``result`` against the reference of ``x1 @ x2`` (shape, dtype, values, NaN/Inf placement)."""
+    x1, x2 = np.asarray(x1), np.asarray(x2)
+    expected_dtype = np.dtype(dtype) if dtype is not None else np.result_type(x1, x2)
+    result = np.asarray(result)
+    ref = reference_matmul(x1.astype(expected_dtype), x2.astype(expected_dtype), expected_dtype)
+    assert result.dtype == expected_dtype, f"dtype {result.dtype}, expected {expected_dtype}"
+    assert result.shape == ref.shape, f"shape {result.shape}, expected {ref.shape}"
+    if expected_dtype.kind in INTEGER_KINDS:
+        bad = np.argwhere(result != ref)
+        assert bad.size == 0, f"{len(bad)} wrong elements, first at {tuple(bad[0])}: {result[tuple(bad[0])]} != {ref[tuple(bad[0])]}"
+        return
+    k = x1.shape[-1]
+    tol = tolerance(x1.astype(expected_dtype), x2.astype(expected_dtype), expected_dtype, k)
+    finite = np.isfinite(ref)
+    if expected_dtype.kind == "c":
+        # Complex Inf arithmetic differs between correct implementations; where the value is finite matters.
+        assert np.array_equal(np.isfinite(result), finite), "non-finite values in different places than the reference"
+    else:
+        assert np.array_equal(np.isnan(result), np.isnan(ref)), "NaN in different places than the reference"
+        assert np.array_equal(result[np.isinf(ref)], ref[np.isinf(ref)].astype(result.dtype)), "Inf differs from the reference"
+    err = np.abs(result[finite].astype(ref.dtype) - ref[finite]).astype(np.float64)
+    bound = np.broadcast_to(tol, ref.shape)[finite]
+    if err.size and not np.all(err <= bound):
+        worst = np.argmax(err - bound)
+        raise AssertionError(
+            f"{int(np.sum(err > bound))} elements off; worst error {err[worst]:.3g} exceeds bound "
+            f"{bound[worst]:.3g} (K={k}, dtype {expected_dtype})"
+        )
