@@ -1,0 +1,292 @@
+"""The matmul kernels, written once and rendered for CUDA or OpenCL.
+
+The algorithm bodies (``naive.c``, ``tiled.c``, ``regblock.c``) use a small
+dialect-neutral vocabulary (``KERNEL``, ``GLOBAL``, ``LOCAL_MEM``, ``BARRIER``,
+``LOCAL_ID``, ...) that a short prelude (``prelude_opencl.h`` /
+``prelude_cuda.h``) maps onto each dialect; ``types.h`` supplies the per-dtype
+arithmetic (``LOAD``, ``ACC_MADD``, ``STORE``, ...).  :func:`render` glues
+prelude + ``#define``s for the dtype and tile parameters + body into one
+complete source, so a fix to the algorithm is made once for both backends.
+
+Kernel interface (identical for every kernel, dialect and dtype)::
+
+    KERNEL void polymm_<kernel>(
+        const int M, const int N, const int K,
+        GLOBAL const T* A, const long a_off, const long a_sb, const long a_sm, const long a_sk,
+        GLOBAL const T* B, const long b_off, const long b_sb, const long b_sk, const long b_sn,
+        GLOBAL T* C, const long c_off)
+
+computes ``C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]`` for ``b < B`` (the
+batch is grid dimension 2), with element ``A[b, m, k]`` at
+``A[a_off + b*a_sb + m*a_sm + k*a_sk]`` (offsets and strides in *elements*,
+64-bit, any sign, 0 allowed), likewise for ``B``, and ``C`` contiguous
+``(B, M, N)`` starting at ``C[c_off]``.  ``long`` is ``long long`` in CUDA
+(both 64-bit): pass ``numpy.int64``; sizes are ``numpy.int32``.  ``T`` is the
+dtype's storage type: ``uchar`` for bool, ``half`` (OpenCL) / ``unsigned short``
+(CUDA, raw bits) for float16, ``float2``/``double2`` for complex.
+
+Kernel names: :func:`kernel_name` (``polymm_naive``, ``polymm_tiled``,
+``polymm_tiled_dynamic``, ``polymm_regblock``; CUDA ones are ``extern "C"``).
+``tiled-dynamic`` takes its tile memory at launch: OpenCL gets one trailing
+``__local`` argument of :func:`local_mem_bytes` bytes (``cl.LocalMemory``);
+CUDA gets the same number as the launch's dynamic shared memory size.
+
+Launch geometry: :func:`launch_geometry` gives OpenCL NDRange sizes in
+work-items; CUDA uses ``block = local`` and ``grid = global // local``
+(``gridDim.z`` = batch is limited to 65535 there: split larger batches by
+advancing ``a_off``/``b_off``/``c_off``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+
+__all__ = [
+    "KernelParams", "KERNELS", "DIALECTS", "render", "kernel_name", "launch_geometry",
+    "local_mem_bytes", "fast_path", "value_itemsize",
+]
+
+DIALECTS = ("cuda", "opencl")
+#: Kernel names accepted by :func:`render` (``tiled-dynamic`` is ``tiled.c``
+#: rendered with ``PM_DYNAMIC_LOCAL``).
+KERNELS = ("naive", "tiled", "tiled-dynamic", "regblock")
+_BODY_FILES = {"naive": "naive.c", "tiled": "tiled.c", "tiled-dynamic": "tiled.c",
+               "regblock": "regblock.c"}
+
+
+@dataclass(frozen=True)
+class KernelParams:
+    """Tile parameters, as data (they become ``#define``s).
+
+    ``ts``: tile edge of ``tiled``/``tiled-dynamic`` (work-group ``ts x ts``).
+    ``regblock``: ``mwg x nwg`` block of C per work-group, K step ``kwg``,
+    work-group ``(ndimc, mdimc)``, micro-tile ``(mwg/mdimc) x (nwg/ndimc)`` per
+    work-item; ``vw``: interleave width (local-memory shape) or SIMD vector
+    width along N (``use_local=False``, the CPU shape); ``pad``: local-memory row
+    padding against bank conflicts; ``gvw``: global vector load width of the
+    fast path (local-memory shape).
+    """
+
+    ts: int = 16
+    mwg: int = 64
+    nwg: int = 64
+    kwg: int = 16
+    mdimc: int = 16
+    ndimc: int = 16
+    vw: int = 4
+    pad: int = 0
+    gvw: int = 4
+    use_local: bool = True
+
+    @property
+    def wptm(self) -> int:
+        return self.mwg // self.mdimc
+
+    @property
+    def wptn(self) -> int:
+        return self.nwg // self.ndimc
+
+    def replace(self, **changes) -> "KernelParams":
+        return dataclasses.replace(self, **changes)
+
+    def validate(self, kernel: str) -> None:
+        """Raise ``ValueError`` if these parameters cannot render ``kernel``."""
+        if kernel in ("tiled", "tiled-dynamic"):
+            if self.ts < 1:
+                raise ValueError(f"ts must be positive: {self}")
+        if kernel != "regblock":
+            return
+        if self.mwg % self.mdimc or self.nwg % self.ndimc:
+            raise ValueError(f"mwg/nwg must be multiples of mdimc/ndimc: {self}")
+        if self.use_local:
+            if self.wptm % self.vw or self.wptn % self.vw:
+                raise ValueError(f"micro-tile must be a multiple of vw: {self}")
+            threads = self.mdimc * self.ndimc
+            if (self.mwg * self.kwg // self.gvw) % threads or (self.kwg * self.nwg // self.gvw) % threads \
+                    or self.kwg % self.gvw or self.nwg % self.gvw:
+                raise ValueError(f"tiles must split evenly into gvw-vectors per work-item: {self}")
+        elif self.wptn % self.vw:
+            raise ValueError(f"wptn must be a multiple of vw: {self}")
+
+
+# dtype -> (PM_KIND, OpenCL storage, CUDA storage, OpenCL value/acc, CUDA value/acc, needs fp64)
+_INT_ACC = {4: ("uint", "unsigned int"), 8: ("ulong", "unsigned long long")}
+_DTYPES = {
+    "bool": ("BOOL", "uchar", "unsigned char"),
+    "int8": ("INT", "char", "signed char"),
+    "int16": ("INT", "short", "short"),
+    "int32": ("INT", "int", "int"),
+    "int64": ("INT", "long", "long long"),
+    "uint8": ("INT", "uchar", "unsigned char"),
+    "uint16": ("INT", "ushort", "unsigned short"),
+    "uint32": ("INT", "uint", "unsigned int"),
+    "uint64": ("INT", "ulong", "unsigned long long"),
+    "float16": ("HALF", "half", "unsigned short"),
+    "float32": ("FLOAT", "float", "float"),
+    "float64": ("FLOAT", "double", "double"),
+    "complex64": ("COMPLEX", "float2", "float2"),
+    "complex128": ("COMPLEX", "double2", "double2"),
+}
+# Fast (vector) paths exist for these; GVEC type per dialect is the same name.
+_VECTOR_DTYPES = {"float32": "float", "float64": "double"}
+
+
+def _type_defines(dialect: str, dtype: np.dtype) -> dict[str, str]:
+    name = np.dtype(dtype).name
+    if name not in _DTYPES:
+        raise TypeError(f"polymm kernels do not support dtype {name}")
+    kind, ocl, cuda = _DTYPES[name]
+    elem = ocl if dialect == "opencl" else cuda
+    d = {f"PM_KIND_{kind}": "1", "ELEM_T": elem,
+         "PM_NEEDS_FP64": "1" if name in ("float64", "complex128") else "0"}
+    if kind == "BOOL":
+        d.update(VAL_T=elem, ACC_T="uint" if dialect == "opencl" else "unsigned int", VAL_ZERO="0")
+    elif kind == "INT":
+        acc = _INT_ACC[max(4, np.dtype(dtype).itemsize)][0 if dialect == "opencl" else 1]
+        d.update(VAL_T=acc, ACC_T=acc, VAL_ZERO="0")
+    elif kind == "HALF":
+        d.update(VAL_T="float", ACC_T="float", VAL_ZERO="0.0f")
+    elif kind == "FLOAT":
+        d.update(VAL_T=elem, ACC_T=elem, VAL_ZERO="0.0f" if name == "float32" else "0.0")
+    else:  # COMPLEX
+        zero = "0.0f" if name == "complex64" else "0.0"
+        ctor = f"({elem})({zero}, {zero})" if dialect == "opencl" else f"make_{elem}({zero}, {zero})"
+        d.update(VAL_T=elem, ACC_T=elem, VAL_ZERO=ctor)
+    return d
+
+
+def value_itemsize(dtype) -> int:
+    """Bytes of one VAL_T (what local memory holds per element) for ``dtype``."""
+    name = np.dtype(dtype).name
+    kind = _DTYPES[name][0]
+    if kind == "BOOL":
+        return 1
+    if kind == "INT":
+        return max(4, np.dtype(dtype).itemsize)
+    if kind == "HALF":
+        return 4
+    return np.dtype(dtype).itemsize
+
+
+def _read(filename: str) -> str:
+    return resources.files(__package__).joinpath(filename).read_text()
+
+
+def kernel_name(kernel: str) -> str:
+    """The entry-point name of ``kernel`` in rendered source."""
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel!r}; expected one of {KERNELS}")
+    return "polymm_" + kernel.replace("-", "_")
+
+
+def default_params(kernel: str) -> KernelParams:
+    return KernelParams()
+
+
+def render(dialect: str, kernel: str, dtype, params: KernelParams | None = None, *,
+           vec_a: bool = False, vec_b: bool = False) -> str:
+    """Complete compilable source of ``kernel`` for ``dtype`` in ``dialect``.
+
+    ``vec_a``/``vec_b`` select the regblock fast paths; only pass what
+    :func:`fast_path` allows for the operands at hand (they are ignored for
+    dtypes without a vector path).
+    """
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}; expected one of {DIALECTS}")
+    kernel_name(kernel)
+    params = params or default_params(kernel)
+    params.validate(kernel)
+    dtype = np.dtype(dtype)
+    defines = _type_defines(dialect, dtype)
+    vector_ok = dtype.name in _VECTOR_DTYPES
+    defines.update(
+        TS=str(params.ts), MWG=str(params.mwg), NWG=str(params.nwg), KWG=str(params.kwg),
+        MDIMC=str(params.mdimc), NDIMC=str(params.ndimc), VW=str(params.vw), PAD=str(params.pad),
+        GVW=str(params.gvw),
+        PM_DYNAMIC_LOCAL="1" if kernel == "tiled-dynamic" else "0",
+        PM_RB_LOCAL="1" if params.use_local else "0",
+        PM_RB_VEC_A="1" if (vec_a and vector_ok) else "0",
+        PM_RB_VEC_B="1" if (vec_b and vector_ok) else "0",
+    )
+    if vector_ok:
+        base = _VECTOR_DTYPES[dtype.name]
+        defines["GVEC_T"] = f"{base}{params.gvw}"
+        if dialect == "opencl" and not params.use_local:
+            defines.update(PM_VECTOR_MATH="1", VEC_T=f"{base}{params.vw}",
+                           VLOADN=f"vload{params.vw}", VSTOREN=f"vstore{params.vw}")
+    head = "".join(f"#define {k} {v}\n" for k, v in defines.items())
+    parts = [
+        f"/* polymm {kernel} kernel, dtype {dtype.name}, dialect {dialect}, {params} */\n",
+        head,
+        _read(f"prelude_{dialect}.h"),
+        _read("types.h"),
+        _read(_BODY_FILES[kernel]),
+    ]
+    return "\n".join(parts)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def launch_geometry(kernel: str, params: KernelParams | None, M: int, N: int, B: int):
+    """``(global_size, local_size)`` in work-items (OpenCL NDRange terms).
+
+    Dimension 0 runs along N (columns), 1 along M (rows), 2 over the batch
+    with local size 1.  CUDA: ``block = local``, ``grid = global // local``.
+    """
+    kernel_name(kernel)
+    params = params or default_params(kernel)
+    if kernel == "naive":
+        local = (16, 16, 1)
+        glob = (_ceil_div(N, 16) * 16, _ceil_div(M, 16) * 16, B)
+    elif kernel in ("tiled", "tiled-dynamic"):
+        ts = params.ts
+        local = (ts, ts, 1)
+        glob = (_ceil_div(N, ts) * ts, _ceil_div(M, ts) * ts, B)
+    else:
+        local = (params.ndimc, params.mdimc, 1)
+        glob = (_ceil_div(N, params.nwg) * params.ndimc, _ceil_div(M, params.mwg) * params.mdimc, B)
+    return glob, local
+
+
+def local_mem_bytes(kernel: str, dtype, params: KernelParams | None = None) -> int:
+    """Local (shared) memory the kernel needs; for ``tiled-dynamic`` the size to pass at launch."""
+    params = params or default_params(kernel)
+    size = value_itemsize(dtype)
+    if kernel in ("tiled", "tiled-dynamic"):
+        return 2 * params.ts * params.ts * size
+    if kernel == "regblock" and params.use_local:
+        return params.kwg * (params.mwg + params.nwg + 2 * params.pad) * size
+    return 0
+
+
+def fast_path(dialect: str, dtype, params: KernelParams, M: int, N: int, K: int, batch: int,
+              a_off: int, a_strides, b_off: int, b_strides) -> dict[str, bool]:
+    """Which regblock vector paths are valid for these operands (``render`` keywords).
+
+    ``a_strides = (a_sb, a_sm, a_sk)`` and ``b_strides = (b_sb, b_sk, b_sn)`` in
+    elements.  The local-memory (GPU) shape reads ``gvw``-element vectors, so
+    it needs inner stride 1 and every vector start a multiple of ``gvw``
+    elements (buffers themselves are assumed aligned, as allocators give
+    them).  The CPU shape uses ``vloadN``, which needs only inner stride 1.
+    """
+    dtype = np.dtype(dtype)
+    if dtype.name not in _VECTOR_DTYPES:
+        return {"vec_a": False, "vec_b": False}
+    a_sb, a_sm, a_sk = a_strides
+    b_sb, b_sk, b_sn = b_strides
+    if not params.use_local:
+        return {"vec_a": False, "vec_b": dialect == "opencl" and b_sn == 1}
+    g = params.gvw
+
+    def aligned(*values):
+        return all(v % g == 0 for v in values)
+
+    vec_a = a_sk == 1 and aligned(K, a_off, a_sm, a_sb if batch > 1 else 0)
+    vec_b = b_sn == 1 and aligned(N, b_off, b_sk, b_sb if batch > 1 else 0)
+    return {"vec_a": vec_a, "vec_b": vec_b}

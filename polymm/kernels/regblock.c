@@ -1,0 +1,225 @@
+/* regblock: 2-D register blocking.  A work-group computes an MWG x NWG block
+ * of C with (NDIMC, MDIMC) work-items; each work-item keeps a WPTM x WPTN
+ * micro-tile of accumulators in registers (WPTM = MWG/MDIMC, WPTN = NWG/NDIMC).
+ *
+ * PM_RB_LOCAL = 1 (GPUs): per K step of KWG, the A block (stored transposed,
+ *   k-major) and the B block are staged in local memory, rows padded by PAD.
+ *   A work-item's rows/columns are interleaved in runs of VW
+ *   (row(i) = (i/VW)*MDIMC*VW + tm*VW + i%VW) so that a work-group's local
+ *   reads and C writes touch consecutive addresses.
+ *   PM_RB_VEC_A / PM_RB_VEC_B: operand loads as GVEC_T (GVW elements) -- only
+ *   rendered when the inner stride is 1 and offsets, strides and the
+ *   contraction/column sizes are multiples of GVW (see kernels.fast_path).
+ * PM_RB_LOCAL = 0 (CPUs): no local memory and no barriers (the caches play
+ *   that role); each work-item computes a contiguous WPTM x WPTN block straight
+ *   from global memory.  PM_RB_VEC_B with PM_VECTOR_MATH (OpenCL, float32/64)
+ *   does it with VW-wide vector types, which the CPU compiler maps onto SIMD
+ *   registers, whenever the block lies wholly inside C.
+ * Rows beyond M are clamped for loading and skipped when storing, zero-filled
+ * tiles cover the K and N edges: any M, N, K and any strides work. */
+#define WPTM (MWG / MDIMC)
+#define WPTN (NWG / NDIMC)
+
+#if PM_RB_LOCAL
+#define NTHREADS (MDIMC * NDIMC)
+#define LDA_LOCAL (MWG + PAD)
+#define LDB_LOCAL (NWG + PAD)
+#define ROW_OF(i) (((i) / VW) * (MDIMC * VW) + tm * VW + ((i) % VW))
+#define COL_OF(j) (((j) / VW) * (NDIMC * VW) + tn * VW + ((j) % VW))
+
+KERNEL_WG(NDIMC, MDIMC) void polymm_regblock(PM_ARGS)
+{
+    LOCAL_MEM VAL_T a_tile[KWG * LDA_LOCAL];
+    LOCAL_MEM VAL_T b_tile[KWG * LDB_LOCAL];
+    const int tn = LOCAL_ID(0);
+    const int tm = LOCAL_ID(1);
+    const int tid = tm * NDIMC + tn;
+    const int m0 = GROUP_ID(1) * MWG;
+    const int n0 = GROUP_ID(0) * NWG;
+    const INDEX_T batch = GROUP_ID(2);
+    const INDEX_T a_base = a_off + batch * a_sb;
+    const INDEX_T b_base = b_off + batch * b_sb;
+
+    ACC_T acc[WPTM][WPTN];
+    PM_UNROLL
+    for (int i = 0; i < WPTM; ++i) {
+        PM_UNROLL
+        for (int j = 0; j < WPTN; ++j) ACC_INIT(acc[i][j]);
+    }
+
+    for (int k0 = 0; k0 < K; k0 += KWG) {
+        /* ---- stage A[m0:m0+MWG, k0:k0+KWG] transposed into a_tile[k][m] ---- */
+#if PM_RB_VEC_A
+        PM_UNROLL
+        for (int r = 0; r < MWG * KWG / GVW / NTHREADS; ++r) {
+            const int v = tid + r * NTHREADS;
+            const int kv = v % (KWG / GVW);
+            const int ml = v / (KWG / GVW);
+            const int m = m0 + ml;
+            const int k = k0 + kv * GVW;
+            if (m < M && k < K) {
+                const GVEC_T x = *(GLOBAL const GVEC_T*)(A + (a_base + (INDEX_T)m * a_sm + k));
+                PM_UNROLL
+                for (int q = 0; q < GVW; ++q) a_tile[(kv * GVW + q) * LDA_LOCAL + ml] = ((const VAL_T*)&x)[q];
+            } else {
+                PM_UNROLL
+                for (int q = 0; q < GVW; ++q) a_tile[(kv * GVW + q) * LDA_LOCAL + ml] = VAL_ZERO;
+            }
+        }
+#else
+        for (int v = tid; v < MWG * KWG; v += NTHREADS) {
+            const int kl = v % KWG;
+            const int ml = v / KWG;
+            const int m = m0 + ml;
+            const int k = k0 + kl;
+            VAL_T x = VAL_ZERO;
+            if (m < M && k < K) x = LOAD(A, a_base + (INDEX_T)m * a_sm + (INDEX_T)k * a_sk);
+            a_tile[kl * LDA_LOCAL + ml] = x;
+        }
+#endif
+        /* ---- stage B[k0:k0+KWG, n0:n0+NWG] into b_tile[k][n] ---- */
+#if PM_RB_VEC_B
+        PM_UNROLL
+        for (int r = 0; r < KWG * NWG / GVW / NTHREADS; ++r) {
+            const int v = tid + r * NTHREADS;
+            const int nv = v % (NWG / GVW);
+            const int kl = v / (NWG / GVW);
+            const int n = n0 + nv * GVW;
+            const int k = k0 + kl;
+            if (n < N && k < K) {
+                const GVEC_T x = *(GLOBAL const GVEC_T*)(B + (b_base + (INDEX_T)k * b_sk + n));
+                PM_UNROLL
+                for (int q = 0; q < GVW; ++q) b_tile[kl * LDB_LOCAL + nv * GVW + q] = ((const VAL_T*)&x)[q];
+            } else {
+                PM_UNROLL
+                for (int q = 0; q < GVW; ++q) b_tile[kl * LDB_LOCAL + nv * GVW + q] = VAL_ZERO;
+            }
+        }
+#else
+        for (int v = tid; v < KWG * NWG; v += NTHREADS) {
+            const int nl = v % NWG;
+            const int kl = v / NWG;
+            const int n = n0 + nl;
+            const int k = k0 + kl;
+            VAL_T x = VAL_ZERO;
+            if (n < N && k < K) x = LOAD(B, b_base + (INDEX_T)k * b_sk + (INDEX_T)n * b_sn);
+            b_tile[kl * LDB_LOCAL + nl] = x;
+        }
+#endif
+        BARRIER();
+        /* ---- outer products from local memory into the register micro-tile ---- */
+        PM_UNROLL
+        for (int kk = 0; kk < KWG; ++kk) {
+            VAL_T a_reg[WPTM];
+            VAL_T b_reg[WPTN];
+            PM_UNROLL
+            for (int i = 0; i < WPTM; ++i) a_reg[i] = a_tile[kk * LDA_LOCAL + ROW_OF(i)];
+            PM_UNROLL
+            for (int j = 0; j < WPTN; ++j) b_reg[j] = b_tile[kk * LDB_LOCAL + COL_OF(j)];
+            PM_UNROLL
+            for (int i = 0; i < WPTM; ++i) {
+                PM_UNROLL
+                for (int j = 0; j < WPTN; ++j) ACC_MADD(acc[i][j], a_reg[i], b_reg[j]);
+            }
+        }
+        BARRIER();
+    }
+
+    PM_UNROLL
+    for (int i = 0; i < WPTM; ++i) {
+        const int m = m0 + ROW_OF(i);
+        if (m < M) {
+            const INDEX_T c_row = c_off + (batch * M + m) * (INDEX_T)N;
+            PM_UNROLL
+            for (int j = 0; j < WPTN; ++j) {
+                const int n = n0 + COL_OF(j);
+                if (n < N) STORE(C, c_row + n, acc[i][j]);
+            }
+        }
+    }
+}
+
+#else /* PM_RB_LOCAL == 0: the CPU shape */
+
+KERNEL void polymm_regblock(PM_ARGS)
+{
+    const int m0 = GLOBAL_ID(1) * WPTM;
+    const int n0 = GLOBAL_ID(0) * WPTN;
+    if (m0 >= M || n0 >= N) return;
+    const INDEX_T batch = GROUP_ID(2);
+    const INDEX_T b_base = b_off + batch * b_sb;
+    INDEX_T a_row[WPTM];
+    PM_UNROLL
+    for (int i = 0; i < WPTM; ++i) {
+        const int m = (m0 + i < M) ? m0 + i : M - 1;   /* clamp: loaded, never stored */
+        a_row[i] = a_off + batch * a_sb + (INDEX_T)m * a_sm;
+    }
+
+#if PM_RB_VEC_B && PM_VECTOR_MATH
+    if (n0 + WPTN <= N) {
+        VEC_T acc[WPTM][WPTN / VW];
+        PM_UNROLL
+        for (int i = 0; i < WPTM; ++i) {
+            PM_UNROLL
+            for (int j = 0; j < WPTN / VW; ++j) acc[i][j] = (VEC_T)(0);
+        }
+        GLOBAL const ELEM_T* b_ptr = B + b_base + n0;
+        for (int k = 0; k < K; ++k) {
+            VEC_T b_vec[WPTN / VW];
+            PM_UNROLL
+            for (int j = 0; j < WPTN / VW; ++j) b_vec[j] = VLOADN(0, b_ptr + j * VW);
+            b_ptr += b_sk;
+            PM_UNROLL
+            for (int i = 0; i < WPTM; ++i) {
+                const VEC_T a_bcast = (VEC_T)(A[a_row[i] + (INDEX_T)k * a_sk]);
+                PM_UNROLL
+                for (int j = 0; j < WPTN / VW; ++j) acc[i][j] = fma(a_bcast, b_vec[j], acc[i][j]);
+            }
+        }
+        PM_UNROLL
+        for (int i = 0; i < WPTM; ++i) {
+            if (m0 + i < M) {
+                GLOBAL ELEM_T* c_ptr = C + c_off + (batch * M + m0 + i) * (INDEX_T)N + n0;
+                PM_UNROLL
+                for (int j = 0; j < WPTN / VW; ++j) VSTOREN(acc[i][j], 0, c_ptr + j * VW);
+            }
+        }
+        return;
+    }
+#endif
+    /* Scalar path: any dtype, any strides, blocks that straddle the N edge. */
+    INDEX_T b_col[WPTN];
+    PM_UNROLL
+    for (int j = 0; j < WPTN; ++j) {
+        const int n = (n0 + j < N) ? n0 + j : N - 1;
+        b_col[j] = b_base + (INDEX_T)n * b_sn;
+    }
+    ACC_T acc[WPTM][WPTN];
+    PM_UNROLL
+    for (int i = 0; i < WPTM; ++i) {
+        PM_UNROLL
+        for (int j = 0; j < WPTN; ++j) ACC_INIT(acc[i][j]);
+    }
+    for (int k = 0; k < K; ++k) {
+        VAL_T b_reg[WPTN];
+        PM_UNROLL
+        for (int j = 0; j < WPTN; ++j) b_reg[j] = LOAD(B, b_col[j] + (INDEX_T)k * b_sk);
+        PM_UNROLL
+        for (int i = 0; i < WPTM; ++i) {
+            const VAL_T a_val = LOAD(A, a_row[i] + (INDEX_T)k * a_sk);
+            PM_UNROLL
+            for (int j = 0; j < WPTN; ++j) ACC_MADD(acc[i][j], a_val, b_reg[j]);
+        }
+    }
+    PM_UNROLL
+    for (int i = 0; i < WPTM; ++i) {
+        if (m0 + i < M) {
+            const INDEX_T c_row = c_off + (batch * M + m0 + i) * (INDEX_T)N;
+            PM_UNROLL
+            for (int j = 0; j < WPTN; ++j) {
+                if (n0 + j < N) STORE(C, c_row + n0 + j, acc[i][j]);
+            }
+        }
+    }
+}
+#endif

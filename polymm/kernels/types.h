@@ -1,0 +1,53 @@
+/* polymm element arithmetic, selected by PM_KIND_* (set by the renderer along
+ * with ELEM_T: the type in global memory, VAL_T: a loaded value, as kept in
+ * local memory and registers, ACC_T: the accumulator, VAL_ZERO: a zero VAL_T).
+ *
+ *   LOAD(p, i)          element i of global array p, as VAL_T
+ *   ACC_INIT(acc)       acc = additive identity
+ *   ACC_MADD(acc, a, b) acc += a * b   (or acc |= a & b for bool)
+ *   STORE(p, i, acc)    p[i] = acc converted to ELEM_T
+ */
+#if PM_KIND_BOOL
+/* NumPy: the OR of ANDs; any nonzero byte is true. */
+#define LOAD(p, i) ((VAL_T)((p)[i] != 0))
+#define ACC_INIT(acc) ((acc) = 0)
+#define ACC_MADD(acc, a, b) ((acc) |= ((a) & (b)))
+#define STORE(p, i, acc) ((p)[i] = (ELEM_T)((acc) != 0))
+#elif PM_KIND_INT
+/* Accumulate in an unsigned type at least as wide: wrap-around is defined
+ * there, and the low bits after truncation equal NumPy's wrapped result. */
+#define LOAD(p, i) ((VAL_T)(p)[i])
+#define ACC_INIT(acc) ((acc) = 0)
+#define ACC_MADD(acc, a, b) ((acc) += (a) * (b))
+#define STORE(p, i, acc) ((p)[i] = (ELEM_T)(acc))
+#elif PM_KIND_HALF
+/* float16 in memory, float32 everywhere else. */
+#define LOAD(p, i) HALF_LOAD(p, i)
+#define ACC_INIT(acc) ((acc) = 0.0f)
+#define ACC_MADD(acc, a, b) ((acc) = (a) * (b) + (acc))
+#define STORE(p, i, acc) HALF_STORE(p, i, acc)
+#elif PM_KIND_FLOAT
+#define LOAD(p, i) ((p)[i])
+#define ACC_INIT(acc) ((acc) = 0)
+#define ACC_MADD(acc, a, b) ((acc) = (a) * (b) + (acc))
+#define STORE(p, i, acc) ((p)[i] = (acc))
+#elif PM_KIND_COMPLEX
+/* (x + iy): float2/double2, no conjugation. */
+#define LOAD(p, i) ((p)[i])
+#define ACC_INIT(acc) ((acc).x = 0, (acc).y = 0)
+#define ACC_MADD(acc, a, b) ((acc).x += (a).x * (b).x - (a).y * (b).y, \
+                             (acc).y += (a).x * (b).y + (a).y * (b).x)
+#define STORE(p, i, acc) ((p)[i] = (acc))
+#else
+#error "polymm: no PM_KIND_* defined"
+#endif
+
+/* The one kernel signature: sizes, then each operand as base pointer +
+ * element offset + element strides (batch, row, column; any sign, 0 allowed),
+ * then C, contiguous (B, M, N) from c_off. */
+#define PM_ARGS const int M, const int N, const int K, \
+    GLOBAL const ELEM_T* RESTRICT A, const INDEX_T a_off, const INDEX_T a_sb, \
+    const INDEX_T a_sm, const INDEX_T a_sk, \
+    GLOBAL const ELEM_T* RESTRICT B, const INDEX_T b_off, const INDEX_T b_sb, \
+    const INDEX_T b_sk, const INDEX_T b_sn, \
+    GLOBAL ELEM_T* RESTRICT C, const INDEX_T c_off
