@@ -83,6 +83,9 @@ class Backend:
         """Move a result of this backend's array type back to the host."""
         return x
 
+    def synchronize(self) -> None:
+        """Wait until work queued by :meth:`matmul` has finished (for timing; host backends return at once)."""
+
     def matmul(self, a, b, out, algorithm: str) -> None:
         """Compute ``out[i] = a[i] @ b[i]`` for every batch index ``i``.
 

@@ -47,6 +47,10 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
     ``POLYMM_BACKEND``, then the inputs' device); ``algorithm`` picks one of
     that backend's kernels; ``out`` receives the result and is returned.
     """
+    if type(x1) is np.ndarray and type(x2) is np.ndarray and out is None:
+        result = _matmul_plain_numpy(x1, x2, backend, algorithm)
+        if result is not None:
+            return result
     library = _library_of(x1, x2)
     if library == "dlpack":
         return _matmul_foreign(x1, x2, backend, algorithm, out)
@@ -85,6 +89,30 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
         if out is not None:
             out[...] = result
             return out
+    return result
+
+
+def _matmul_plain_numpy(x1, x2, backend, algorithm):
+    """The common case -- two non-empty 2-D NumPy matrices of one dtype, host backend -- without the general machinery.
+
+    Returns None whenever any general rule might apply, so the general path decides.
+    """
+    dtype = x1.dtype
+    if x1.ndim != 2 or x2.ndim != 2 or x2.dtype != dtype or dtype not in promotion.SUPPORTED:
+        return None
+    m, k = x1.shape
+    n = x2.shape[1]
+    if k != x2.shape[0] or not (m and n and k):
+        return None
+    size = dtype.itemsize
+    if (x1.strides[0] | x1.strides[1] | x2.strides[0] | x2.strides[1]) % size:
+        return None
+    impl = get_backend(selected_backend(backend, "numpy"))
+    if impl.array_library != "numpy" or algorithm not in impl.algorithms:
+        return None
+    impl.check_dtype(dtype, x1)
+    result = np.empty((m, n), dtype)
+    impl.matmul(x1[None], x2[None], result[None], algorithm)
     return result
 
 

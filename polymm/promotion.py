@@ -6,7 +6,7 @@ import numpy as np
 
 from .backend import CONTRACT_DTYPES
 
-_SUPPORTED = frozenset(CONTRACT_DTYPES)
+SUPPORTED = frozenset(CONTRACT_DTYPES)
 _NAMES = ", ".join(str(d) for d in CONTRACT_DTYPES)
 
 
@@ -16,7 +16,7 @@ def check_operand_dtype(dtype, which: str) -> np.dtype:
         dtype = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"polymm.matmul: {which} has unsupported dtype {dtype}; supported: {_NAMES}") from None
-    if dtype not in _SUPPORTED:
+    if dtype not in SUPPORTED:
         raise TypeError(f"polymm.matmul: {which} has unsupported dtype {dtype}; supported: {_NAMES}")
     return dtype
 

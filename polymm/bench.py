@@ -1,0 +1,153 @@
+"""``polymm bench``: time backends against the reference library measured in the same run.
+
+Every result is checked against NumPy before it is timed; speeds are medians
+over repeats after a warm-up, reported as GFLOP/s and as a ratio to the
+reference (NumPy/OpenBLAS for host backends, ``cupy.matmul`` for CuPy ones).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+import polymm
+from polymm.testing.reference import assert_matches, random_array
+
+
+@dataclass
+class Measurement:
+    backend: str
+    algorithm: str
+    dtype: str
+    m: int
+    n: int
+    k: int
+    seconds: float
+    gflops: float
+    reference: str
+    reference_gflops: float
+    ratio: float
+    correct: bool
+    error: str | None = None
+
+    def as_dict(self):
+        return asdict(self)
+
+
+def flops(m, n, k, dtype) -> float:
+    """Real floating-point (or integer) operations of one product; a complex multiply-add counts 8."""
+    return (8.0 if np.dtype(dtype).kind == "c" else 2.0) * m * n * k
+
+
+def median_time(fn, synchronize, repeat: int, min_time: float = 0.2) -> float:
+    """Median seconds per call, with enough inner calls that each sample lasts ~min_time/repeat."""
+    fn()
+    synchronize()
+    start = time.perf_counter()
+    fn()
+    synchronize()
+    once = max(time.perf_counter() - start, 1e-7)
+    inner = max(1, int(min_time / repeat / once))
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        synchronize()
+        samples.append((time.perf_counter() - start) / inner)
+    return statistics.median(samples)
+
+
+def _reference_for(backend):
+    """(name, matmul, synchronize) of the library the backend is compared with."""
+    if backend.array_library == "cupy":
+        import cupy
+
+        return "cupy.matmul", cupy.matmul, cupy.cuda.get_current_stream().synchronize
+    return "numpy.matmul", np.matmul, lambda: None
+
+
+def run(backends, algorithms, shapes, dtypes, repeat=5, progress=None):
+    """Measure every (backend, algorithm, shape, dtype); returns a list of :class:`Measurement`."""
+    rng = np.random.default_rng(2026)
+    plan = []
+    for name in backends:
+        impl = polymm.get_backend(name)
+        for algorithm in algorithms or impl.algorithms:
+            if algorithm in impl.algorithms:
+                plan.append((name, impl, algorithm))
+    results = []
+    total = len(plan) * len(shapes) * len(dtypes)
+    task = progress.add_task("benchmarking", total=total) if progress else None
+    for dtype in dtypes:
+        for m, n, k in shapes:
+            host_a = random_array(rng, (m, k), dtype)
+            host_b = random_array(rng, (k, n), dtype)
+            ref_cache = {}
+            for name, impl, algorithm in plan:
+                if progress:
+                    progress.update(task, description=f"{name}/{algorithm} {dtype} {m}x{n}x{k}")
+                results.append(_measure(name, impl, algorithm, host_a, host_b, dtype, repeat, ref_cache))
+                if progress:
+                    progress.advance(task)
+    return results
+
+
+def _measure(name, impl, algorithm, host_a, host_b, dtype, repeat, ref_cache):
+    m, k = host_a.shape
+    n = host_b.shape[1]
+    ops = flops(m, n, k, dtype)
+    ref_name, ref_matmul, ref_sync = _reference_for(impl)
+    a, b = impl.from_numpy(host_a), impl.from_numpy(host_b)
+    out = polymm.matmul(a, b, backend=name, algorithm=algorithm)
+    try:
+        assert_matches(impl.to_numpy(out), host_a, host_b, dtype)
+        correct, error = True, None
+    except AssertionError as exc:
+        correct, error = False, str(exc).splitlines()[0]
+    seconds = median_time(lambda: polymm.matmul(a, b, backend=name, algorithm=algorithm, out=out),
+                          impl.synchronize, repeat)
+    if ref_name not in ref_cache:
+        ra, rb = (a, b) if ref_name == "cupy.matmul" else (host_a, host_b)
+        ref_out = ref_matmul(ra, rb)
+        ref_cache[ref_name] = median_time(lambda: ref_matmul(ra, rb, out=ref_out), ref_sync, repeat)
+    ref_seconds = ref_cache[ref_name]
+    return Measurement(
+        name, algorithm, str(np.dtype(dtype)), m, n, k, seconds, ops / seconds / 1e9,
+        ref_name, ops / ref_seconds / 1e9, ref_seconds / seconds, correct, error,
+    )
+
+
+def plot(results, path):
+    """GFLOP/s against size, one line per backend/algorithm, the reference as its own line."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise SystemExit(f"polymm bench --plot needs matplotlib ({exc}); pip install matplotlib") from None
+    dtypes = sorted({r.dtype for r in results})
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(6.5 * len(dtypes), 4.5), squeeze=False)
+    for ax, dtype in zip(axes[0], dtypes):
+        rows = [r for r in results if r.dtype == dtype]
+        size = lambda r: (r.m * r.n * r.k) ** (1 / 3)  # noqa: E731
+        for key in sorted({(r.backend, r.algorithm) for r in rows}):
+            pts = sorted((size(r), r.gflops) for r in rows if (r.backend, r.algorithm) == key)
+            ax.plot(*zip(*pts), marker="o", label=f"{key[0]} / {key[1]}")
+        for ref in sorted({r.reference for r in rows}):
+            pts = sorted({(size(r), r.reference_gflops) for r in rows if r.reference == ref})
+            ax.plot(*zip(*pts), color="black", linestyle="--", marker="s", label=f"{ref} (reference)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("size (cube root of M*N*K)")
+        ax.set_ylabel("GFLOP/s")
+        ax.set_title(f"polymm.matmul, {dtype}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

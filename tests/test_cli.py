@@ -1,0 +1,48 @@
+"""The command line: ``polymm info`` and ``polymm bench``."""
+
+import json
+import subprocess
+import sys
+
+
+def polymm_cli(*args):
+    return subprocess.run([sys.executable, "-m", "polymm.cli", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_info_lists_backends():
+    proc = polymm_cli("info", "--json")
+    assert proc.returncode == 0, proc.stderr
+    infos = {i["name"]: i for i in json.loads(proc.stdout)}
+    assert infos["cpu"]["available"] and "auto" in infos["cpu"]["algorithms"]
+    assert "float32" in infos["cpu"]["dtypes"] and infos["cpu"]["devices"]
+    table = polymm_cli("info")
+    assert table.returncode == 0 and "cpu" in table.stdout
+
+
+def test_bench_json_checks_and_measures(tmp_path):
+    plot = tmp_path / "bench.png"
+    args = ["bench", "--backend", "cpu", "--sizes", "32,17x19x23", "--dtype", "float32,int16", "--repeat", "2", "--json"]
+    try:
+        import matplotlib  # noqa: F401
+
+        args += ["--plot", str(plot)]
+    except ImportError:
+        plot = None
+    proc = polymm_cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    from polymm import get_backend
+
+    assert len(rows) == 2 * 2 * len(get_backend("cpu").algorithms)
+    for row in rows:
+        assert row["correct"] and row["gflops"] > 0 and row["reference"] == "numpy.matmul" and row["ratio"] > 0
+    assert {(r["m"], r["n"], r["k"]) for r in rows} == {(32, 32, 32), (17, 19, 23)}
+    if plot is not None:
+        assert plot.stat().st_size > 1000
+
+
+def test_bench_rejects_bad_arguments():
+    proc = polymm_cli("bench", "--backend", "no-such-backend", "--sizes", "8")
+    assert proc.returncode == 2 and "no-such-backend" in proc.stderr
+    proc = polymm_cli("bench", "--sizes", "8x0")
+    assert proc.returncode == 2 and "bad size" in proc.stderr

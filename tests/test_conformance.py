@@ -1,0 +1,6 @@
+"""The shipped conformance suite, run here against every available backend.
+
+``--polymm-backend=NAME`` (or ``POLYMM_TEST_BACKEND``) narrows it to one.
+"""
+
+from polymm.testing.test_conformance import *  # noqa: F401,F403

@@ -1,0 +1,198 @@
+"""Plugins, registration and selection order: the registry's side of the contract."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+import polymm
+from polymm.testing.reference import assert_matches
+
+
+def _run_python(code: str, *paths: str) -> subprocess.CompletedProcess:
+    env_path = ":".join(paths)
+    import os
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = env_path + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+
+
+def _fake_distribution(root, name, entry_points: dict[str, str], modules: dict[str, str]):
+    """Install a distribution by hand: a dist-info with entry points, plus its modules."""
+    info = root / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    lines = "\n".join(f"{k} = {v}" for k, v in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[polymm.backends]\n{lines}\n")
+    for module, source in modules.items():
+        (root / f"{module}.py").write_text(textwrap.dedent(source))
+
+
+def test_broken_plugins_are_listed_unavailable_and_break_nothing(tmp_path):
+    _fake_distribution(
+        tmp_path, "broken_plugins",
+        {
+            "broken-import": "broken_on_import:Backend",
+            "broken-init": "broken_on_init:Backend",
+            "missing-attr": "broken_on_init:NoSuchName",
+        },
+        {
+            "broken_on_import": "raise ImportError('libfoo.so: cannot open shared object file')\n",
+            "broken_on_init": """
+                import polymm
+                class Backend(polymm.Backend):
+                    def __init__(self):
+                        raise RuntimeError("device 0 fell off the bus")
+            """,
+        },
+    )
+    code = textwrap.dedent("""
+        import json, numpy as np, polymm
+        infos = {i.name: i for i in polymm.backends()}
+        a = np.arange(6.0).reshape(2, 3)
+        result = polymm.matmul(a, a.T, backend="cpu")
+        print(json.dumps({
+            "infos": {n: [i.available, i.reason] for n, i in infos.items()},
+            "ok": bool(np.allclose(result, a @ a.T)),
+        }))
+        try:
+            polymm.matmul(a, a.T, backend="broken-init")
+        except polymm.BackendUnavailable as exc:
+            print("ERROR", exc)
+    """)
+    proc = _run_python(code, str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    first, error = proc.stdout.strip().splitlines()[-2:]
+    report = json.loads(first)
+    infos = report["infos"]
+    assert infos["broken-import"][0] is False and "libfoo.so" in infos["broken-import"][1]
+    assert infos["broken-init"][0] is False and "fell off the bus" in infos["broken-init"][1]
+    assert infos["missing-attr"][0] is False and "NoSuchName" in infos["missing-attr"][1]
+    assert infos["cpu"] == [True, None]
+    assert report["ok"]
+    assert "broken-init" in error and "fell off the bus" in error
+
+
+def test_builtin_and_example_backends_come_from_entry_points():
+    infos = {i.name: i for i in polymm.backends()}
+    assert infos["cpu"].available, infos["cpu"].reason
+    for name in ("cpu", "example"):
+        assert infos[name].origin.startswith("entry point"), infos[name].origin
+
+
+class _Recorder(polymm.Backend):
+    """Computes with NumPy and remembers that it was asked: proves which backend was chosen."""
+
+    algorithms = ("auto", "slow")
+    calls: list = []
+
+    def matmul(self, a, b, out, algorithm):
+        self.calls.append(algorithm)
+        np.matmul(a, b, out=out)
+
+
+@pytest.fixture
+def recorder():
+    polymm.register_backend("recorder", _Recorder, replace=True)
+    _Recorder.calls = []
+    return _Recorder.calls
+
+
+def test_register_backend_at_run_time(recorder):
+    a = np.ones((3, 4), np.float32)
+    assert_matches(polymm.matmul(a, a.T, backend="recorder", algorithm="slow"), a, a.T)
+    assert recorder == ["slow"]
+    assert "recorder" in {i.name for i in polymm.backends()}
+
+
+def test_register_backend_refuses_silent_replacement(recorder):
+    with pytest.raises(ValueError, match="already registered"):
+        polymm.register_backend("recorder", _Recorder)
+    with pytest.raises(ValueError, match="non-empty string"):
+        polymm.register_backend("", _Recorder)
+
+
+def test_selection_order(recorder, monkeypatch):
+    a = np.ones((2, 2))
+    monkeypatch.setenv("POLYMM_BACKEND", "recorder")
+    polymm.matmul(a, a)  # environment
+    assert len(recorder) == 1
+    with polymm.use_backend("cpu"):  # scope beats environment
+        polymm.matmul(a, a)
+    assert len(recorder) == 1
+    monkeypatch.delenv("POLYMM_BACKEND")
+    with polymm.use_backend("cpu"):
+        polymm.matmul(a, a, backend="recorder")  # argument beats scope
+    assert len(recorder) == 2
+    polymm.matmul(a, a)  # host arrays default to cpu
+    assert len(recorder) == 2
+
+
+def test_use_backend_is_thread_local(recorder):
+    a = np.ones((2, 2))
+    ready, done = threading.Event(), threading.Event()
+
+    def other_thread():
+        ready.wait()
+        polymm.matmul(a, a)  # this thread never entered the scope: cpu
+        done.set()
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    with polymm.use_backend("recorder"):
+        ready.set()
+        done.wait(60)
+        polymm.matmul(a, a)
+    thread.join()
+    assert len(recorder) == 1
+
+
+def test_use_backend_is_task_local(recorder):
+    a = np.ones((2, 2))
+
+    async def scoped():
+        with polymm.use_backend("recorder"):
+            await asyncio.sleep(0.01)
+            polymm.matmul(a, a)
+
+    async def unscoped():
+        await asyncio.sleep(0.005)
+        polymm.matmul(a, a)
+
+    async def main():
+        await asyncio.gather(scoped(), unscoped())
+
+    asyncio.run(main())
+    assert len(recorder) == 1
+
+
+def test_use_backend_rejects_unknown_names():
+    with pytest.raises(ValueError, match="no-such.*cpu"):
+        with polymm.use_backend("no-such"):
+            pass
+
+
+def test_unavailable_backend_is_a_clear_error():
+    polymm.register_backend("gone", lambda: (_ for _ in ()).throw(polymm.BackendUnavailable("no driver")), replace=True)
+    with pytest.raises(polymm.BackendUnavailable, match="'gone' is unavailable: no driver"):
+        polymm.matmul(np.ones((2, 2)), np.ones((2, 2)), backend="gone")
+    info = {i.name: i for i in polymm.backends()}["gone"]
+    assert not info.available and info.reason == "no driver"
+
+
+def test_wrong_library_for_backend(recorder):
+    class DeviceOnly(polymm.Backend):
+        array_library = "cupy"
+
+    polymm.register_backend("device-only", DeviceOnly, replace=True)
+    xp = pytest.importorskip("array_api_strict")
+    with pytest.raises(TypeError, match="computes on cupy"):
+        polymm.matmul(xp.ones((2, 2)), xp.ones((2, 2)), backend="device-only")
