@@ -121,6 +121,20 @@ def _measure(name, impl, algorithm, host_a, host_b, dtype, repeat, ref_cache):
     )
 
 
+def call_overhead(name: str, size: int, dtype="float32", repeat: int = 7) -> dict:
+    """Microseconds per call of ``polymm.matmul`` and of the reference on tiny inputs (kernels warm)."""
+    impl = polymm.get_backend(name)
+    ref_name, ref_matmul, ref_sync = _reference_for(impl)
+    rng = np.random.default_rng(7)
+    host = random_array(rng, (size, size), dtype)
+    a = impl.from_numpy(host)
+    ours = median_time(lambda: polymm.matmul(a, a, backend=name), impl.synchronize, repeat, min_time=0.5)
+    theirs = median_time(lambda: ref_matmul(a, a), ref_sync, repeat, min_time=0.5)
+    return {"backend": name, "size": size, "dtype": dtype, "polymm_us": ours * 1e6,
+            "reference": ref_name, "reference_us": theirs * 1e6,
+            "extra_us": (ours - theirs) * 1e6, "ratio": ours / theirs}
+
+
 def plot(results, path):
     """GFLOP/s against size, one line per backend/algorithm, the reference as its own line."""
     try:

@@ -62,6 +62,8 @@ def _bench(args) -> int:
         names = args.backend.split(",")
         for name in names:
             polymm.get_backend(name)  # clear error for unknown / unavailable names
+    if args.overhead:
+        return _overhead(names, args, console)
     algorithms = args.algorithm.split(",") if args.algorithm else None
     dtypes = args.dtype.split(",")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -85,6 +87,29 @@ def _bench(args) -> int:
     return 0 if all(r.correct for r in results) else 1
 
 
+def _overhead(names, args, console) -> int:
+    from rich.table import Table
+
+    import polymm
+    from polymm import bench
+
+    rows = []
+    for name in names:
+        size = args.overhead_size or (64 if polymm.get_backend(name).array_library == "cupy" else 4)
+        rows.append(bench.call_overhead(name, size, args.dtype.split(",")[0]))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = Table(title="call overhead: polymm.matmul vs the reference on tiny inputs (median us per call)")
+    for column in ("backend", "size", "dtype", "polymm us", "reference", "reference us", "extra us", "ratio"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(r["backend"], str(r["size"]), r["dtype"], f"{r['polymm_us']:.2f}", r["reference"],
+                      f"{r['reference_us']:.2f}", f"{r['extra_us']:.2f}", f"{r['ratio']:.2f}x")
+    console.print(table)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="polymm", description="One matmul for every device.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -100,6 +125,9 @@ def main(argv=None) -> int:
     b.add_argument("--repeat", type=int, default=5, help="timed samples per case; the median is reported")
     b.add_argument("--json", action="store_true", help="print results as JSON (table and progress go to stderr)")
     b.add_argument("--plot", metavar="FILE.png", help="also draw GFLOP/s against size (needs matplotlib)")
+    b.add_argument("--overhead", action="store_true",
+                   help="measure per-call overhead on tiny inputs (4x4 on host, 64x64 on CUDA) instead")
+    b.add_argument("--overhead-size", type=int, default=None, help="matrix size for --overhead")
     b.set_defaults(func=_bench)
     args = parser.parse_args(argv)
     try:

@@ -21,6 +21,7 @@ class ExampleBackend(polymm.Backend):
     def devices(self):
         return ["host (NumPy)"]
 
+    @np.errstate(all="ignore")  # NaN and Inf propagate silently, as from the other backends
     def matmul(self, a, b, out, algorithm):
         if out.dtype == np.float16:
             # The contract wants float16 accumulated in float32, not in float16.
