@@ -1,0 +1,164 @@
+"""The CUDA backend: our own kernels through CuPy (NVRTC), on CuPy arrays.
+
+``naive`` and ``tiled`` are the shared sources of :mod:`polymm.kernels`
+rendered for CUDA (the same algorithm the OpenCL backend runs); ``auto`` is
+the CUDA-only register-blocked kernel of :mod:`polymm_cuda.fastgemm`.
+
+CuPy is imported only when the backend is instantiated, so ``import
+polymm_cuda`` (and ``polymm.backends()``) works on machines without it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from polymm.backend import Backend, BackendUnavailable, CONTRACT_DTYPES
+
+from . import fastgemm
+
+__all__ = ["CUDABackend"]
+
+_NVRTC_OPTIONS = ("-std=c++17",)
+_MAX_GRID_Z = 65535
+
+
+class CUDABackend(Backend):
+    """polymm on NVIDIA GPUs through CuPy; kernels compiled once per device/dtype/variant."""
+
+    name = "cuda"
+    algorithms = ("naive", "tiled", "auto")
+    array_library = "cupy"
+
+    def __init__(self):
+        try:
+            import cupy
+        except Exception as exc:  # ImportError, or a broken CUDA toolkit under CuPy
+            raise BackendUnavailable(f"no CuPy: {type(exc).__name__}: {exc}") from None
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as exc:
+            raise BackendUnavailable(f"no CUDA device: {type(exc).__name__}: {exc}") from None
+        if count < 1:
+            raise BackendUnavailable("no CUDA device: the driver reports 0 devices")
+        self._cp = cupy
+        self._runtime = cupy.cuda.runtime
+        self._count = count
+        self._sms: dict[int, int] = {}
+        # (device, dtype, algorithm-or-Variant) -> compiled kernel function
+        self._kernels: dict = {}
+        # (device, dtype, B, M, N, layout key) -> (kernel, grid, block, smem)
+        self._plans: dict = {}
+
+    # ---- description -------------------------------------------------------
+    def dtypes(self):
+        return CONTRACT_DTYPES
+
+    def devices(self) -> list[str]:
+        out = []
+        for i in range(self._count):
+            props = self._runtime.getDeviceProperties(i)
+            name = props["name"]
+            name = name.decode() if isinstance(name, bytes) else name
+            out.append(f"cuda:{i} {name} (sm_{props['major']}{props['minor']}, "
+                       f"{props['multiProcessorCount']} SMs)")
+        return out
+
+    # ---- host <-> device -----------------------------------------------------
+    def from_numpy(self, x: np.ndarray):
+        return self._cp.asarray(x)
+
+    def to_numpy(self, x) -> np.ndarray:
+        return self._cp.asnumpy(x)
+
+    # ---- kernels -------------------------------------------------------------
+    def _sm_count(self, dev: int) -> int:
+        n = self._sms.get(dev)
+        if n is None:
+            n = self._sms[dev] = self._runtime.getDeviceProperties(dev)["multiProcessorCount"]
+        return n
+
+    def _shared_kernel(self, dev: int, dtype: np.dtype, kernel: str):
+        """``polymm_naive`` / ``polymm_tiled`` from the shared sources (compiled once)."""
+        key = (dev, dtype, kernel)
+        fn = self._kernels.get(key)
+        if fn is None:
+            from polymm.kernels import kernel_name, render
+            src = render("cuda", kernel, dtype)
+            mod = self._cp.RawModule(code=src, options=_NVRTC_OPTIONS)
+            fn = self._kernels[key] = mod.get_function(kernel_name(kernel))
+        return fn
+
+    def _fast_kernel(self, dev: int, v: fastgemm.Variant):
+        key = (dev, v)
+        fn = self._kernels.get(key)
+        if fn is None:
+            expr = v.name_expression
+            mod = self._cp.RawModule(code=fastgemm.source(), options=_NVRTC_OPTIONS,
+                                     name_expressions=(expr,))
+            fn = mod.get_function(expr)
+            if v.smem_bytes > 48 * 1024:
+                fn.max_dynamic_shared_size_bytes = v.smem_bytes
+            self._kernels[key] = fn
+        return fn
+
+    def _plan(self, dev, dtype, algorithm, a, b, shape, sa, sb):
+        """(kernel, grid, block, shared bytes) for one call; memoised by the caller."""
+        bt, m, n, k = shape
+        if algorithm == "auto":
+            v = fastgemm.choose_variant(dtype, a.data.ptr, sa, b.data.ptr, sb, shape,
+                                        self._sm_count(dev))
+            fn = self._fast_kernel(dev, v)
+            c = v.config
+            grid = (-(-m // c.bm) * -(-n // c.bn), 1, min(bt, _MAX_GRID_Z))
+            return fn, grid, (c.threads, 1, 1), v.smem_bytes
+        from polymm.kernels import launch_geometry
+        fn = self._shared_kernel(dev, dtype, algorithm)
+        glob, local = launch_geometry(algorithm, None, m, n, 1)
+        grid = (glob[0] // local[0], glob[1] // local[1], min(bt, _MAX_GRID_Z))
+        return fn, grid, local, 0
+
+    # ---- compute ---------------------------------------------------------------
+    def matmul(self, a, b, out, algorithm: str) -> None:
+        dev = a.data.device_id
+        if b.data.device_id != dev or out.data.device_id != dev:
+            raise ValueError(
+                "polymm cuda: operands on different GPUs: x1 on cuda:%d, x2 on cuda:%d, out on cuda:%d"
+                % (dev, b.data.device_id, out.data.device_id))
+        dtype = a.dtype
+        isz = dtype.itemsize
+        bt, m, k = a.shape
+        n = b.shape[2]
+        s0, s1, s2 = a.strides
+        sa = (s0 // isz, s1 // isz, s2 // isz)
+        s0, s1, s2 = b.strides
+        sb = (s0 // isz, s1 // isz, s2 // isz)
+        # The plan depends on shape, strides and the operands' alignment only.
+        key = (dev, dtype, algorithm, bt, m, n, k, sa, sb,
+               a.data.ptr & 15, b.data.ptr & 15)
+        plan = self._plans.get(key)
+        if plan is None:
+            if self._runtime.getDevice() != dev:
+                with self._cp.cuda.Device(dev):
+                    plan = self._plan(dev, dtype, algorithm, a, b, (bt, m, n, k), sa, sb)
+            else:
+                plan = self._plan(dev, dtype, algorithm, a, b, (bt, m, n, k), sa, sb)
+            if len(self._plans) > 4096:
+                self._plans.clear()
+            self._plans[key] = plan
+        fn, grid, block, smem = plan
+        i32 = np.int32
+        if bt <= _MAX_GRID_Z:
+            args = (i32(m), i32(n), i32(k), a, 0, sa[0], sa[1], sa[2],
+                    b, 0, sb[0], sb[1], sb[2], out, 0)
+            if self._runtime.getDevice() != dev:
+                with self._cp.cuda.Device(dev):
+                    fn(grid, block, args, shared_mem=smem)
+            else:
+                fn(grid, block, args, shared_mem=smem)
+            return
+        with self._cp.cuda.Device(dev):
+            for z0 in range(0, bt, _MAX_GRID_Z):
+                nz = min(_MAX_GRID_Z, bt - z0)
+                args = (i32(m), i32(n), i32(k), a, z0 * sa[0], sa[0], sa[1], sa[2],
+                        b, z0 * sb[0], sb[0], sb[1], sb[2], out, z0 * m * n)
+                fn((grid[0], grid[1], nz), block, args, shared_mem=smem)

@@ -1,0 +1,263 @@
+"""The CUDA-only fast path behind ``algorithm="auto"``: configurations as data.
+
+``kernels/fastgemm.cu`` holds one templated register-blocked SIMT GEMM
+(``polymm_fastgemm<Tag, BM, BN, BK, WM, WN, TM, TN, AK, VA, BNM, VB, MINB>``).
+This module knows, without CuPy or a GPU (so CI can test it): the dtype tags,
+the tile configurations, which instantiation suits given operands (layout,
+alignment) and which configuration suits a problem size.  The backend turns
+the chosen instantiation into a kernel through NVRTC with a name expression.
+
+Why a CUDA-only kernel besides the shared ``tiled`` one: reaching cuBLAS-class
+speed needs 16-byte vector loads through strides, warp tiling and register
+double buffering tuned to CUDA's shared-memory banks, which the portable
+source deliberately keeps simple.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+
+__all__ = ["TileConfig", "CONFIGS", "DTYPE_TAGS", "source", "name_expression", "Variant",
+           "choose_variant", "choose_config", "explicit_instantiation"]
+
+# dtype name -> (tag struct in fastgemm.cu, storage C type, bytes of the compute type)
+DTYPE_TAGS = {
+    "bool": ("pm_b1", "unsigned char", 4),
+    "int8": ("pm_i8", "signed char", 4),
+    "int16": ("pm_i16", "short", 4),
+    "int32": ("pm_i32", "int", 4),
+    "int64": ("pm_i64t", "long long", 8),
+    "uint8": ("pm_u8", "unsigned char", 4),
+    "uint16": ("pm_u16", "unsigned short", 4),
+    "uint32": ("pm_u32", "unsigned int", 4),
+    "uint64": ("pm_u64t", "unsigned long long", 8),
+    "float16": ("pm_f16", "unsigned short", 4),
+    "float32": ("pm_f32", "float", 4),
+    "float64": ("pm_f64", "double", 8),
+    "complex64": ("pm_z64", "pm_c64", 8),
+    "complex128": ("pm_z128", "pm_c128", 16),
+}
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """One block shape: BM x BN tile per block, BK-deep K slices, WM x WN per
+    warp, TM x TN per thread; ``minb`` blocks per SM promised to the compiler
+    (``__launch_bounds__``, caps registers at 65536 / (threads * minb));
+    ``rate``: relative per-SM throughput used by :func:`choose_config`."""
+
+    name: str
+    bm: int
+    bn: int
+    bk: int
+    wm: int
+    wn: int
+    tm: int
+    tn: int
+    minb: int
+    rate: float = 1.0
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.wm) * (self.bn // self.wn) * 32
+
+    def smem_bytes(self, compute_size: int, ak: bool, bnm: bool) -> int:
+        pad = 1 if compute_size >= 16 else 16 // compute_size
+        lda = self.bm + (pad if ak else 0)
+        ldb = self.bn + (0 if bnm else pad)
+        return 2 * self.bk * (lda + ldb) * compute_size
+
+    def check(self, widths=(1, 2, 4)) -> None:
+        """Raise ``ValueError`` unless the kernel's static assertions hold for these vector widths."""
+        lm, ln = self.wm // self.tm, self.wn // self.tn
+        ok = (self.bm % self.wm == 0 and self.bn % self.wn == 0 and lm * ln == 32
+              and self.tm % 4 == 0 and self.tn % 4 == 0)
+        nt = self.threads
+        for v in widths:
+            ok &= (self.bm * self.bk // v) % nt == 0 and (self.bk * self.bn // v) % nt == 0
+            ok &= nt % (self.bk // v) == 0 and nt % (self.bm // v) == 0 and nt % (self.bn // v) == 0
+        if not ok:
+            raise ValueError(f"inconsistent tile configuration {self}")
+
+
+#: The configurations, by compute-type size (bytes).  Chosen per problem by
+#: :func:`choose_config`; all are instantiated by the CI compile test.
+CONFIGS = {
+    4: (
+        TileConfig("128x128x8", 128, 128, 8, 64, 32, 8, 8, 2, rate=1.0),
+        TileConfig("128x128x16", 128, 128, 16, 64, 32, 8, 8, 2, rate=1.0),
+        TileConfig("128x64x8", 128, 64, 8, 64, 32, 8, 8, 4, rate=0.9),
+        TileConfig("64x64x16", 64, 64, 16, 32, 16, 4, 4, 4, rate=0.7),
+        TileConfig("64x64x8w", 64, 64, 8, 64, 32, 8, 8, 8, rate=0.8),
+    ),
+    8: (
+        TileConfig("64x64x8", 64, 64, 8, 32, 32, 4, 8, 4, rate=1.0),
+        TileConfig("128x128x8", 128, 128, 8, 64, 32, 8, 8, 1, rate=1.0),
+        TileConfig("32x64x8", 32, 64, 8, 32, 16, 4, 4, 8, rate=0.7),
+    ),
+    16: (
+        TileConfig("64x64x8", 64, 64, 8, 32, 16, 4, 4, 2, rate=1.0),
+        TileConfig("32x64x8", 32, 64, 8, 32, 16, 4, 4, 4, rate=0.8),
+    ),
+}
+CONFIG_BY_NAME = {(size, c.name): c for size, cs in CONFIGS.items() for c in cs}
+#: What "auto" may pick from (by compute size); the others stay available to
+#: the benchmark script and the compile test.
+AUTO_CONFIGS = {
+    4: ("128x128x8", "128x64x8", "64x64x16"),
+    8: ("64x64x8", "32x64x8"),
+    16: ("64x64x8", "32x64x8"),
+}
+
+
+def source() -> str:
+    """The template source (no includes: NVRTC and nvcc compile it as is)."""
+    return resources.files(__package__).joinpath("kernels/fastgemm.cu").read_text()
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One instantiation: dtype, tile configuration and operand access pattern.
+
+    ``ak``: A is read along k (lanes walk k; stored transposed in shared
+    memory), else along m.  ``va``: elements per vector load of A (1 = scalar,
+    any stride).  ``bnm``/``vb`` likewise for B (along n, else along k).
+    """
+
+    dtype: str
+    config: TileConfig
+    ak: bool
+    va: int
+    bnm: bool
+    vb: int
+
+    @property
+    def compute_size(self) -> int:
+        return DTYPE_TAGS[self.dtype][2]
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.config.smem_bytes(self.compute_size, self.ak, self.bnm)
+
+    @property
+    def name_expression(self) -> str:
+        return name_expression(self)
+
+
+def _b(x: bool) -> str:
+    return "true" if x else "false"
+
+
+def name_expression(v: Variant) -> str:
+    """The template-id NVRTC lowers (must match the source's parameter order)."""
+    c = v.config
+    tag = DTYPE_TAGS[v.dtype][0]
+    return (f"polymm_fastgemm<{tag}, {c.bm}, {c.bn}, {c.bk}, {c.wm}, {c.wn}, {c.tm}, {c.tn}, "
+            f"{_b(v.ak)}, {v.va}, {_b(v.bnm)}, {v.vb}, {c.minb}>")
+
+
+def explicit_instantiation(v: Variant) -> str:
+    """An explicit instantiation statement (what nvcc needs to compile ``v`` offline)."""
+    s = DTYPE_TAGS[v.dtype][1]
+    i = "long long"
+    args = (f"int, int, int, const {s}*, {i}, {i}, {i}, {i}, const {s}*, {i}, {i}, {i}, {i}, "
+            f"{s}*, {i}")
+    return f"template __global__ void {name_expression(v)}({args});\n"
+
+
+def vector_width(dtype: np.dtype) -> int:
+    """Elements per 16-byte-class vector load: 4 up to 4-byte types, 2 for 8, 1 for 16."""
+    return max(1, min(4, 16 // np.dtype(dtype).itemsize))
+
+
+def _aligned(ptr_bytes: int, itemsize: int, w: int, *strides: int) -> bool:
+    return ptr_bytes % (w * itemsize) == 0 and all(s % w == 0 for s in strides)
+
+
+def access_pattern(dtype: np.dtype, a_ptr: int, a_strides, b_ptr: int, b_strides,
+                   shape) -> tuple[bool, int, bool, int]:
+    """``(ak, va, bnm, vb)`` for operands at byte addresses ``a_ptr``/``b_ptr``.
+
+    ``a_strides = (sb, sm, sk)``, ``b_strides = (sb, sk, sn)`` in elements;
+    ``shape = (B, M, N, K)``.  Strides of length-1 axes never matter; a vector
+    path needs unit inner stride and every vector start aligned (base pointer,
+    the other strides multiples of the width).
+    """
+    bt, m, n, k = shape
+    itemsize = np.dtype(dtype).itemsize
+    w = vector_width(dtype)
+    a_sb, a_sm, a_sk = a_strides
+    b_sb, b_sk, b_sn = b_strides
+    if bt == 1:
+        a_sb = b_sb = 0
+    if m == 1:
+        a_sm = 0
+    if k == 1:
+        a_sk = b_sk = 0
+    if n == 1:
+        b_sn = 0
+    # A: along k when k is the unit (or smaller) stride, else along m.
+    if a_sk == 1 or (a_sm != 1 and (a_sk == 0 or (a_sm != 0 and abs(a_sk) <= abs(a_sm)))):
+        ak = True
+        va = w if (w > 1 and a_sk == 1 and _aligned(a_ptr, itemsize, w, a_sm, a_sb)) else 1
+    else:
+        ak = False
+        va = w if (w > 1 and a_sm == 1 and _aligned(a_ptr, itemsize, w, a_sk, a_sb)) else 1
+    if b_sn == 1 or (b_sk != 1 and (b_sn == 0 or (b_sk != 0 and abs(b_sn) <= abs(b_sk)))):
+        bnm = True
+        vb = w if (w > 1 and b_sn == 1 and _aligned(b_ptr, itemsize, w, b_sk, b_sb)) else 1
+    else:
+        bnm = False
+        vb = w if (w > 1 and b_sk == 1 and _aligned(b_ptr, itemsize, w, b_sn, b_sb)) else 1
+    return ak, va, bnm, vb
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def choose_config(compute_size: int, batch: int, m: int, n: int, sms: int) -> TileConfig:
+    """The configuration with the best modelled throughput for this problem.
+
+    Model: rate x (useful fraction of the tiles) x (fraction of the last wave
+    of blocks that is occupied), with ``minb`` resident blocks per SM.  Cheap
+    enough to run per new shape; the backend memoises it.
+    """
+    best, best_score = None, -1.0
+    for name in AUTO_CONFIGS[compute_size]:
+        c = CONFIG_BY_NAME[(compute_size, name)]
+        tiles = batch * _cdiv(m, c.bm) * _cdiv(n, c.bn)
+        fill = (m * n) / (_cdiv(m, c.bm) * c.bm * _cdiv(n, c.bn) * c.bn)
+        slots = sms * c.minb
+        waves = tiles / (_cdiv(tiles, slots) * slots)
+        score = c.rate * fill * waves
+        if score > best_score + 1e-9:
+            best, best_score = c, score
+    return best
+
+
+def choose_variant(dtype: np.dtype, a_ptr: int, a_strides, b_ptr: int, b_strides, shape,
+                   sms: int, config: TileConfig | None = None) -> Variant:
+    """The instantiation "auto" runs for these operands."""
+    name = np.dtype(dtype).name
+    size = DTYPE_TAGS[name][2]
+    bt, m, n, _ = shape
+    cfg = config or choose_config(size, bt, m, n, sms)
+    ak, va, bnm, vb = access_pattern(dtype, a_ptr, a_strides, b_ptr, b_strides, shape)
+    return Variant(name, cfg, ak, va, bnm, vb)
+
+
+def all_variants(dtype_name: str):
+    """Every instantiation the backend can ask for, for one dtype (the compile test)."""
+    size = DTYPE_TAGS[dtype_name][2]
+    w = vector_width(np.dtype(dtype_name))
+    widths = sorted({1, w})
+    for c in CONFIGS[size]:
+        for ak in (True, False):
+            for va in widths:
+                for bnm in (True, False):
+                    for vb in widths:
+                        yield Variant(dtype_name, c, ak, va, bnm, vb)
