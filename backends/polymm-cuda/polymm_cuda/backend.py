@@ -22,6 +22,13 @@ _NVRTC_OPTIONS = ("-std=c++17",)
 _MAX_GRID_Z = 65535
 
 
+def _scalars(m, n, k, sa, sb):
+    """Kernel scalars in their C types: int sizes, 64-bit offsets and strides."""
+    i64 = np.int64
+    return (np.int32(m), np.int32(n), np.int32(k), i64(0), i64(sa[0]), i64(sa[1]), i64(sa[2]),
+            i64(sb[0]), i64(sb[1]), i64(sb[2]))
+
+
 class CUDABackend(Backend):
     """polymm on NVIDIA GPUs through CuPy; kernels compiled once per device/dtype/variant."""
 
@@ -110,12 +117,12 @@ class CUDABackend(Backend):
             fn = self._fast_kernel(dev, v)
             c = v.config
             grid = (-(-m // c.bm) * -(-n // c.bn), 1, min(bt, _MAX_GRID_Z))
-            return fn, grid, (c.threads, 1, 1), v.smem_bytes
+            return fn, grid, (c.threads, 1, 1), v.smem_bytes, _scalars(m, n, k, sa, sb)
         from polymm.kernels import launch_geometry
         fn = self._shared_kernel(dev, dtype, algorithm)
         glob, local = launch_geometry(algorithm, None, m, n, 1)
         grid = (glob[0] // local[0], glob[1] // local[1], min(bt, _MAX_GRID_Z))
-        return fn, grid, local, 0
+        return fn, grid, local, 0, _scalars(m, n, k, sa, sb)
 
     # ---- compute ---------------------------------------------------------------
     def matmul(self, a, b, out, algorithm: str) -> None:
@@ -145,20 +152,46 @@ class CUDABackend(Backend):
             if len(self._plans) > 4096:
                 self._plans.clear()
             self._plans[key] = plan
-        fn, grid, block, smem = plan
-        i32 = np.int32
+        self._launch(dev, plan, a, b, out, bt, m, n, k, sa, sb)
+
+    def _launch(self, dev, plan, a, b, out, bt, m, n, k, sa, sb) -> None:
+        fn, grid, block, smem = plan[:4]
         if bt <= _MAX_GRID_Z:
-            args = (i32(m), i32(n), i32(k), a, 0, sa[0], sa[1], sa[2],
-                    b, 0, sb[0], sb[1], sb[2], out, 0)
+            # Scalars were converted once per plan (np.int32 sizes, np.int64 offsets/strides).
+            mm, nn, kk, z, a0, a1, a2, b0, b1, b2 = plan[4]
+            args = (mm, nn, kk, a, z, a0, a1, a2, b, z, b0, b1, b2, out, z)
             if self._runtime.getDevice() != dev:
                 with self._cp.cuda.Device(dev):
                     fn(grid, block, args, shared_mem=smem)
             else:
                 fn(grid, block, args, shared_mem=smem)
             return
+        i32, i64 = np.int32, np.int64
         with self._cp.cuda.Device(dev):
             for z0 in range(0, bt, _MAX_GRID_Z):
                 nz = min(_MAX_GRID_Z, bt - z0)
-                args = (i32(m), i32(n), i32(k), a, z0 * sa[0], sa[0], sa[1], sa[2],
-                        b, z0 * sb[0], sb[0], sb[1], sb[2], out, z0 * m * n)
+                args = (i32(m), i32(n), i32(k),
+                        a, i64(z0 * sa[0]), i64(sa[0]), i64(sa[1]), i64(sa[2]),
+                        b, i64(z0 * sb[0]), i64(sb[0]), i64(sb[1]), i64(sb[2]),
+                        out, i64(z0 * m * n))
                 fn((grid[0], grid[1], nz), block, args, shared_mem=smem)
+
+    def run_fast_config(self, a, b, out, config: str) -> fastgemm.Variant:
+        """Run the fast kernel with a named tile configuration (tests, benchmarks, tuning)."""
+        dev = a.data.device_id
+        dtype = a.dtype
+        isz = dtype.itemsize
+        bt, m, k = a.shape
+        n = b.shape[2]
+        sa = tuple(s // isz for s in a.strides)
+        sb = tuple(s // isz for s in b.strides)
+        size = fastgemm.DTYPE_TAGS[dtype.name][2]
+        with self._cp.cuda.Device(dev):
+            v = fastgemm.choose_variant(dtype, a.data.ptr, sa, b.data.ptr, sb, (bt, m, n, k), 1,
+                                        config=fastgemm.CONFIG_BY_NAME[(size, config)])
+            fn = self._fast_kernel(dev, v)
+            c = v.config
+            plan = (fn, (-(-m // c.bm) * -(-n // c.bn), 1, min(bt, _MAX_GRID_Z)),
+                    (c.threads, 1, 1), v.smem_bytes, _scalars(m, n, k, sa, sb))
+            self._launch(dev, plan, a, b, out, bt, m, n, k, sa, sb)
+        return v

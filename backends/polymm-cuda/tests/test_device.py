@@ -1,0 +1,231 @@
+"""Correctness of the CUDA backend on a real GPU (skipped cleanly without one).
+
+Every dtype x algorithm x layout (contiguous, transposed, negative strides,
+broadcast batch, strided slices, misaligned starts) at odd sizes, against
+NumPy: integers and bool exactly (NumPy's own wrap-around is the reference),
+floating types against a float64/complex128 product by relative norm.  Outputs
+are poisoned first so an unwritten element fails.  Every tile configuration
+of the fast kernel is also run directly, plus the 64-bit indexing and
+> 65535-batch paths.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+cp = pytest.importorskip("cupy")
+try:
+    _NDEV = cp.cuda.runtime.getDeviceCount()
+except Exception:  # no driver
+    _NDEV = 0
+pytestmark = pytest.mark.skipif(_NDEV < 1, reason="no CUDA device")
+
+from polymm.backend import CONTRACT_DTYPES  # noqa: E402
+from polymm_cuda import CUDABackend, fastgemm  # noqa: E402
+
+DTYPES = [d.name for d in CONTRACT_DTYPES]
+ALGORITHMS = ("naive", "tiled", "auto")
+SHAPES = [(1, 1, 1, 1), (1, 17, 33, 65), (2, 33, 17, 127), (1, 65, 127, 257),
+          (3, 127, 65, 33), (1, 257, 257, 17)]  # (B, M, N, K)
+LAYOUTS = ("c", "at", "bt", "neg", "bcast", "slice", "misaligned")
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return CUDABackend()
+
+
+def _random(rng, shape, dtype):
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return rng.random(shape) < 0.15
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return rng.integers(info.min, info.max, size=shape, dtype=dt, endpoint=True)
+    if dt.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
+    return rng.standard_normal(shape).astype(dt)
+
+
+def _operands(rng, layout, bt, m, n, k, dtype):
+    """Host arrays a (B,M,K), b (B,K,N) with the layout's strides, then put on the GPU
+    preserving those strides (views of device buffers)."""
+    def dev(x):  # device view with the same structure as the host view x
+        return x
+
+    if layout == "c":
+        a, b = _random(rng, (bt, m, k), dtype), _random(rng, (bt, k, n), dtype)
+        return cp.asarray(a), cp.asarray(b), a, b
+    if layout == "at":
+        a = _random(rng, (bt, k, m), dtype)
+        b = _random(rng, (bt, k, n), dtype)
+        return cp.asarray(a).transpose(0, 2, 1), cp.asarray(b), a.transpose(0, 2, 1), b
+    if layout == "bt":
+        a = _random(rng, (bt, m, k), dtype)
+        b = _random(rng, (bt, n, k), dtype)
+        return cp.asarray(a), cp.asarray(b).transpose(0, 2, 1), a, b.transpose(0, 2, 1)
+    if layout == "neg":
+        a = _random(rng, (bt, m, k), dtype)
+        b = _random(rng, (bt, k, n), dtype)
+        return (cp.asarray(a)[::-1, ::-1, :], cp.asarray(b)[:, ::-1, ::-1],
+                a[::-1, ::-1, :], b[:, ::-1, ::-1])
+    if layout == "bcast":
+        a = _random(rng, (1, m, k), dtype)
+        b = _random(rng, (bt, k, n), dtype)
+        return (cp.broadcast_to(cp.asarray(a), (bt, m, k)), cp.asarray(b),
+                np.broadcast_to(a, (bt, m, k)), b)
+    if layout == "slice":
+        a = _random(rng, (bt, 2 * m, 3 * k), dtype)
+        b = _random(rng, (bt, 2 * k, n + 1), dtype)
+        return (cp.asarray(a)[:, ::2, ::3], cp.asarray(b)[:, ::2, 1:],
+                a[:, ::2, ::3], b[:, ::2, 1:])
+    if layout == "misaligned":
+        a = _random(rng, (bt, m, k + 1), dtype)
+        b = _random(rng, (bt, k, n + 3), dtype)
+        return (cp.asarray(a)[:, :, 1:], cp.asarray(b)[:, :, 3:], a[:, :, 1:], b[:, :, 3:])
+    raise AssertionError(layout)
+
+
+def _poisoned(bt, m, n, dtype):
+    dt = np.dtype(dtype)
+    if dt.kind in "fc":
+        return cp.full((bt, m, n), np.nan, dtype=dt)
+    if dt == np.bool_:
+        return cp.ones((bt, m, n), dtype=dt)  # the sparse inputs make many results False
+    return cp.full((bt, m, n), 113, dtype=dt)
+
+
+def _check(out, a, b, dtype):
+    got = cp.asnumpy(out)
+    dt = np.dtype(dtype)
+    if dt.kind in "biu":
+        want = np.matmul(a, b)  # NumPy's wrap-around (and bool OR-of-ANDs) is the reference
+        assert got.dtype == dt
+        bad = np.argwhere(got != want)
+        assert bad.size == 0, f"{len(bad)} wrong elements, first at {bad[:3].tolist()}"
+        return
+    wide = np.complex128 if dt.kind == "c" else np.float64
+    want = np.matmul(a.astype(wide), b.astype(wide))
+    assert np.isfinite(got).all(), "unwritten (NaN-poisoned) or non-finite elements"
+    err = np.linalg.norm(got.astype(wide) - want) / max(np.linalg.norm(want), 1e-300)
+    tol = {"float16": 3e-3, "float32": 1e-5, "complex64": 1e-5}.get(dt.name, 1e-13)
+    assert err < tol, f"relative error {err:.3g} >= {tol}"
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul(backend, dtype, algorithm, layout):
+    rng = np.random.default_rng(abs(hash((dtype, algorithm, layout))) % 2**32)
+    for bt, m, n, k in SHAPES:
+        da, db, ha, hb = _operands(rng, layout, bt, m, n, k, dtype)
+        out = _poisoned(bt, m, n, dtype)
+        backend.matmul(da, db, out, algorithm)
+        _check(out, ha, hb, dtype)
+
+
+def _configs():
+    for dt in DTYPES:
+        for c in fastgemm.CONFIGS[fastgemm.DTYPE_TAGS[dt][2]]:
+            yield dt, c.name
+
+
+@pytest.mark.parametrize("dtype,config", list(_configs()))
+def test_every_fast_config(backend, dtype, config):
+    """Each tile configuration, with vector and scalar loads along either axis."""
+    rng = np.random.default_rng(7)
+    bt, m, n, k = 2, 200, 190, 70
+    for layout in ("c", "at", "bt", "misaligned"):
+        da, db, ha, hb = _operands(rng, layout, bt, m, n, k, dtype)
+        out = _poisoned(bt, m, n, dtype)
+        backend.run_fast_config(da, db, out, config)
+        _check(out, ha, hb, dtype)
+    # Aligned multiples of every tile (the no-edge path).
+    da, db, ha, hb = _operands(rng, "c", 1, 256, 256, 64, dtype)
+    out = _poisoned(1, 256, 256, dtype)
+    backend.run_fast_config(da, db, out, config)
+    _check(out, ha, hb, dtype)
+
+
+def test_large_batch_is_split(backend):
+    """gridDim.z is limited to 65535: larger batches are launched in chunks."""
+    rng = np.random.default_rng(3)
+    ha = rng.standard_normal((70001, 3, 2)).astype(np.float32)
+    hb = rng.standard_normal((70001, 2, 5)).astype(np.float32)
+    for alg in ALGORITHMS:
+        out = _poisoned(70001, 3, 5, np.float32)
+        backend.matmul(cp.asarray(ha), cp.asarray(hb), out, alg)
+        _check(out, ha, hb, np.float32)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_64bit_indexing(backend, algorithm):
+    """M*K and M*N beyond 2**31 elements (int8 keeps it to a few GB)."""
+    rng = np.random.default_rng(5)
+    m, k, n = 70000, 32768, 3          # M*K = 2.29e9
+    a = cp.asarray(rng.integers(-128, 127, size=(1, m, k), dtype=np.int8))
+    b = cp.asarray(rng.integers(-128, 127, size=(1, k, n), dtype=np.int8))
+    out = _poisoned(1, m, n, np.int8)
+    backend.matmul(a, b, out, algorithm)
+    rows = np.r_[0:4, m - 64:m]
+    ha, hb = cp.asnumpy(a[0, rows]).astype(np.int64), cp.asnumpy(b[0]).astype(np.int64)
+    want = (ha @ hb).astype(np.int8)   # wraps like NumPy's int8 product
+    assert (cp.asnumpy(out[0, rows]) == want).all()
+    del a, out
+    m2, n2 = 65536, 32800              # M*N = 2.15e9
+    a = cp.asarray(rng.integers(-128, 127, size=(1, m2, 1), dtype=np.int8))
+    b = cp.asarray(rng.integers(-128, 127, size=(1, 1, n2), dtype=np.int8))
+    out = _poisoned(1, m2, n2, np.int8)
+    backend.matmul(a, b, out, algorithm)
+    rows = np.r_[0:2, m2 - 2:m2]
+    want = (cp.asnumpy(a[0, rows]).astype(np.int64) * cp.asnumpy(b[0]).astype(np.int64)).astype(np.int8)
+    assert (cp.asnumpy(out[0, rows]) == want).all()
+
+
+def test_current_stream_no_sync(backend):
+    """Work goes to the current CuPy stream (ordered after work queued there)."""
+    rng = np.random.default_rng(11)
+    ha = rng.standard_normal((1, 300, 200)).astype(np.float32)
+    hb = rng.standard_normal((1, 200, 100)).astype(np.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        a = cp.asarray(ha)
+        b = cp.asarray(hb)
+        out = _poisoned(1, 300, 100, np.float32)
+        backend.matmul(a, b, out, "auto")
+        s.synchronize()
+    _check(out, ha, hb, np.float32)
+
+
+def test_numpy_roundtrip(backend):
+    x = np.arange(6, dtype=np.float32).reshape(1, 2, 3)
+    y = backend.to_numpy(backend.from_numpy(x))
+    assert isinstance(y, np.ndarray) and (y == x).all()
+
+
+@pytest.mark.skipif(_NDEV < 2, reason="needs two GPUs")
+def test_two_devices_is_an_error(backend):
+    with cp.cuda.Device(0):
+        a = cp.ones((1, 4, 4), cp.float32)
+        out = cp.empty((1, 4, 4), cp.float32)
+    with cp.cuda.Device(1):
+        b = cp.ones((1, 4, 4), cp.float32)
+    with pytest.raises(ValueError, match="cuda:0.*cuda:1"):
+        backend.matmul(a, b, out, "auto")
+
+
+def test_through_polymm(backend):
+    """The public entry point with CuPy arrays and backend="cuda"."""
+    import polymm
+
+    rng = np.random.default_rng(13)
+    ha = rng.standard_normal((4, 33, 17)).astype(np.float32)
+    hb = rng.standard_normal((17, 9)).astype(np.float32)
+    for alg in ALGORITHMS:
+        got = polymm.matmul(cp.asarray(ha), cp.asarray(hb), backend="cuda", algorithm=alg)
+        assert isinstance(got, cp.ndarray)
+        _check(got, ha, np.broadcast_to(hb, (4, 17, 9)), np.float32)
+    got = polymm.matmul(ha, hb, backend="cuda")
+    assert isinstance(got, np.ndarray)
+    _check(got, ha, np.broadcast_to(hb, (4, 17, 9)), np.float32)
