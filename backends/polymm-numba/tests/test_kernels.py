@@ -1,0 +1,206 @@
+"""Correctness of every CPU kernel against an exact or higher-precision NumPy reference.
+
+Covers every contract dtype, every algorithm and every code path the
+dispatcher picks (tiny serial loop, packed serial, batch-parallel,
+block-parallel), odd sizes, strided / transposed / negative-stride /
+broadcast (stride-0) / unaligned / byte-swapped operands, and a poisoned
+output.  Small blockings are patched in to reach every edge of the packed
+kernel cheaply.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from polymm.backend import CONTRACT_DTYPES
+from polymm_numba import CPUBackend, params
+
+ALGORITHMS = ("naive", "tiled", "auto")
+
+# (B, M, K, N): tiny, serial, batch-parallel, block-parallel, multi-kc.
+SHAPES = [
+    (1, 1, 1, 1),
+    (2, 1, 17, 1),
+    (3, 17, 33, 65),
+    (6, 65, 33, 127),
+    (1, 127, 257, 300),
+    (2, 300, 1, 257),
+    (1, 33, 1100, 17),
+]
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return CPUBackend()
+
+
+def _random(rng, dt, shape):
+    dt = np.dtype(dt)
+    if dt.kind == "b":
+        return rng.random(shape) < 0.3
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
+    x = rng.uniform(-2, 2, shape)
+    if dt.kind == "c":
+        x = x + 1j * rng.uniform(-2, 2, shape)
+    return x.astype(dt)
+
+
+def _poison(dt, shape):
+    out = np.empty(shape, dt)
+    out.view(np.uint8)[...] = 0xA5
+    return out
+
+
+def _check(out, a, b):
+    """Integers and bool exactly as numpy.matmul; floats within a K-scaled bound."""
+    dt = out.dtype
+    if dt.kind == "b":
+        exact = (a.astype(np.int64) @ b.astype(np.int64)) != 0
+        np.testing.assert_array_equal(out, exact)
+        return
+    if dt.kind in "iu":
+        wide = np.int64 if dt.kind == "i" else np.uint64
+        exact = (a.astype(wide) @ b.astype(wide)).astype(dt)  # wraps mod 2**64, then 2**n
+        np.testing.assert_array_equal(out, exact)
+        np.testing.assert_array_equal(out, np.matmul(a, b))
+        return
+    hi = np.clongdouble if dt.kind == "c" else np.longdouble
+    ref = a.astype(hi) @ b.astype(hi)
+    mag = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    acc_eps = np.finfo(np.float32 if dt == np.float16 else dt).eps
+    k = a.shape[-1]
+    bound = (4 * k * acc_eps) * mag + np.finfo(dt).eps * np.abs(ref).astype(np.float64) + 1e-30
+    err = np.abs(out.astype(hi) - ref).astype(np.float64)
+    assert np.all(np.isfinite(out)), "non-finite values in output"
+    assert np.all(err <= bound), f"max err/bound {np.max(err / bound)}"
+
+
+def _operands(rng, dt, shape, layout):
+    """a (B,M,K), b (B,K,N) of dtype ``dt`` laid out as ``layout`` says."""
+    B, M, K, N = shape
+    if layout == "C":
+        return _random(rng, dt, (B, M, K)), _random(rng, dt, (B, K, N))
+    if layout == "T":  # each matrix Fortran-ordered
+        a = _random(rng, dt, (B, K, M)).transpose(0, 2, 1)
+        b = _random(rng, dt, (B, N, K)).transpose(0, 2, 1)
+        return a, b
+    if layout == "neg":  # negative and non-unit strides everywhere
+        a = _random(rng, dt, (B, 2 * M, 3 * K))[::-1, ::-2, ::-3]
+        b = _random(rng, dt, (B, 3 * K, 2 * N))[::-1, ::-3, ::-2]
+        return a, b
+    if layout == "bcast":  # stride-0 batch (read-only views)
+        a = np.broadcast_to(_random(rng, dt, (1, M, K)), (B, M, K))
+        b = _random(rng, dt, (B, K, N))[:, :, ::-1]
+        return a, b
+    if layout == "unaligned":  # data pointer not a multiple of the itemsize
+        x = _random(rng, dt, (B, M, K))
+        buf = np.zeros(x.nbytes + 1, np.uint8)
+        a = buf[1:].view(dt).reshape(x.shape)
+        a[...] = x
+        return a, _random(rng, dt, (B, K, N))
+    if layout == "swapped":  # non-native byte order
+        a = _random(rng, dt, (B, M, K))
+        return a.astype(a.dtype.newbyteorder()), _random(rng, dt, (B, K, N))
+    raise ValueError(layout)
+
+
+@pytest.mark.parametrize("dt", CONTRACT_DTYPES, ids=str)
+def test_all_shapes_all_algorithms(backend, dt):
+    rng = np.random.default_rng(1234)
+    for shape in SHAPES:
+        a, b = _operands(rng, dt, shape, "C")
+        for alg in ALGORITHMS:
+            out = _poison(dt, (shape[0], shape[1], shape[3]))
+            backend.matmul(a, b, out, alg)
+            _check(out, a, b)
+
+
+LAYOUTS = ("T", "neg", "bcast", "unaligned", "swapped")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dt", CONTRACT_DTYPES, ids=str)
+def test_layouts(backend, dt, layout):
+    rng = np.random.default_rng(99)
+    for shape in [(3, 17, 33, 65), (2, 65, 127, 33)]:
+        a, b = _operands(rng, dt, shape, layout)
+        if layout == "swapped" and dt.itemsize == 1:
+            continue
+        for alg in ALGORITHMS:
+            out = _poison(dt, (shape[0], shape[1], shape[3]))
+            backend.matmul(a, b, out, alg)
+            _check(out, np.asarray(a, dt), np.asarray(b, dt))
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint64", "float32", "complex128", "bool"])
+def test_small_blocks_reach_every_edge(backend, dt, monkeypatch):
+    """Tiny cache blocks (not multiples of MR/NR): every packing/edge branch runs."""
+    dt = np.dtype(dt)
+    blk = params.AUTO_BLOCKING[dt]
+    monkeypatch.setitem(params.AUTO_BLOCKING, dt,
+                        dataclasses.replace(blk, mc=13, nc=blk.nr + 7, kc=5))
+    monkeypatch.setattr(params, "TILED", params.Tiling(tm=7, tn=9, tk=4))
+    rng = np.random.default_rng(7)
+    for shape in [(1, 67, 23, 150), (5, 70, 17, 90)]:
+        a, b = _operands(rng, dt, shape, "neg")
+        for alg in ALGORITHMS:
+            out = _poison(dt, (shape[0], shape[1], shape[3]))
+            backend.matmul(a, b, out, alg)
+            _check(out, a, b)
+
+
+@pytest.mark.parametrize("dt", ["float16", "float32", "float64", "complex64", "complex128"])
+def test_nan_inf_propagate_like_numpy(backend, dt):
+    """No multiply is ever skipped: Inf*0 and NaN*0 give NaN as in NumPy."""
+    dt = np.dtype(dt)
+    rng = np.random.default_rng(3)
+    for (B, M, K, N) in [(1, 3, 4, 5), (1, 70, 40, 90)]:
+        a = _random(rng, dt, (B, M, K))
+        b = _random(rng, dt, (B, K, N))
+        a[0, 1, :] = 0
+        a[0, 2, 1] = np.inf
+        a[0, 0, 2] = np.nan
+        b[0, 1, :] = 0
+        b[0, :, 3] = 0
+        b[0, 0, 4] = -np.inf
+        want = np.matmul(a, b)
+        for alg in ALGORITHMS:
+            out = _poison(dt, (B, M, N))
+            backend.matmul(a, b, out, alg)
+            np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
+            np.testing.assert_array_equal(np.isinf(out), np.isinf(want))
+
+
+def test_bool_many_trues_does_not_wrap(backend):
+    """bool is any(a & b): 256 or more true products must not wrap to False."""
+    for K in (256, 512, 1000):
+        a = np.ones((1, 9, K), bool)
+        b = np.ones((1, K, 70), bool)
+        for alg in ALGORITHMS:
+            out = np.zeros((1, 9, 70), bool)
+            backend.matmul(a, b, out, alg)
+            assert out.all()
+
+
+def test_float16_accumulates_in_float32(backend):
+    """Partial sums beyond float16's range still give a finite, correct result."""
+    a = np.full((1, 20, 64), 100.0, np.float16)
+    b = np.full((1, 64, 20), 100.0, np.float16)
+    b[0, 32:, :] = -100.0
+    for alg in ALGORITHMS:
+        out = _poison(np.float16, (1, 20, 20))
+        backend.matmul(a, b, out, alg)
+        np.testing.assert_array_equal(out, np.zeros((1, 20, 20), np.float16))
+
+
+def test_descriptors(backend):
+    assert backend.array_library == "numpy"
+    assert backend.algorithms == ALGORITHMS
+    assert set(backend.dtypes()) == set(CONTRACT_DTYPES)
+    (dev,) = backend.devices()
+    assert dev.startswith("cpu:")
