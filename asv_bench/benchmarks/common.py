@@ -1,0 +1,162 @@
+"""Shared helpers for the polymm asv suite: data, device handling, skips and timing.
+
+Benchmarks skip what cannot run here by raising ``NotImplementedError`` in
+``setup`` -- asv's own mechanism, so a missing GPU shows as "n/a", not as a
+failure.  Inputs live on the backend's device before timing starts, and every
+timed call ends with a device synchronisation so GPU work is really counted.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+
+import numpy as np
+
+#: Backends the suite knows; POLYMM_ASV_BACKENDS=a,b adds (or, with "only:a,b", replaces) names.
+BACKENDS = ["cpu", "opencl", "cuda"]
+_extra = os.environ.get("POLYMM_ASV_BACKENDS", "")
+if _extra.startswith("only:"):
+    BACKENDS = [b for b in _extra[5:].split(",") if b]
+else:
+    BACKENDS += [b for b in _extra.split(",") if b and b not in BACKENDS]
+
+#: Every algorithm name any built-in backend offers; a backend lacking one skips it.
+ALGORITHMS = ["naive", "tiled", "tiled-dynamic", "auto"]
+
+#: Largest (equivalent) square size per algorithm on a host (CPU) device: a 2-core laptop
+#: would need minutes per sample for a naive 4096 product. Keys are "backend:algorithm" or
+#: "algorithm". POLYMM_ASV_HOST_MAX_N=N overrides them all (for a big host).
+HOST_MAX_N = {
+    "naive": 512,
+    "tiled": 2048,
+    "tiled-dynamic": 512,
+    "auto": 2048,
+    # PoCL runs the GPU-shaped textbook tiles at well under 1 GFLOP/s on a laptop CPU.
+    "opencl:tiled": 512,
+}
+
+
+def host_limit(backend: str, algorithm: str) -> int:
+    value = os.environ.get("POLYMM_ASV_HOST_MAX_N")
+    if value:
+        return int(value)
+    return HOST_MAX_N.get(f"{backend}:{algorithm}", HOST_MAX_N.get(algorithm, 1024))
+
+
+def random_array(shape, dtype, seed=0) -> np.ndarray:
+    """Random values (never zeros: a kernel may shortcut them); integers kept small so sums stay exact."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return rng.standard_normal(shape, dtype=np.float64).astype(dtype)
+    if dtype.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.5
+    return rng.integers(1, 8, size=shape).astype(dtype)
+
+
+class Target:
+    """One backend ready to run: its arrays, its synchronisation and its reference library."""
+
+    def __init__(self, backend: str, algorithm: str | None = None):
+        try:
+            import polymm
+
+            self.backend = polymm.get_backend(backend)
+        except Exception as exc:  # unknown or unavailable here: skip, do not fail
+            raise NotImplementedError(f"backend {backend!r} unavailable: {exc}") from None
+        if algorithm is not None and algorithm not in self.backend.algorithms:
+            raise NotImplementedError(f"backend {backend!r} has no algorithm {algorithm!r}")
+        self.name = backend
+        self.library = getattr(self.backend, "array_library", "numpy")
+        self.is_gpu = self._probe_gpu()
+
+    def _probe_gpu(self) -> bool:
+        if self.library == "cupy":
+            return True
+        if self.library == "pyopencl":
+            import pyopencl as cl
+
+            probe = self.backend.from_numpy(np.ones((1, 1), np.float32))
+            return bool(probe.queue.device.type & cl.device_type.GPU)
+        return False
+
+    def check_size(self, algorithm: str, m: int, n: int, k: int, batch: int = 1) -> None:
+        """Skip problems that would take minutes on a host device (see ``HOST_MAX_N``).
+
+        A problem counts as the square size with the same number of multiply-adds.
+        """
+        size = round((batch * m * n * k) ** (1 / 3))
+        limit = host_limit(self.name, algorithm)
+        if not self.is_gpu and size > limit:
+            raise NotImplementedError(
+                f"{algorithm} on {batch}x{m}x{n}x{k} is too slow for a host run "
+                f"(equivalent square {size} > {limit})"
+            )
+
+    def put(self, x: np.ndarray):
+        """The array on this backend's device, in its own array type."""
+        return self.backend.from_numpy(np.ascontiguousarray(x))
+
+    def sync(self, result=None) -> None:
+        """Wait until the device has finished (no-op on the host)."""
+        if self.library == "cupy":
+            import cupy
+
+            cupy.cuda.get_current_stream().synchronize()
+        elif self.library == "pyopencl" and result is not None:
+            result.queue.finish()
+
+    def reference(self, a_host: np.ndarray, b_host: np.ndarray):
+        """A call computing the same product with the reference library, and its synchronisation.
+
+        NumPy (OpenBLAS) for host devices; ``cupy.matmul`` (cuBLAS, TF32 off unless
+        CUPY_TF32=1) for GPUs when CuPy is importable there.
+        """
+        if self.is_gpu:
+            try:
+                import cupy
+
+                a, b = cupy.asarray(a_host), cupy.asarray(b_host)
+
+                def run():
+                    cupy.matmul(a, b)
+                    cupy.cuda.get_current_stream().synchronize()
+
+                return run, "cupy.matmul"
+            except Exception:
+                pass
+        return (lambda: np.matmul(a_host, b_host)), "numpy.matmul"
+
+
+def measure(fn, min_sample=2e-3, samples=7, budget=1.5, warm=True) -> float:
+    """Median seconds per call of ``fn`` (which must synchronise).
+
+    Used by the ``track_*`` benchmarks, which asv calls once and which must time for
+    themselves. Each sample repeats ``fn`` until it lasts ``min_sample`` so microsecond
+    calls are not lost in timer noise; sampling stops after ``budget`` seconds, so a call
+    that alone takes longer than the budget is measured once (after the warm-up).
+    """
+    if warm:
+        fn()
+    t0 = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - t0, 1e-9)
+    if once >= budget / 2:
+        return once
+    number = max(1, int(min_sample / once))
+    times = [once] if number == 1 else []
+    start = time.perf_counter()
+    while len(times) < samples and time.perf_counter() - start < budget:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - t0) / number)
+    return statistics.median(times)
+
+
+def gflops(m: int, n: int, k: int, batch: int, seconds: float) -> float:
+    return 2.0 * batch * m * n * k / seconds / 1e9
