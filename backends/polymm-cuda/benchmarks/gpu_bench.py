@@ -66,6 +66,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--only", default="")
+    ap.add_argument("--both", action="store_true", help="time cp.async and register-staged loads")
     args = ap.parse_args()
 
     be = CUDABackend()
@@ -117,10 +118,13 @@ def main():
         cub = record("cublas", lambda: cp.matmul(a2, b2), check=False)
         best = None
         size = fastgemm.DTYPE_TAGS[np.dtype(dtype).name][2]
+        modes = (True, False) if (args.both and np.dtype(dtype).name in fastgemm.ASYNC_DTYPES) else (None,)
         for cname in configs:
-            r = record(cname, lambda: be.run_fast_config(a, b, out, cname))
-            if r and (best is None or r["tflops"] > best["tflops"]):
-                best = r
+            for mode in modes:
+                tag = cname + ("/reg" if mode is False else "")
+                r = record(tag, lambda: be.run_fast_config(a, b, out, cname, cp_async=mode))
+                if r and (best is None or r["tflops"] > best["tflops"]):
+                    best = r
         v = fastgemm.choose_variant(np.dtype(dtype), a.data.ptr, tuple(s // a.itemsize for s in a.strides),
                                     b.data.ptr, tuple(s // b.itemsize for s in b.strides),
                                     (bt, m, n, k), info["sms"])
@@ -150,7 +154,7 @@ def main():
         ("f32 4095x4099x4097", np.float32, 1, 4095, 4099, 4097, c4, reps, False),
         ("f32 batch4096 64^3", np.float32, 4096, 64, 64, 64, c4, reps * 2, False),
         ("f64 4096", np.float64, 1, 4096, 4096, 4096, c8, max(3, reps // 4), False),
-        ("i32 4096", np.int32, 1, 4096, 4096, 4096, ["128x128x8", "64x64x16"], max(3, reps // 4), False),
+        ("i32 4096", np.int32, 1, 4096, 4096, 4096, ["128x128x16", "128x64x8"], max(3, reps // 4), False),
     ]
     for c in cases:
         if args.only and args.only not in c[0]:

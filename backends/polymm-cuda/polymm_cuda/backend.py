@@ -176,7 +176,7 @@ class CUDABackend(Backend):
                         out, i64(z0 * m * n))
                 fn((grid[0], grid[1], nz), block, args, shared_mem=smem)
 
-    def run_fast_config(self, a, b, out, config: str) -> fastgemm.Variant:
+    def run_fast_config(self, a, b, out, config: str, cp_async=None) -> fastgemm.Variant:
         """Run the fast kernel with a named tile configuration (tests, benchmarks, tuning)."""
         dev = a.data.device_id
         dtype = a.dtype
@@ -188,7 +188,8 @@ class CUDABackend(Backend):
         size = fastgemm.DTYPE_TAGS[dtype.name][2]
         with self._cp.cuda.Device(dev):
             v = fastgemm.choose_variant(dtype, a.data.ptr, sa, b.data.ptr, sb, (bt, m, n, k), 1,
-                                        config=fastgemm.CONFIG_BY_NAME[(size, config)])
+                                        config=fastgemm.CONFIG_BY_NAME[(size, config)],
+                                        cp_async=cp_async)
             fn = self._fast_kernel(dev, v)
             c = v.config
             plan = (fn, (-(-m // c.bm) * -(-n // c.bn), 1, min(bt, _MAX_GRID_Z)),

@@ -59,16 +59,18 @@ class TileConfig:
     tn: int
     minb: int
     rate: float = 1.0
+    stages: int = 2   # shared-memory stages when loading with cp.async
+
 
     @property
     def threads(self) -> int:
         return (self.bm // self.wm) * (self.bn // self.wn) * 32
 
-    def smem_bytes(self, compute_size: int, ak: bool, bnm: bool) -> int:
+    def smem_bytes(self, compute_size: int, ak: bool, bnm: bool, stages: int = 2) -> int:
         pad = 1 if compute_size >= 16 else 16 // compute_size
         lda = self.bm + (pad if ak else 0)
         ldb = self.bn + (0 if bnm else pad)
-        return 2 * self.bk * (lda + ldb) * compute_size
+        return stages * self.bk * (lda + ldb) * compute_size
 
     def check(self, widths=(1, 2, 4)) -> None:
         """Raise ``ValueError`` unless the kernel's static assertions hold for these vector widths."""
@@ -87,22 +89,28 @@ class TileConfig:
 #: :func:`choose_config`; all are instantiated by the CI compile test.
 CONFIGS = {
     4: (
-        TileConfig("128x128x8", 128, 128, 8, 64, 32, 8, 8, 2, rate=1.0),
-        TileConfig("128x128x16", 128, 128, 16, 64, 32, 8, 8, 2, rate=1.0),
-        TileConfig("128x64x8", 128, 64, 8, 64, 32, 8, 8, 4, rate=0.9),
-        TileConfig("64x64x16", 64, 64, 16, 32, 16, 4, 4, 4, rate=0.7),
-        TileConfig("64x64x8w", 64, 64, 8, 64, 32, 8, 8, 8, rate=0.8),
+        TileConfig("128x128x8", 128, 128, 8, 64, 32, 8, 8, 2, rate=1.0, stages=3),
+        TileConfig("128x128x16", 128, 128, 16, 64, 32, 8, 8, 2, rate=1.0, stages=3),
+        TileConfig("128x128x16s2", 128, 128, 16, 64, 32, 8, 8, 2, rate=1.0, stages=2),
+        TileConfig("128x64x8", 128, 64, 8, 64, 32, 8, 8, 4, rate=0.95, stages=3),
+        TileConfig("128x64x16", 128, 64, 16, 64, 32, 8, 8, 4, rate=0.95, stages=3),
+        TileConfig("64x64x8w", 64, 64, 8, 64, 32, 8, 8, 8, rate=0.9, stages=3),
+        TileConfig("64x64x16w", 64, 64, 16, 64, 32, 8, 8, 8, rate=0.9, stages=3),
+        TileConfig("64x64x16", 64, 64, 16, 32, 16, 4, 4, 4, rate=0.7, stages=3),
     ),
     8: (
-        TileConfig("64x64x8", 64, 64, 8, 32, 32, 4, 8, 4, rate=1.0),
-        TileConfig("128x128x8", 128, 128, 8, 64, 32, 8, 8, 1, rate=1.0),
-        TileConfig("32x64x8", 32, 64, 8, 32, 16, 4, 4, 8, rate=0.7),
+        TileConfig("64x64x8", 64, 64, 8, 32, 32, 4, 8, 4, rate=1.0, stages=3),
+        TileConfig("128x128x8", 128, 128, 8, 64, 32, 8, 8, 1, rate=1.0, stages=3),
+        TileConfig("64x64x8w", 64, 64, 8, 64, 32, 8, 8, 4, rate=1.0, stages=3),
+        TileConfig("32x64x8", 32, 64, 8, 32, 16, 4, 4, 8, rate=0.7, stages=3),
     ),
     16: (
-        TileConfig("64x64x8", 64, 64, 8, 32, 16, 4, 4, 2, rate=1.0),
-        TileConfig("32x64x8", 32, 64, 8, 32, 16, 4, 4, 4, rate=0.8),
+        TileConfig("64x64x8", 64, 64, 8, 32, 16, 4, 4, 2, rate=1.0, stages=2),
+        TileConfig("32x64x8", 32, 64, 8, 32, 16, 4, 4, 4, rate=0.8, stages=2),
     ),
 }
+#: Load through cp.async where the dtype allows (else registers stage the tiles).
+USE_ASYNC = True
 CONFIG_BY_NAME = {(size, c.name): c for size, cs in CONFIGS.items() for c in cs}
 #: What "auto" may pick from (by compute size); the others stay available to
 #: the benchmark script and the compile test.
@@ -133,14 +141,19 @@ class Variant:
     va: int
     bnm: bool
     vb: int
+    cp_async: bool = False
 
     @property
     def compute_size(self) -> int:
         return DTYPE_TAGS[self.dtype][2]
 
     @property
+    def stages(self) -> int:
+        return self.config.stages if self.cp_async else 2
+
+    @property
     def smem_bytes(self) -> int:
-        return self.config.smem_bytes(self.compute_size, self.ak, self.bnm)
+        return self.config.smem_bytes(self.compute_size, self.ak, self.bnm, self.stages)
 
     @property
     def name_expression(self) -> str:
@@ -156,7 +169,7 @@ def name_expression(v: Variant) -> str:
     c = v.config
     tag = DTYPE_TAGS[v.dtype][0]
     return (f"polymm_fastgemm<{tag}, {c.bm}, {c.bn}, {c.bk}, {c.wm}, {c.wn}, {c.tm}, {c.tn}, "
-            f"{_b(v.ak)}, {v.va}, {_b(v.bnm)}, {v.vb}, {c.minb}>")
+            f"{_b(v.ak)}, {v.va}, {_b(v.bnm)}, {v.vb}, {c.minb}, {v.stages}, {_b(v.cp_async)}>")
 
 
 def explicit_instantiation(v: Variant) -> str:
@@ -166,6 +179,12 @@ def explicit_instantiation(v: Variant) -> str:
     args = (f"int, int, int, const {s}*, {i}, {i}, {i}, {i}, const {s}*, {i}, {i}, {i}, {i}, "
             f"{s}*, {i}")
     return f"template __global__ void {name_expression(v)}({args});\n"
+
+
+#: dtypes whose shared-memory (compute) representation is their stored bits,
+#: so tiles can be copied with cp.async (no conversion on the way).
+ASYNC_DTYPES = frozenset({"float32", "float64", "int32", "uint32", "int64", "uint64",
+                          "complex64", "complex128"})
 
 
 def vector_width(dtype: np.dtype) -> int:
@@ -240,14 +259,16 @@ def choose_config(compute_size: int, batch: int, m: int, n: int, sms: int) -> Ti
 
 
 def choose_variant(dtype: np.dtype, a_ptr: int, a_strides, b_ptr: int, b_strides, shape,
-                   sms: int, config: TileConfig | None = None) -> Variant:
+                   sms: int, config: TileConfig | None = None, cp_async: bool | None = None) -> Variant:
     """The instantiation "auto" runs for these operands."""
     name = np.dtype(dtype).name
     size = DTYPE_TAGS[name][2]
     bt, m, n, _ = shape
     cfg = config or choose_config(size, bt, m, n, sms)
     ak, va, bnm, vb = access_pattern(dtype, a_ptr, a_strides, b_ptr, b_strides, shape)
-    return Variant(name, cfg, ak, va, bnm, vb)
+    if cp_async is None:
+        cp_async = USE_ASYNC
+    return Variant(name, cfg, ak, va, bnm, vb, cp_async and name in ASYNC_DTYPES)
 
 
 def all_variants(dtype_name: str):
@@ -255,9 +276,15 @@ def all_variants(dtype_name: str):
     size = DTYPE_TAGS[dtype_name][2]
     w = vector_width(np.dtype(dtype_name))
     widths = sorted({1, w})
+    modes = (False, True) if dtype_name in ASYNC_DTYPES else (False,)
+    seen = set()
     for c in CONFIGS[size]:
         for ak in (True, False):
             for va in widths:
                 for bnm in (True, False):
                     for vb in widths:
-                        yield Variant(dtype_name, c, ak, va, bnm, vb)
+                        for mode in modes:
+                            v = Variant(dtype_name, c, ak, va, bnm, vb, mode)
+                            if v.name_expression not in seen:  # configs may differ only in stages
+                                seen.add(v.name_expression)
+                                yield v

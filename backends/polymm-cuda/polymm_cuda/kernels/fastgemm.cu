@@ -97,6 +97,39 @@ struct pm_z128 {
 };
 
 // Four consecutive shared-memory values through 16-byte loads (p is 16-byte aligned).
+// ---- cp.async (sm_80+): global -> shared without staging registers ------
+__device__ __forceinline__ unsigned pm_smem_addr(const void* p) {
+    unsigned a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+// Copies BYTES (4, 8 or 16) or, when !valid, writes BYTES zeros (src not read).
+template <int BYTES>
+__device__ __forceinline__ void pm_cp_async(unsigned dst, const void* src, bool valid) {
+    const int n = valid ? BYTES : 0;
+    if constexpr (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(n) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" :: "r"(dst), "l"(src), "n"(BYTES), "r"(n) : "memory");
+}
+__device__ __forceinline__ void pm_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void pm_cp_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
+
+template <bool B> struct pm_flag { static constexpr bool value = B; };
+
+// Load V consecutive elements (unit stride, aligned when V > 1) without checks.
+template <class S, int V>
+__device__ __forceinline__ void pm_ldg(const S* p, S* out) {
+    if constexpr (V > 1) {
+        const pm_vec<S, V> v = *reinterpret_cast<const pm_vec<S, V>*>(p);
+#pragma unroll
+        for (int w = 0; w < V; ++w) out[w] = v.v[w];
+    } else {
+        out[0] = *p;
+    }
+}
+
 template <class T>
 __device__ __forceinline__ void pm_lds4(const T* p, T* out) {
     constexpr int W = sizeof(T) >= 16 ? 1 : (16 / sizeof(T) >= 4 ? 4 : 16 / sizeof(T));
@@ -118,7 +151,7 @@ struct pm_smem_layout {
 };
 
 template <class Tag, int BM, int BN, int BK, int WM, int WN, int TM, int TN,
-          bool AK, int VA, bool BNM, int VB, int MINB>
+          bool AK, int VA, bool BNM, int VB, int MINB, int STAGES, bool ASYNC>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)
 polymm_fastgemm(int M, int N, int K,
                 const typename Tag::S* __restrict__ A, pm_i64 a_off, pm_i64 a_sb, pm_i64 a_sm, pm_i64 a_sk,
@@ -138,9 +171,14 @@ polymm_fastgemm(int M, int N, int K,
     static_assert(A_CH % NT == 0 && B_CH % NT == 0, "loads divide evenly among threads");
     constexpr int NA = A_CH / NT, NB = B_CH / NT;
 
+    // ASYNC: cp.async straight into shared memory, STAGES slices in flight
+    // (only where shared memory holds the stored bits unchanged: S == C).
+    // Otherwise: registers stage the next slice (converted on the way), 2 stages.
+    static_assert(ASYNC ? (sizeof(S) == sizeof(Cc) && sizeof(S) >= 4 && STAGES >= 2) : STAGES == 2,
+                  "cp.async needs S == C of 4+ bytes; register staging is double-buffered");
     extern __shared__ __align__(16) unsigned char pm_smem[];
     Cc* As = reinterpret_cast<Cc*>(pm_smem);
-    Cc* Bs = As + 2 * BK * LDA;
+    Cc* Bs = As + STAGES * BK * LDA;
 
     // Grouped tile order: consecutive blocks share rows of A in L2.
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
@@ -177,24 +215,29 @@ polymm_fastgemm(int M, int N, int K,
 
     S ra[NA][VA], rb[NB][VB];
 
-    auto load_tiles = [&](int k0) {
+    // CHECK = false: the whole slice lies inside A and B (interior blocks, all
+    // but the last K slice): straight-line loads with no guards or branches.
+    auto load_tiles = [&](int k0, auto check) {
+        constexpr bool CHECK = decltype(check)::value;
 #pragma unroll
         for (int it = 0; it < NA; ++it) {
             const S* p = pa + it * a_delta;
             const int gm_ = m_base + a_m0 + it * A_DM, gk = k0 + a_k0 + it * A_DK;
-            if (AK) {
+            if (!CHECK) {
+                pm_ldg<S, VA>(p, ra[it]);
+            } else if (AK) {
                 const bool row_ok = gm_ < M;
-                if (VA > 1 && row_ok && gk + VA <= K) {
+                if (VA > 1 && row_ok && gk >= 0 && gk + VA <= K) {
                     const pm_vec<S, VA> v = *reinterpret_cast<const pm_vec<S, VA>*>(p);
 #pragma unroll
                     for (int w = 0; w < VA; ++w) ra[it][w] = v.v[w];
                 } else {
 #pragma unroll
                     for (int w = 0; w < VA; ++w)
-                        ra[it][w] = (row_ok && gk + w < K) ? p[(pm_i64)w * a_sk] : S();
+                        ra[it][w] = (row_ok && (unsigned)(gk + w) < (unsigned)K) ? p[(pm_i64)w * a_sk] : S();
                 }
             } else {
-                const bool k_ok = gk < K;
+                const bool k_ok = (unsigned)gk < (unsigned)K;
                 if (VA > 1 && k_ok && gm_ + VA <= M) {
                     const pm_vec<S, VA> v = *reinterpret_cast<const pm_vec<S, VA>*>(p);
 #pragma unroll
@@ -211,8 +254,10 @@ polymm_fastgemm(int M, int N, int K,
         for (int it = 0; it < NB; ++it) {
             const S* p = pb + it * b_delta;
             const int gn = n_base + b_n0 + it * B_DN, gk = k0 + b_k0 + it * B_DK;
-            if (BNM) {
-                const bool k_ok = gk < K;
+            if (!CHECK) {
+                pm_ldg<S, VB>(p, rb[it]);
+            } else if (BNM) {
+                const bool k_ok = (unsigned)gk < (unsigned)K;
                 if (VB > 1 && k_ok && gn + VB <= N) {
                     const pm_vec<S, VB> v = *reinterpret_cast<const pm_vec<S, VB>*>(p);
 #pragma unroll
@@ -224,14 +269,14 @@ polymm_fastgemm(int M, int N, int K,
                 }
             } else {
                 const bool col_ok = gn < N;
-                if (VB > 1 && col_ok && gk + VB <= K) {
+                if (VB > 1 && col_ok && gk >= 0 && gk + VB <= K) {
                     const pm_vec<S, VB> v = *reinterpret_cast<const pm_vec<S, VB>*>(p);
 #pragma unroll
                     for (int w = 0; w < VB; ++w) rb[it][w] = v.v[w];
                 } else {
 #pragma unroll
                     for (int w = 0; w < VB; ++w)
-                        rb[it][w] = (col_ok && gk + w < K) ? p[(pm_i64)w * b_sk] : S();
+                        rb[it][w] = (col_ok && (unsigned)(gk + w) < (unsigned)K) ? p[(pm_i64)w * b_sk] : S();
                 }
             }
         }
@@ -272,17 +317,19 @@ polymm_fastgemm(int M, int N, int K,
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = Cc();
 
+    // The K walk starts at k_start <= 0 so that the one partial slice (K % BK
+    // elements) comes first and is loaded with guards; every later slice is
+    // whole.  Interior blocks (tile inside M x N) then load with straight-line,
+    // unguarded code; edge blocks keep the guards.
     const int KT = (K + BK - 1) / BK;
-    load_tiles(0);
-    store_tiles(0);
-    __syncthreads();
+    const int kr = K % BK;
+    const int k_start = kr ? kr - BK : 0;
+    const bool interior = m_base + BM <= M && n_base + BN <= N &&
+                          (!(AK && VA > 1) || kr % VA == 0) && (!(!BNM && VB > 1) || kr % VB == 0);
+    pa += (pm_i64)k_start * a_sk;
+    pb += (pm_i64)k_start * b_sk;
 
-    for (int t = 0; t < KT; ++t) {
-        const int cur = t & 1;
-        const bool more = t + 1 < KT;
-        if (more) load_tiles((t + 1) * BK);
-        const Cc* as = As + cur * BK * LDA;
-        const Cc* bs = Bs + cur * BK * LDB;
+    auto compute = [&](const Cc* as, const Cc* bs) {
 #pragma unroll
         for (int kk = 0; kk < BK; ++kk) {
             Cc af[TM], bf[TN];
@@ -295,8 +342,112 @@ polymm_fastgemm(int M, int N, int K,
 #pragma unroll
                 for (int j = 0; j < TN; ++j) Tag::mac(acc[i][j], af[i], bf[j]);
         }
-        if (more) store_tiles(cur ^ 1);
+    };
+
+    if constexpr (ASYNC) {
+        const unsigned sa0 = pm_smem_addr(As), sb0 = pm_smem_addr(Bs);
+        const S* a_safe = Ab;  // a valid address for zero-filling copies
+        const S* b_safe = Bb;
+        constexpr int ES = sizeof(S);
+        // Issue the copies of slice s into stage buf; pointers advance one slice.
+        auto issue = [&](int s, int buf, auto check) {
+            constexpr bool CHECK = decltype(check)::value;
+            const int k0 = k_start + s * BK;
+            const unsigned abuf = sa0 + buf * (BK * LDA * ES);
+            const unsigned bbuf = sb0 + buf * (BK * LDB * ES);
+#pragma unroll
+            for (int it = 0; it < NA; ++it) {
+                const S* p = pa + it * a_delta;
+                const int m = a_m0 + it * A_DM, k = a_k0 + it * A_DK;
+                const int gm_ = m_base + m, gk = k0 + k;
+                if (AK) {
+#pragma unroll
+                    for (int w = 0; w < VA; ++w) {
+                        const bool ok = !CHECK || (gm_ < M && (unsigned)(gk + w) < (unsigned)K);
+                        pm_cp_async<ES>(abuf + ((k + w) * LDA + m) * ES,
+                                        ok ? (const void*)(p + (VA > 1 ? w : 0)) : a_safe, ok);
+                    }
+                } else if (VA > 1 && (!CHECK || ((unsigned)gk < (unsigned)K && gm_ + VA <= M))) {
+                    pm_cp_async<VA * ES>(abuf + (k * LDA + m) * ES, p, true);
+                } else {
+#pragma unroll
+                    for (int w = 0; w < VA; ++w) {
+                        const bool ok = !CHECK || ((unsigned)gk < (unsigned)K && gm_ + w < M);
+                        pm_cp_async<ES>(abuf + (k * LDA + m + w) * ES,
+                                        ok ? (const void*)(p + (pm_i64)w * a_sm) : a_safe, ok);
+                    }
+                }
+            }
+            pa += a_step;
+#pragma unroll
+            for (int it = 0; it < NB; ++it) {
+                const S* p = pb + it * b_delta;
+                const int n = b_n0 + it * B_DN, k = b_k0 + it * B_DK;
+                const int gn = n_base + n, gk = k0 + k;
+                if (!BNM) {
+#pragma unroll
+                    for (int w = 0; w < VB; ++w) {
+                        const bool ok = !CHECK || (gn < N && (unsigned)(gk + w) < (unsigned)K);
+                        pm_cp_async<ES>(bbuf + ((k + w) * LDB + n) * ES,
+                                        ok ? (const void*)(p + (VB > 1 ? w : 0)) : b_safe, ok);
+                    }
+                } else if (VB > 1 && (!CHECK || ((unsigned)gk < (unsigned)K && gn + VB <= N))) {
+                    pm_cp_async<VB * ES>(bbuf + (k * LDB + n) * ES, p, true);
+                } else {
+#pragma unroll
+                    for (int w = 0; w < VB; ++w) {
+                        const bool ok = !CHECK || ((unsigned)gk < (unsigned)K && gn + w < N);
+                        pm_cp_async<ES>(bbuf + (k * LDB + n + w) * ES,
+                                        ok ? (const void*)(p + (pm_i64)w * b_sn) : b_safe, ok);
+                    }
+                }
+            }
+            pb += b_step;
+        };
+        // Prologue: slices 0 .. STAGES-2 in flight (slice 0 is the partial one).
+        issue(0, 0, pm_flag<true>());
+        pm_cp_commit();
+#pragma unroll
+        for (int s = 1; s < STAGES - 1; ++s) {
+            if (s < KT) {
+                if (interior) issue(s, s, pm_flag<false>());
+                else          issue(s, s, pm_flag<true>());
+            }
+            pm_cp_commit();
+        }
+        // One barrier per slice: it publishes slice t and frees the stage read at t-1,
+        // which is where slice t + STAGES - 1 goes.
+        auto k_loop = [&](auto check) {
+            int rd = 0, wr = STAGES - 1;
+            for (int t = 0; t < KT; ++t) {
+                pm_cp_wait<STAGES - 2>();
+                __syncthreads();
+                if (t + STAGES - 1 < KT) issue(t + STAGES - 1, wr, check);
+                pm_cp_commit();
+                compute(As + rd * BK * LDA, Bs + rd * BK * LDB);
+                rd = rd + 1 == STAGES ? 0 : rd + 1;
+                wr = wr + 1 == STAGES ? 0 : wr + 1;
+            }
+        };
+        if (interior) k_loop(pm_flag<false>());
+        else          k_loop(pm_flag<true>());
+        pm_cp_wait<0>();
+    } else {
+        load_tiles(k_start, pm_flag<true>());
+        store_tiles(0);
         __syncthreads();
+        auto k_loop = [&](auto check) {
+            for (int t = 0; t < KT; ++t) {
+                const int cur = t & 1;
+                const bool more = t + 1 < KT;
+                if (more) load_tiles(k_start + (t + 1) * BK, check);
+                compute(As + cur * BK * LDA, Bs + cur * BK * LDB);
+                if (more) store_tiles(cur ^ 1);
+                __syncthreads();
+            }
+        };
+        if (interior) k_loop(pm_flag<false>());
+        else          k_loop(pm_flag<true>());
     }
 
     // ---- epilogue: C is C-contiguous (B, M, N) ----
