@@ -1,0 +1,239 @@
+"""The documentation is tested: its examples run, its quickstart matches the README, it builds.
+
+* Every fenced ```` ```python ```` block in ``docs/**/*.md`` runs, page by page, top to bottom,
+  in one namespace per page (so a block may use names an earlier block defined). A block
+  whose first line is ``# requires: NAME[, NAME]`` needs those polymm backends: it runs in its
+  own test after the page's earlier blocks, and is skipped, saying why, where a backend is
+  not available (GPU examples on a machine without a GPU).
+* Blocks with ``>>>`` prompts run as doctests in the same namespace.
+* The plugin guide's package (its ``{code-block}`` files with a ``:caption:`` path) is written
+  out, installed into a temporary folder, and the conformance suite runs against it.
+* The quickstart's shell commands appear verbatim in the README (which CI runs).
+* ``sphinx -W`` builds the site without a warning (skipped only where Sphinx, furo or
+  myst-parser are not installed: the ``docs`` extra).
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
+
+FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
+REQUIRES = re.compile(r"^#\s*requires:\s*(?P<names>[\w\-, ]+)$")
+
+
+@dataclass
+class Block:
+    page: Path
+    line: int          # 1-based line of the opening fence
+    language: str      # "python", "bash", "toml", ...
+    code: str
+    caption: str | None = None
+
+    @property
+    def requires(self) -> list[str]:
+        first = self.code.lstrip().splitlines()[0] if self.code.strip() else ""
+        m = REQUIRES.match(first.strip())
+        return [n.strip() for n in m.group("names").split(",") if n.strip()] if m else []
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def _closes(line: str, fence: str) -> bool:
+    s = line.strip()
+    return len(s) >= len(fence) and s == fence[0] * len(s)
+
+
+def parse_blocks(page: Path) -> list[Block]:
+    """Fenced code blocks of a MyST page: ```lang and ```{code-block} lang (with :caption:)."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    blocks, i = [], 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, info, start = m.group("fence"), m.group("info").strip(), i
+        body, i = [], i + 1
+        while i < len(lines) and not _closes(lines[i], fence):
+            body.append(lines[i])
+            i += 1
+        i += 1
+        caption = None
+        if info.startswith("{code-block}") or info.startswith("{code}"):
+            language = info.split("}", 1)[1].strip() or "text"
+            options = []
+            while body and body[0].startswith(":"):
+                options.append(body.pop(0))
+            if body and not body[0].strip():
+                body.pop(0)
+            for opt in options:
+                if opt.startswith(":caption:"):
+                    caption = opt.split(":caption:", 1)[1].strip()
+        elif info.startswith("{"):
+            continue  # other directives (toctree, ...)
+        else:
+            language = info.split()[0] if info else "text"
+        blocks.append(Block(page, start + 1, language, textwrap.dedent("\n".join(body)) + "\n", caption))
+    return blocks
+
+
+def runnable(page: Path) -> list[Block]:
+    return [b for b in parse_blocks(page) if b.language in ("python", "py", "pycon") and b.caption is None]
+
+
+def run_block(block: Block, namespace: dict) -> None:
+    """Execute one block (as a doctest when it has ``>>>`` prompts) with a useful traceback."""
+    if ">>>" in block.code:
+        parser = doctest.DocTestParser()
+        test = parser.get_doctest(block.code, namespace, block.where, str(block.page), block.line)
+        runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        runner.run(test, clear_globs=False)
+        failed, _ = runner.summarize(verbose=False)
+        assert not failed, f"doctest failures in {block.where}"
+        return
+    code = compile(block.code, block.where, "exec")
+    exec(code, namespace)  # noqa: S102 - running the documentation's own examples is the point
+
+
+def available_backends() -> set[str]:
+    import polymm
+
+    return {info.name for info in polymm.backends() if info.available}
+
+
+def page_id(page: Path) -> str:
+    return str(page.relative_to(DOCS))
+
+
+# ---------------------------------------------------------------------------- examples
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_page_examples_run(page, tmp_path, monkeypatch):
+    """Every plain ``python`` block of the page, in order, in one namespace."""
+    blocks = [b for b in runnable(page) if not b.requires]
+    if not blocks:
+        pytest.skip("no Python examples on this page")
+    monkeypatch.chdir(tmp_path)  # examples that write files write them here
+    namespace = {"__name__": f"docs_{page.stem}"}
+    for block in blocks:
+        run_block(block, namespace)
+
+
+REQUIRING = [(p, i) for p in PAGES for i, b in enumerate(runnable(p)) if b.requires]
+
+
+@pytest.mark.parametrize("page,index", REQUIRING,
+                         ids=[f"{page_id(p)}-{runnable(p)[i].line}" for p, i in REQUIRING])
+def test_page_examples_needing_a_backend(page, index, tmp_path, monkeypatch):
+    """A ``# requires: NAME`` block, after the page's earlier plain blocks; skipped without NAME."""
+    blocks = runnable(page)
+    block = blocks[index]
+    missing = [n for n in block.requires if n not in available_backends()]
+    if missing:
+        pytest.skip(f"{block.where} needs polymm backend(s) {', '.join(missing)}, not available here")
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": f"docs_{page.stem}"}
+    for earlier in blocks[:index]:
+        if not earlier.requires:
+            run_block(earlier, namespace)
+    run_block(block, namespace)
+
+
+# ---------------------------------------------------------------------------- plugin guide
+
+def test_plugin_guide_package_installs_and_passes_the_conformance_suite(tmp_path):
+    """Write the plugin guide's files, install them (into a folder, not this environment),
+    and run what the guide says: ``polymm info``, the conformance suite, its ``mine`` example."""
+    page = DOCS / "plugins.md"
+    files = [b for b in parse_blocks(page) if b.caption]
+    assert files, "the plugin guide shows no package files"
+    src = tmp_path / "src"
+    for block in files:
+        path = src / block.caption
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(block.code, encoding="utf-8")
+    package = src / files[0].caption.split("/")[0]
+    site = tmp_path / "site"
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
+           "--disable-pip-version-check", "--target", str(site), str(package)]
+    if importlib.util.find_spec("setuptools") is not None:
+        cmd.insert(4, "--no-build-isolation")  # no network needed when setuptools is here
+    subprocess.run(cmd, check=True, cwd=tmp_path)
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+    env.pop("POLYMM_BACKEND", None)
+    info = subprocess.run([sys.executable, "-m", "polymm.cli", "info", "--json"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True)
+    if info.returncode == 0:
+        assert '"mine"' in info.stdout
+    suite = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "polymm.testing", "--polymm-backend=mine", "-q",
+         "-p", "no:cacheprovider", "-x"],
+        env=env, cwd=tmp_path, capture_output=True, text=True,
+    )
+    assert suite.returncode == 0, suite.stdout[-4000:] + suite.stderr[-2000:]
+    assert " passed" in suite.stdout
+
+    examples = [b for b in runnable(page) if "mine" in b.requires]
+    assert examples, "the plugin guide has no example using the installed backend"
+    for block in examples:
+        done = subprocess.run([sys.executable, "-c", block.code], env=env, cwd=tmp_path,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, f"{block.where} failed:\n{done.stderr[-3000:]}"
+
+
+# ---------------------------------------------------------------------------- quickstart
+
+def test_quickstart_commands_are_the_readmes():
+    """The quickstart mirrors the README (which ``.ci/run`` executes), command for command."""
+    readme = ROOT / "README.md"
+    if not readme.exists():
+        pytest.skip("no README.md yet")
+    text = readme.read_text(encoding="utf-8")
+    commands = [
+        line.strip()
+        for block in parse_blocks(DOCS / "quickstart.md") if block.language in ("bash", "console", "sh")
+        for line in block.code.splitlines() if line.strip() and not line.strip().startswith("#")
+    ]
+    assert commands
+    missing = [c for c in commands if c not in text]
+    assert not missing, f"quickstart commands not in README.md: {missing}"
+
+
+# ---------------------------------------------------------------------------- the build
+
+def _have_sphinx() -> str | None:
+    for module in ("sphinx", "furo", "myst_parser"):
+        if importlib.util.find_spec(module) is None:
+            return module
+    return None
+
+
+@pytest.mark.skipif(_have_sphinx() is not None, reason="Sphinx, furo and myst-parser (the docs extra) are needed")
+def test_docs_build_without_warnings(tmp_path):
+    """``sphinx -W``: any warning (a broken reference, a missing figure, bad autodoc) fails."""
+    out = tmp_path / "html"
+    done = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-d", str(tmp_path / "doctrees"),
+         str(DOCS), str(out)],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    for page in ("index", "quickstart", "guide", "kernels", "plugins", "performance", "benchmarking", "api"):
+        assert (out / f"{page}.html").exists(), page
