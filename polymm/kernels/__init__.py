@@ -68,7 +68,9 @@ class KernelParams:
     work-item; ``vw``: interleave width (local-memory shape) or SIMD vector
     width along N (``use_local=False``, the CPU shape); ``pad``: local-memory row
     padding against bank conflicts; ``gvw``: global vector load width of the
-    fast path (local-memory shape).
+    fast path (local-memory shape); ``mr``: rows of the register kernel of the
+    CPU shape, which walks a work-item's ``mwg/mdimc`` rows ``mr`` at a time
+    and K in chunks of ``kwg``.
     """
 
     ts: int = 16
@@ -81,6 +83,7 @@ class KernelParams:
     pad: int = 0
     gvw: int = 4
     use_local: bool = True
+    mr: int = 6
 
     @property
     def wptm(self) -> int:
@@ -109,8 +112,8 @@ class KernelParams:
             if (self.mwg * self.kwg // self.gvw) % threads or (self.kwg * self.nwg // self.gvw) % threads \
                     or self.kwg % self.gvw or self.nwg % self.gvw:
                 raise ValueError(f"tiles must split evenly into gvw-vectors per work-item: {self}")
-        elif self.wptn % self.vw:
-            raise ValueError(f"wptn must be a multiple of vw: {self}")
+        elif self.wptn % self.vw or self.wptm % self.mr:
+            raise ValueError(f"wptn must be a multiple of vw and wptm of mr: {self}")
 
 
 # dtype -> (PM_KIND, OpenCL storage, CUDA storage, OpenCL value/acc, CUDA value/acc, needs fp64)
@@ -206,7 +209,7 @@ def render(dialect: str, kernel: str, dtype, params: KernelParams | None = None,
     defines.update(
         TS=str(params.ts), MWG=str(params.mwg), NWG=str(params.nwg), KWG=str(params.kwg),
         MDIMC=str(params.mdimc), NDIMC=str(params.ndimc), VW=str(params.vw), PAD=str(params.pad),
-        GVW=str(params.gvw),
+        GVW=str(params.gvw), MR=str(params.mr),
         PM_DYNAMIC_LOCAL="1" if kernel == "tiled-dynamic" else "0",
         PM_RB_LOCAL="1" if params.use_local else "0",
         PM_RB_VEC_A="1" if (vec_a and vector_ok) else "0",
@@ -216,8 +219,13 @@ def render(dialect: str, kernel: str, dtype, params: KernelParams | None = None,
         base = _VECTOR_DTYPES[dtype.name]
         defines["GVEC_T"] = f"{base}{params.gvw}"
         if dialect == "opencl" and not params.use_local:
+            # vloadN is an out-of-line call in PoCL (every accumulator spills
+            # around it); a vector built from adjacent scalars becomes one
+            # unaligned SIMD load instead.
+            elements = ", ".join(f"(p)[{i}]" for i in range(params.vw))
             defines.update(PM_VECTOR_MATH="1", VEC_T=f"{base}{params.vw}",
-                           VLOADN=f"vload{params.vw}", VSTOREN=f"vstore{params.vw}")
+                           VSTOREN=f"vstore{params.vw}")
+            defines["VLOADN(p)"] = f"(({base}{params.vw})({elements}))"
     head = "".join(f"#define {k} {v}\n" for k, v in defines.items())
     parts = [
         f"/* polymm {kernel} kernel, dtype {dtype.name}, dialect {dialect}, {params} */\n",

@@ -1,0 +1,202 @@
+"""polymm.kernels without a GPU: every kernel x dtype renders and compiles in
+both dialects (OpenCL through PoCL, CUDA through nvcc when installed), and the
+OpenCL backend computes NumPy's answer for every kernel variant, dtype and
+stride pattern on the local OpenCL device."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from polymm.backend import CONTRACT_DTYPES
+from polymm.kernels import KERNELS, KernelParams, kernel_name, launch_geometry, render
+
+pyopencl = pytest.importorskip("pyopencl")
+cl_array = pytest.importorskip("pyopencl.array")
+
+DTYPES = [d.name for d in CONTRACT_DTYPES]
+CPU_SHAPE = KernelParams(mwg=12, nwg=16, kwg=8, mdimc=2, ndimc=1, vw=8, mr=6, use_local=False)
+GPU_SHAPE = KernelParams(mwg=32, nwg=32, kwg=8, mdimc=8, ndimc=8, vw=2, gvw=2, pad=1)
+#: (kernel, params, render flags): every code path of every body.
+VARIANTS = [
+    ("naive", None, {}),
+    ("tiled", KernelParams(ts=8), {}),
+    ("tiled-dynamic", KernelParams(ts=8), {}),
+    ("regblock", GPU_SHAPE, {}),
+    ("regblock", GPU_SHAPE, {"vec_a": True, "vec_b": True}),
+    ("regblock", CPU_SHAPE, {}),
+    ("regblock", CPU_SHAPE, {"vec_b": True}),
+]
+
+
+def _variant_id(v):
+    kernel, params, flags = v
+    shape = "" if params is None else ("-local" if params.use_local else "-cpu")
+    return kernel + shape + "".join(f"-{k}" for k in flags)
+
+
+@pytest.fixture(scope="module")
+def queue():
+    from polymm_opencl import default_queue
+
+    return default_queue()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_opencl_sources_build(queue, dtype):
+    device = queue.device
+    if dtype in ("float64", "complex128") and "cl_khr_fp64" not in device.extensions:
+        pytest.skip(f"{device.name} has no fp64")
+    for kernel, params, flags in VARIANTS:
+        if params is not None and not params.use_local and dtype == "float64":
+            params = params.replace(vw=4)
+        source = render("opencl", kernel, dtype, params, **flags)
+        program = pyopencl.Program(queue.context, source).build()
+        pyopencl.Kernel(program, kernel_name(kernel))  # the entry point exists
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_cuda_sources_compile():
+    def compile_one(job):
+        dtype, (kernel, params, flags) = job
+        source = render("cuda", kernel, dtype, params, **flags)
+        with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as f:
+            f.write(source)
+        result = subprocess.run(["nvcc", "-arch=sm_90", "--ptx", "-o", "/dev/null", f.name],
+                                capture_output=True, text=True)
+        return dtype, kernel, flags, result.returncode, result.stderr
+
+    jobs = [(d, v) for d in DTYPES for v in VARIANTS]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        failures = [r for r in pool.map(compile_one, jobs) if r[3] != 0]
+    assert not failures, "\n".join(f"{d} {k} {f}:\n{err[:2000]}" for d, k, f, _, err in failures)
+
+
+def test_render_rejects_bad_input():
+    with pytest.raises(ValueError):
+        render("metal", "tiled", np.float32)
+    with pytest.raises(ValueError):
+        render("opencl", "strassen", np.float32)
+    with pytest.raises(TypeError):
+        render("opencl", "tiled", np.dtype("datetime64[s]"))
+    with pytest.raises(ValueError):
+        render("cuda", "regblock", np.float32, KernelParams(mwg=60, mdimc=16))
+
+
+def test_launch_geometry():
+    p = KernelParams(ts=16, mwg=128, nwg=64, mdimc=16, ndimc=8)
+    assert launch_geometry("tiled", p, M=33, N=17, B=3) == ((32, 48, 3), (16, 16, 1))
+    assert launch_geometry("regblock", p, M=129, N=64, B=1) == ((8, 32, 1), (8, 16, 1))
+    for kernel in KERNELS:
+        g, l = launch_geometry(kernel, p, 5, 7, 2)
+        assert all(gi % li == 0 for gi, li in zip(g, l))
+
+
+def _random(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.3
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    if dtype.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _reference(a, b):
+    if a.dtype == np.float16:
+        return (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    return a @ b
+
+
+def _check(result, expected):
+    if expected.dtype.kind in "biu":
+        np.testing.assert_array_equal(result, expected)
+    else:
+        tol = {np.float16: 1e-2, np.float32: 1e-4, np.complex64: 1e-4}.get(expected.dtype.type, 1e-10)
+        np.testing.assert_allclose(result, expected, rtol=tol, atol=tol * 10)
+
+
+def _operands(rng, dtype, layout, batch=3, M=37, K=29, N=43):
+    """(a, b) NumPy views of shape (batch, M, K), (batch, K, N) in a stride pattern."""
+    if layout == "contiguous":
+        return _random(rng, (batch, M, K), dtype), _random(rng, (batch, K, N), dtype)
+    if layout == "transposed":
+        return (_random(rng, (batch, K, M), dtype).transpose(0, 2, 1),
+                _random(rng, (batch, N, K), dtype).transpose(0, 2, 1))
+    if layout == "negative":
+        return (_random(rng, (batch, M, 2 * K), dtype)[::-1, ::-1, ::-2],
+                _random(rng, (batch, K + 3, N), dtype)[:, :K][:, ::-1])
+    if layout == "broadcast":
+        a = np.broadcast_to(_random(rng, (1, M, K), dtype), (batch, M, K))
+        return a, _random(rng, (batch, K, N), dtype)
+    raise ValueError(layout)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=_variant_id)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_variant_matches_numpy(queue, variant, dtype):
+    import polymm
+
+    if dtype in ("float64", "complex128") and "cl_khr_fp64" not in queue.device.extensions:
+        pytest.skip("no fp64")
+    backend = polymm.get_backend("opencl")
+    kernel, params, flags = variant
+    if params is not None and not params.use_local and dtype == "float64":
+        params = params.replace(vw=4)  # PoCL's wheel targets AVX2: at most 32-byte vectors
+    rng = np.random.default_rng(7)
+    layouts = ["contiguous", "transposed", "negative", "broadcast"]
+    for layout in layouts:
+        a, b = _operands(rng, dtype, layout)
+        da = backend.from_numpy(a)
+        db = backend.from_numpy(b)
+        out = cl_array.empty(queue, (a.shape[0], a.shape[1], b.shape[2]), a.dtype)
+        backend.launch(da, db, out, kernel, params)
+        _check(out.get(), _reference(a, b))
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (1, 200, 1), (5, 1, 7), (130, 17, 250), (64, 64, 64)])
+@pytest.mark.parametrize("algorithm", ["naive", "tiled", "tiled-dynamic", "auto"])
+def test_public_matmul_sizes(shape, algorithm):
+    import polymm
+
+    M, K, N = shape
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    c = polymm.matmul(a, b, backend="opencl", algorithm=algorithm)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_fast_paths_taken_for_contiguous_float32(queue):
+    import polymm
+
+    backend = polymm.get_backend("opencl")
+    a = cl_array.to_device(queue, np.ones((1, 64, 64), np.float32))
+    out = cl_array.empty(queue, (1, 64, 64), np.float32)
+    backend.launch(a, a, out, "regblock", KernelParams(mwg=64, nwg=64, kwg=16, mdimc=16, ndimc=16))
+    assert backend.last_choice[2] == {"vec_a": True, "vec_b": True}
+    np.testing.assert_array_equal(out.get(), np.full((1, 64, 64), 64, np.float32))
+
+
+def test_pyopencl_arrays_stay_on_their_queue(queue):
+    import polymm
+
+    a = cl_array.to_device(queue, np.arange(12, dtype=np.float32).reshape(3, 4))
+    b = cl_array.to_device(queue, np.ones((4, 2), np.float32))
+    c = polymm.matmul(a, b, backend="opencl")
+    assert isinstance(c, cl_array.Array) and c.queue is queue
+    np.testing.assert_array_equal(c.get(), a.get() @ b.get())
+
+
+def test_devices_listed():
+    import polymm
+
+    backend = polymm.get_backend("opencl")
+    assert backend.devices() and "local memory" in backend.devices()[0]
