@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Run the asv suite on the lent GPU machine (no network, no Git history) and pack the results.
+#
+#   . .device/setup.sh && POLYMM_COMMIT=<sha> POLYMM_COMMIT_DATE=<unix seconds> \
+#       bash scripts/asv_gpu_run.sh [OUT_DIR]
+#
+# .device/setup.sh (from ../shared/gpu) installs asv and PyOpenCL from wheels and the project
+# editable. The benchmarks run in that Python (asv.existing.conf.json) in prioritised slices,
+# each time-boxed, because asv saves results only when a run ends: a slice cut short loses
+# only itself. Results are recorded for POLYMM_COMMIT (the commit the working tree was sent
+# from) under asv_bench/results/$ASV_MACHINE/ and packed into OUT_DIR/asv-results-<machine>.tgz
+# with a log; unpack that archive in asv_bench/ at home.
+#
+# Environment: ASV_MACHINE (default polymm-h100), ASV_GPU_BUDGET seconds for all slices
+# (default 400), ASV_GPU_SLICES to run only the named slices (e.g. "cuda_f32 reference").
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+out="${1:-${OUT:-$root/asv_bench}}"
+machine="${ASV_MACHINE:-polymm-h100}"
+budget="${ASV_GPU_BUDGET:-400}"
+commit="${POLYMM_COMMIT:?set POLYMM_COMMIT to the commit the tree was sent from}"
+commit_date="${POLYMM_COMMIT_DATE:?set POLYMM_COMMIT_DATE (git log -1 --format=%at)}"
+python="${PYTHON:-python3}"
+mkdir -p "$out"
+log="$out/asv-gpu-$machine.log"
+exec > >(tee -a "$log") 2>&1
+start=$(date +%s)
+echo "asv_gpu_run: $(date -u) machine=$machine commit=$commit budget=${budget}s"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
+
+# asv discards PYTHONPATH in benchmark processes unless it is given as ASV_PYTHONPATH; the
+# wheels installed by setup.sh (asv_runner, pyopencl) live on PYTHONPATH.
+export ASV_PYTHONPATH="${PYTHONPATH:-}"
+# A host device with 16 cores may take the big sizes too.
+export POLYMM_ASV_HOST_MAX_N="${POLYMM_ASV_HOST_MAX_N:-4096}"
+
+# asv needs the commit's date and name from Git. The tree sent here has no history, so a
+# stand-in answers exactly the queries asv makes for an existing-environment run.
+if ! git -C "$root" rev-parse --verify -q "$commit^{commit}" >/dev/null 2>&1; then
+    shim="$(mktemp -d)"
+    cat > "$shim/git" <<EOF
+#!/bin/sh
+case "\$1" in
+  rev-parse) echo $commit ;;
+  name-rev) echo main ;;
+  rev-list) echo "commit $commit"; echo $commit_date ;;
+  config) exit 1 ;;
+  *) echo "asv_gpu_run git stand-in: unsupported: git \$*" >&2; exit 1 ;;
+esac
+EOF
+    chmod +x "$shim/git"
+    export PATH="$shim:$PATH"
+    mkdir -p "$root/.git"   # asv recognises a local repository by this folder
+    echo "asv_gpu_run: no Git history here; using a stand-in for commit $commit"
+fi
+
+PYTHON="$python" "$root/scripts/asv_machine.sh" "$machine" >/dev/null || exit 2
+cd "$root/asv_bench"
+
+# name|seconds|regex...   (parameter combinations are matched as "name(params)")
+slices=(
+  "cuda_f32|110|Square\.\w+\('cuda', '(naive|tiled|auto)', (256|1024|2048|4096), 'float32'\)"
+  "opencl_f32|110|Square\.\w+\('opencl', '(naive|tiled|tiled-dynamic|auto)', (1024|2048|4096), 'float32'\)"
+  "shapes|80|(Shapes|Batched)\.\w+\('(cuda|opencl)', 'auto'"
+  "reference|50|Reference\.\w+\('cupy', (256|1024|2048|4096)|CallOverhead\.\w+\('cuda'"
+  "cuda_f64|45|Square\.\w+\('cuda', '(tiled|auto)', (1024|4096), 'float64'\)"
+  "cpu|60|Square\.\w+\('cpu', 'auto', (1024|2048|4096), 'float32'\)|Reference\.\w+\('numpy', (1024|4096), 'float32'"
+)
+for entry in "${slices[@]}"; do
+    IFS='|' read -r name seconds regex <<<"$entry"
+    regex="${entry#*|*|}"
+    if [ -n "${ASV_GPU_SLICES:-}" ] && [[ " $ASV_GPU_SLICES " != *" $name "* ]]; then
+        continue
+    fi
+    left=$(( budget - ($(date +%s) - start) ))
+    if [ "$left" -lt 20 ]; then
+        echo "asv_gpu_run: budget spent, skipping slice $name"
+        continue
+    fi
+    [ "$seconds" -gt "$left" ] && seconds=$left
+    echo "asv_gpu_run: slice $name (${seconds}s): $regex"
+    timeout --kill-after=10 "$seconds" "$python" -m asv run --config asv.existing.conf.json \
+        --machine "$machine" --set-commit-hash "$commit" --show-stderr --bench "$regex"
+    echo "asv_gpu_run: slice $name exit $? after $(( $(date +%s) - start ))s"
+done
+
+tar czf "$out/asv-results-$machine.tgz" -C "$root/asv_bench" "results/$machine"
+echo "asv_gpu_run: packed $(tar tzf "$out/asv-results-$machine.tgz" | wc -l) entries into $out/asv-results-$machine.tgz"
