@@ -60,6 +60,7 @@ class TileConfig:
     minb: int
     rate: float = 1.0
     stages: int = 2   # shared-memory stages when loading with cp.async
+    occ: int = 2      # resident blocks per SM that keep it busy (the selection model)
 
 
     @property
@@ -89,24 +90,24 @@ class TileConfig:
 #: :func:`choose_config`; all are instantiated by the CI compile test.
 CONFIGS = {
     4: (
-        TileConfig("128x128x8", 128, 128, 8, 64, 32, 8, 8, 2, rate=1.0, stages=3),
-        TileConfig("128x128x16", 128, 128, 16, 64, 32, 8, 8, 2, rate=1.0, stages=3),
-        TileConfig("128x128x16s2", 128, 128, 16, 64, 32, 8, 8, 2, rate=1.0, stages=2),
-        TileConfig("128x64x8", 128, 64, 8, 64, 32, 8, 8, 4, rate=0.95, stages=3),
-        TileConfig("128x64x16", 128, 64, 16, 64, 32, 8, 8, 4, rate=0.95, stages=3),
-        TileConfig("64x64x8w", 64, 64, 8, 64, 32, 8, 8, 8, rate=0.9, stages=3),
-        TileConfig("64x64x16w", 64, 64, 16, 64, 32, 8, 8, 8, rate=0.9, stages=3),
-        TileConfig("64x64x16", 64, 64, 16, 32, 16, 4, 4, 4, rate=0.7, stages=3),
+        TileConfig("128x128x16", 128, 128, 16, 64, 32, 8, 8, 2, rate=1.0, stages=3, occ=2),
+        TileConfig("128x128x16t", 128, 128, 16, 32, 64, 8, 8, 2, rate=1.0, stages=3, occ=2),
+        TileConfig("128x128x8", 128, 128, 8, 64, 32, 8, 8, 2, rate=0.92, stages=3, occ=2),
+        TileConfig("128x64x8", 128, 64, 8, 64, 32, 8, 8, 4, rate=0.95, stages=3, occ=2),
+        TileConfig("128x64x16", 128, 64, 16, 64, 32, 8, 8, 4, rate=0.9, stages=3, occ=2),
+        TileConfig("64x64x8w", 64, 64, 8, 64, 32, 8, 8, 8, rate=0.92, stages=3, occ=2),
+        TileConfig("64x64x16w", 64, 64, 16, 64, 32, 8, 8, 8, rate=0.85, stages=3, occ=2),
+        TileConfig("64x64x16", 64, 64, 16, 32, 16, 4, 4, 4, rate=0.7, stages=3, occ=2),
     ),
     8: (
-        TileConfig("64x64x8", 64, 64, 8, 32, 32, 4, 8, 4, rate=1.0, stages=3),
-        TileConfig("128x128x8", 128, 128, 8, 64, 32, 8, 8, 1, rate=1.0, stages=3),
-        TileConfig("64x64x8w", 64, 64, 8, 64, 32, 8, 8, 4, rate=1.0, stages=3),
-        TileConfig("32x64x8", 32, 64, 8, 32, 16, 4, 4, 8, rate=0.7, stages=3),
+        TileConfig("128x128x8", 128, 128, 8, 64, 32, 8, 8, 1, rate=1.0, stages=3, occ=1),
+        TileConfig("64x64x8w", 64, 64, 8, 64, 32, 8, 8, 4, rate=0.9, stages=3, occ=1),
+        TileConfig("64x64x8", 64, 64, 8, 32, 32, 4, 8, 4, rate=0.8, stages=3, occ=1),
+        TileConfig("32x64x8", 32, 64, 8, 32, 16, 4, 4, 8, rate=0.6, stages=3, occ=1),
     ),
     16: (
-        TileConfig("64x64x8", 64, 64, 8, 32, 16, 4, 4, 2, rate=1.0, stages=2),
-        TileConfig("32x64x8", 32, 64, 8, 32, 16, 4, 4, 4, rate=0.8, stages=2),
+        TileConfig("64x64x8", 64, 64, 8, 32, 16, 4, 4, 2, rate=1.0, stages=2, occ=1),
+        TileConfig("32x64x8", 32, 64, 8, 32, 16, 4, 4, 4, rate=0.8, stages=2, occ=1),
     ),
 }
 #: Load through cp.async where the dtype allows (else registers stage the tiles).
@@ -115,8 +116,8 @@ CONFIG_BY_NAME = {(size, c.name): c for size, cs in CONFIGS.items() for c in cs}
 #: What "auto" may pick from (by compute size); the others stay available to
 #: the benchmark script and the compile test.
 AUTO_CONFIGS = {
-    4: ("128x128x8", "128x64x8", "64x64x16"),
-    8: ("64x64x8", "32x64x8"),
+    4: ("128x128x16", "128x64x8", "64x64x8w"),
+    8: ("128x128x8", "64x64x8w"),
     16: ("64x64x8", "32x64x8"),
 }
 
@@ -241,18 +242,19 @@ def _cdiv(a: int, b: int) -> int:
 def choose_config(compute_size: int, batch: int, m: int, n: int, sms: int) -> TileConfig:
     """The configuration with the best modelled throughput for this problem.
 
-    Model: rate x (useful fraction of the tiles) x (fraction of the last wave
-    of blocks that is occupied), with ``minb`` resident blocks per SM.  Cheap
-    enough to run per new shape; the backend memoises it.
+    Model (fitted to H100 measurements, see RESULTS.md): rate x (useful
+    fraction of the tiles) x (how busy the SMs are: blocks over ``occ`` per
+    SM, with the last wave's emptiness counted).  Runs once per new shape.
     """
     best, best_score = None, -1.0
     for name in AUTO_CONFIGS[compute_size]:
         c = CONFIG_BY_NAME[(compute_size, name)]
-        tiles = batch * _cdiv(m, c.bm) * _cdiv(n, c.bn)
-        fill = (m * n) / (_cdiv(m, c.bm) * c.bm * _cdiv(n, c.bn) * c.bn)
-        slots = sms * c.minb
-        waves = tiles / (_cdiv(tiles, slots) * slots)
-        score = c.rate * fill * waves
+        tm, tn = _cdiv(m, c.bm), _cdiv(n, c.bn)
+        tiles = batch * tm * tn
+        fill = (m * n) / (tm * c.bm * tn * c.bn)
+        slots = sms * c.occ
+        busy = tiles / (_cdiv(tiles, slots) * slots)
+        score = c.rate * fill * busy
         if score > best_score + 1e-9:
             best, best_score = c, score
     return best
@@ -266,25 +268,52 @@ def choose_variant(dtype: np.dtype, a_ptr: int, a_strides, b_ptr: int, b_strides
     bt, m, n, _ = shape
     cfg = config or choose_config(size, bt, m, n, sms)
     ak, va, bnm, vb = access_pattern(dtype, a_ptr, a_strides, b_ptr, b_strides, shape)
-    if cp_async is None:
-        cp_async = USE_ASYNC
-    return Variant(name, cfg, ak, va, bnm, vb, cp_async and name in ASYNC_DTYPES)
+    if name not in ASYNC_DTYPES:
+        cp_async = False
+    elif cp_async is None:
+        # Measured (RESULTS.md): register staging wins when both operands load
+        # 16-byte vectors; cp.async (no staging registers, 3 stages) wins when
+        # some operand must be read element by element.
+        cp_async = USE_ASYNC and (va == 1 or vb == 1)
+    if cp_async:
+        # cp.async stores what it copies unchanged, so an operand that is
+        # transposed into shared memory is copied element-wise; lanes then
+        # walk the unit-stride axis (coalesced), not 16-byte vectors.
+        if ak:
+            va = 1
+        if not bnm:
+            vb = 1
+    return Variant(name, cfg, ak, va, bnm, vb, cp_async)
 
 
-def all_variants(dtype_name: str):
-    """Every instantiation the backend can ask for, for one dtype (the compile test)."""
+def all_variants(dtype_name: str, exhaustive: bool = False):
+    """Instantiations to compile-check for one dtype (the CI compile test).
+
+    Every configuration with its usual access patterns, plus every access
+    pattern x load mode for the first configuration: each code path of the
+    template meets every dtype and every tile shape at least once.
+    ``exhaustive`` gives the full product instead.
+    """
     size = DTYPE_TAGS[dtype_name][2]
     w = vector_width(np.dtype(dtype_name))
     widths = sorted({1, w})
     modes = (False, True) if dtype_name in ASYNC_DTYPES else (False,)
     seen = set()
-    for c in CONFIGS[size]:
-        for ak in (True, False):
-            for va in widths:
-                for bnm in (True, False):
-                    for vb in widths:
-                        for mode in modes:
-                            v = Variant(dtype_name, c, ak, va, bnm, vb, mode)
-                            if v.name_expression not in seen:  # configs may differ only in stages
-                                seen.add(v.name_expression)
-                                yield v
+
+    def emit(v):
+        if v.name_expression not in seen:  # configs may differ only in stages
+            seen.add(v.name_expression)
+            yield v
+
+    for i, c in enumerate(CONFIGS[size]):
+        if exhaustive or i == 0:
+            for ak in (True, False):
+                for va in widths:
+                    for bnm in (True, False):
+                        for vb in widths:
+                            for mode in modes:
+                                yield from emit(Variant(dtype_name, c, ak, va, bnm, vb, mode))
+        else:
+            yield from emit(Variant(dtype_name, c, True, w, True, w, False))
+            yield from emit(Variant(dtype_name, c, True, 1, True, 1, modes[-1]))
+            yield from emit(Variant(dtype_name, c, False, w, False, w, modes[-1]))
