@@ -27,7 +27,7 @@ extensions = [
 
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "figures/make_figures.py", "README.md"]
+exclude_patterns = ["_build", "_generated", "figures/make_figures.py", "README.md"]
 
 myst_enable_extensions = ["colon_fence", "deflist", "dollarmath"]
 myst_heading_anchors = 3

@@ -57,14 +57,22 @@ fi
 PYTHON="$python" "$root/scripts/asv_machine.sh" "$machine" >/dev/null || exit 2
 cd "$root/asv_bench"
 
-# name|seconds|regex...   (parameter combinations are matched as "name(params)")
+# name|seconds|regex...   (parameter combinations are matched as "name(params)"), most
+# wanted first. Every selected combination is its own process (CuPy/OpenCL start-up each
+# time), so slices are small: one cut short by its time box loses only itself.
+f32="'float32'"
 slices=(
-  "cuda_f32|110|Square\.\w+\('cuda', '(naive|tiled|auto)', (256|1024|2048|4096), 'float32'\)"
-  "opencl_f32|110|Square\.\w+\('opencl', '(naive|tiled|tiled-dynamic|auto)', (1024|2048|4096), 'float32'\)"
-  "shapes|80|(Shapes|Batched)\.\w+\('(cuda|opencl)', 'auto'"
-  "reference|50|Reference\.\w+\('cupy', (256|1024|2048|4096)|CallOverhead\.\w+\('cuda'"
-  "cuda_f64|45|Square\.\w+\('cuda', '(tiled|auto)', (1024|4096), 'float64'\)"
-  "cpu|60|Square\.\w+\('cpu', 'auto', (1024|2048|4096), 'float32'\)|Reference\.\w+\('numpy', (1024|4096), 'float32'"
+  "cuda_time|60|Square\.time_matmul\('cuda', '(naive|tiled|auto)', (256|1024|2048|4096), $f32\)"
+  "cuda_gflops|60|Square\.track_gflops\('cuda', '(naive|tiled|auto)', (256|1024|2048|4096), $f32\)"
+  "reference|45|Reference\.(time_matmul|track_gflops)\('cupy', (1024|2048|4096), $f32\)"
+  "cuda_ratio|45|Square\.track_ratio_to_reference\('cuda', '(tiled|auto)', (1024|2048|4096), $f32\)"
+  "opencl_time|50|Square\.time_matmul\('opencl', '(naive|tiled|auto)', (1024|4096), $f32\)|Square\.time_matmul\('opencl', 'tiled-dynamic', 4096"
+  "opencl_gflops|50|Square\.track_gflops\('opencl', '(naive|tiled|auto)', (1024|4096), $f32\)|Square\.track_gflops\('opencl', 'tiled-dynamic', 4096"
+  "shapes_cuda|60|(Shapes|Batched)\.\w+\('cuda', 'auto'"
+  "cuda_f64|40|Square\.(time_matmul|track_gflops)\('cuda', '(tiled|auto)', (1024|4096), 'float64'\)"
+  "cpu|50|Square\.(time_matmul|track_gflops)\('cpu', 'auto', (1024|4096), $f32\)|Reference\.(time_matmul|track_gflops)\('numpy', (1024|4096), $f32"
+  "opencl_ratio|40|Square\.track_ratio_to_reference\('opencl', 'auto', (1024|4096), $f32\)|(Shapes|Batched)\.track_gflops\('opencl', 'auto'"
+  "overhead|30|CallOverhead\.\w+\('cuda'"
 )
 for entry in "${slices[@]}"; do
     IFS='|' read -r name seconds regex <<<"$entry"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Record the reduced-but-real parameter set for a small (2-core) host into
+# asv_bench/results/<machine>/, in slices: asv saves results only when a run ends, so each
+# slice is its own run (they accumulate for the same commit). This is what recorded the
+# "polymm-2core-ci" results shown in the docs' performance page.
+#
+#   scripts/asv_record_local.sh            (ASV_MACHINE=polymm-2core-ci, PYTHON=.venv/bin/python)
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+export ASV_MACHINE="${ASV_MACHINE:-polymm-2core-ci}"
+slices=(
+  "Square\.\w+\('cpu', '(naive|tiled|auto)', (64|256|512|1024|2048), 'float32'\)"
+  "Reference\.\w+\('numpy', (256|1024|2048), 'float(32|64)'\)"
+  "(Shapes|Batched)\.\w+\('cpu'"
+  "CallOverhead\.\w+\('(cpu|opencl)'"
+  "Square\.\w+\('opencl', '(naive|tiled|tiled-dynamic)', (64|256|512), 'float32'\)|Square\.\w+\('opencl', 'auto', (256|1024|2048), 'float32'\)"
+  "(Shapes|Batched)\.\w+\('opencl', 'auto'"
+  "Square\.\w+\('cpu', '(tiled|auto)', (256|1024|2048), 'float64'\)"
+)
+for regex in "${slices[@]}"; do
+    echo "== asv_record_local: $regex ($(date -u +%H:%M:%S))"
+    "$root/scripts/asv_local_run.sh" --bench "$regex" || echo "(slice exit $?)"
+done
