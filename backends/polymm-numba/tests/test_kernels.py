@@ -155,6 +155,7 @@ def test_small_blocks_reach_every_edge(backend, dt, monkeypatch):
 
 
 @pytest.mark.parametrize("dt", ["float16", "float32", "float64", "complex64", "complex128"])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_nan_inf_propagate_like_numpy(backend, dt):
     """No multiply is ever skipped: Inf*0 and NaN*0 give NaN as in NumPy."""
     dt = np.dtype(dt)
@@ -168,7 +169,13 @@ def test_nan_inf_propagate_like_numpy(backend, dt):
         b[0, 1, :] = 0
         b[0, :, 3] = 0
         b[0, 0, 4] = -np.inf
-        want = np.matmul(a, b)
+        if dt.kind == "c":
+            # OpenBLAS's zgemm turns complex Inf into NaN+NaNj by its own
+            # internal formula (NumPy's non-BLAS loop does not); the backend
+            # follows the textbook product, i.e. Python's complex arithmetic.
+            want = (a.astype(object) @ b.astype(object)).astype(dt)
+        else:
+            want = np.matmul(a, b)
         for alg in ALGORITHMS:
             out = _poison(dt, (B, M, N))
             backend.matmul(a, b, out, alg)
