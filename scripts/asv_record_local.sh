@@ -8,6 +8,8 @@
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 export ASV_MACHINE="${ASV_MACHINE:-polymm-2core-ci}"
+# One commit for every slice, even if HEAD moves while this runs.
+export ASV_COMMIT="${ASV_COMMIT:-$(git -C "$root" rev-parse HEAD)}"
 slices=(
   "Square\.\w+\('cpu', '(naive|tiled|auto)', (64|256|512|1024|2048), 'float32'\)"
   "Reference\.\w+\('numpy', (256|1024|2048), 'float(32|64)'\)"
