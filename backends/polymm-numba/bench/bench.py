@@ -1,6 +1,9 @@
 """GFLOP/s of the CPU backend vs numpy.matmul (same thread count) and tiny-call overhead.
 
-Run: NUMBA_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 python bench/bench.py [algorithm]
+Run:  NUMBA_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 python bench/bench.py [algorithm] [sizes]
+
+NumPy and the backend are timed alternately (so both see the same machine
+load); medians and bests of the repetitions are printed.
 """
 import sys
 import time
@@ -10,14 +13,16 @@ import numpy as np
 from polymm_numba import CPUBackend
 
 
-def median_time(f, reps):
-    f()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
+def interleaved(fns, reps):
+    for f in fns:
         f()
-        ts.append(time.perf_counter() - t)
-    return float(np.median(ts))
+    ts = [[] for _ in fns]
+    for _ in range(reps):
+        for f, t in zip(fns, ts):
+            t0 = time.perf_counter()
+            f()
+            t.append(time.perf_counter() - t0)
+    return [(float(np.median(t)), min(t)) for t in ts]
 
 
 def main():
@@ -31,28 +36,30 @@ def main():
             a = (rng.random((1, n, n)) + 0.5).astype(dt)
             b = (rng.random((1, n, n)) + 0.5).astype(dt)
             out = np.empty((1, n, n), dt)
-            reps = 3 if n >= 2048 else 7
-            tn = median_time(lambda: np.matmul(a[0], b[0]), reps)
-            tb = median_time(lambda: be.matmul(a, b, out, alg), reps)
+            reps = 5 if n >= 2048 else 11
+            (tn, bn), (tb, bb) = interleaved(
+                [lambda: np.matmul(a[0], b[0]), lambda: be.matmul(a, b, out, alg)], reps)
             gf = 2.0 * n ** 3 / 1e9
-            print(f"{np.dtype(dt).name:8s} {n:5d}  polymm-numba {gf / tb:7.1f} GFLOP/s"
-                  f"  numpy {gf / tn:7.1f} GFLOP/s  ratio {tn / tb:5.2f}", flush=True)
+            print(f"{np.dtype(dt).name:8s} {n:5d}  median: polymm-numba {gf / tb:6.1f} GFLOP/s"
+                  f"  numpy {gf / tn:6.1f}  ratio {tn / tb:4.2f}   |  best: {gf / bb:6.1f}"
+                  f" vs {gf / bn:6.1f}  ratio {bn / bb:4.2f}", flush=True)
     a = np.random.rand(1, 4, 4).astype(np.float32)
     b = np.random.rand(1, 4, 4).astype(np.float32)
     out = np.empty((1, 4, 4), np.float32)
-    for _ in range(1000):
-        be.matmul(a, b, out, alg)
-    n = 100000
-    t = time.perf_counter()
-    for _ in range(n):
-        be.matmul(a, b, out, alg)
-    tb = (time.perf_counter() - t) / n
     a2, b2 = a[0], b[0]
-    t = time.perf_counter()
-    for _ in range(n):
-        np.matmul(a2, b2)
-    tn = (time.perf_counter() - t) / n
-    print(f"4x4 float32: backend.matmul {tb * 1e6:.2f} us/call, numpy.matmul {tn * 1e6:.2f} us/call")
+    n = 20000
+
+    def loop_backend():
+        for _ in range(n):
+            be.matmul(a, b, out, alg)
+
+    def loop_numpy():
+        for _ in range(n):
+            np.matmul(a2, b2)
+
+    (tb, bb), (tn, bn) = interleaved([loop_backend, loop_numpy], 7)
+    print(f"4x4 float32 (best of 7 x {n} calls): backend.matmul {bb / n * 1e6:.2f} us/call,"
+          f" numpy.matmul {bn / n * 1e6:.2f} us/call")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,11 @@ __version__ = "0.1.0"
 _F16 = np.dtype("float16")
 _F32 = np.dtype("float32")
 
+# Numba's "workqueue" threading layer aborts the process when two Python
+# threads launch parallel kernels at once; parallel launches are serialised
+# until the layer in use is known to be a thread-safe one (omp, tbb).
+_PARALLEL_LOCK = threading.Lock()
+
 
 @contextlib.contextmanager
 def _compile_env():
@@ -71,6 +76,7 @@ class CPUBackend(Backend):
         self._fns: dict = {}
         self._lock = threading.Lock()
         self._specs: dict = {}
+        self._serialise = True  # until the threading layer is known
 
     # -- description -----------------------------------------------------
     def devices(self) -> list[str]:
@@ -133,27 +139,39 @@ class CPUBackend(Backend):
     def _run(self, a, b, out, algorithm, dt):
         nbatch, m, kk = a.shape
         n = b.shape[2]
-        work = nbatch * m * n * kk
+        per = m * n * kk
+        work = nbatch * per
         if work <= params.TINY_WORK:
+            # no threads, no packing: the call costs little more than dispatch
             self._kernel("naive_serial", dt)(a, b, out)
-        elif algorithm == "auto":
+            return
+        if algorithm == "auto":
             blk = params.AUTO_BLOCKING[dt]
             nth = numba.get_num_threads()
             args = (a, b, out, blk.mc, blk.nc, blk.kc, nth)
             if work <= params.SERIAL_WORK or nth == 1:
-                self._kernel("auto_serial", dt)(*args)
-            elif nbatch >= 2 * nth or m * n * kk <= params.SERIAL_WORK:
-                self._kernel("auto_batch", dt)(*args)
+                return self._kernel("auto_serial", dt)(*args)
+            if per <= params.TINY_WORK:  # many tiny products: rows in parallel
+                kind, args = "naive_parallel", (a, b, out)
+            elif nbatch >= 2 * nth or per <= params.SERIAL_WORK:
+                kind = "auto_batch"
             else:
-                self._kernel("auto_parallel", dt)(*args)
+                kind = "auto_parallel"
         elif algorithm == "tiled":
             t = params.TILED
-            self._kernel("tiled_parallel", dt)(a, b, out, t.tm, t.tn, t.tk)
+            kind, args = "tiled_parallel", (a, b, out, t.tm, t.tn, t.tk)
         elif algorithm == "naive":
-            self._kernel("naive_parallel", dt)(a, b, out)
+            kind, args = "naive_parallel", (a, b, out)
         else:
             raise ValueError(f"unknown algorithm {algorithm!r}; "
                              f"choose one of {self.algorithms}")
+        fn = self._kernel(kind, dt)
+        if self._serialise:
+            with _PARALLEL_LOCK:
+                fn(*args)
+                self._serialise = numba.threading_layer() == "workqueue"
+        else:
+            fn(*args)
 
     def dtypes(self):
         return CONTRACT_DTYPES

@@ -29,6 +29,7 @@ SHAPES = [
     (1, 127, 257, 300),
     (2, 300, 1, 257),
     (1, 33, 1100, 17),
+    (5000, 3, 4, 5),
 ]
 
 
@@ -203,6 +204,24 @@ def test_float16_accumulates_in_float32(backend):
         out = _poison(np.float16, (1, 20, 20))
         backend.matmul(a, b, out, alg)
         np.testing.assert_array_equal(out, np.zeros((1, 20, 20), np.float16))
+
+
+def test_concurrent_calls_from_threads(backend):
+    """Parallel kernels launched from several Python threads at once."""
+    import concurrent.futures
+
+    rng = np.random.default_rng(5)
+    a = _random(rng, np.float64, (2, 150, 90))
+    b = _random(rng, np.float64, (2, 90, 170))
+
+    def work(alg):
+        out = _poison(np.float64, (2, 150, 170))
+        backend.matmul(a, b, out, alg)
+        return out
+
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        for out in ex.map(work, ALGORITHMS * 4):
+            _check(out, a, b)
 
 
 def test_descriptors(backend):
