@@ -41,7 +41,7 @@ def event_ms(fn, reps, warm=3):
     e.record()
     e.synchronize()
     est = cp.cuda.get_elapsed_time(s, e)
-    inner = max(1, min(50, int(2.0 / max(est, 1e-3))))
+    inner = max(3, min(50, int(2.0 / max(est, 1e-3))))
     times = []
     for _ in range(reps):
         s, e = cp.cuda.Event(), cp.cuda.Event()

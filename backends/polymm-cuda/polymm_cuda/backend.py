@@ -20,6 +20,7 @@ __all__ = ["CUDABackend"]
 
 _NVRTC_OPTIONS = ("-std=c++17",)
 _MAX_GRID_Z = 65535
+_SUPPORTED = frozenset(CONTRACT_DTYPES)
 
 
 def _scalars(m, n, k, sa, sb):
@@ -59,6 +60,11 @@ class CUDABackend(Backend):
     # ---- description -------------------------------------------------------
     def dtypes(self):
         return CONTRACT_DTYPES
+
+    def check_dtype(self, dtype, operand) -> None:
+        # Every contract dtype runs on every CUDA device (float64 included).
+        if dtype not in _SUPPORTED:
+            raise TypeError(f"polymm cuda backend does not support dtype {dtype}")
 
     def devices(self) -> list[str]:
         out = []

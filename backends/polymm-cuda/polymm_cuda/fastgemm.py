@@ -61,6 +61,7 @@ class TileConfig:
     rate: float = 1.0
     stages: int = 2   # shared-memory stages when loading with cp.async
     occ: int = 2      # resident blocks per SM that keep it busy (the selection model)
+    prefer_async: bool = False  # measured faster with cp.async even for vector loads
 
 
     @property
@@ -91,17 +92,21 @@ class TileConfig:
 CONFIGS = {
     4: (
         TileConfig("128x128x16", 128, 128, 16, 64, 32, 8, 8, 2, rate=1.0, stages=3, occ=2),
-        TileConfig("128x128x16t", 128, 128, 16, 32, 64, 8, 8, 2, rate=1.0, stages=3, occ=2),
-        TileConfig("128x128x8", 128, 128, 8, 64, 32, 8, 8, 2, rate=0.92, stages=3, occ=2),
+        TileConfig("256x128x16", 256, 128, 16, 64, 64, 16, 8, 1, rate=1.0, stages=3, occ=1,
+                   prefer_async=True),
+        TileConfig("256x128x8", 256, 128, 8, 64, 64, 16, 8, 1, rate=1.0, stages=4, occ=1,
+                   prefer_async=True),
+        TileConfig("128x256x16", 128, 256, 16, 64, 64, 8, 16, 1, rate=1.0, stages=3, occ=1,
+                   prefer_async=True),
         TileConfig("128x64x8", 128, 64, 8, 64, 32, 8, 8, 4, rate=0.95, stages=3, occ=2),
-        TileConfig("128x64x16", 128, 64, 16, 64, 32, 8, 8, 4, rate=0.9, stages=3, occ=2),
+        TileConfig("128x64x16", 128, 64, 16, 64, 32, 8, 8, 4, rate=0.95, stages=3, occ=1,
+                   prefer_async=True),
         TileConfig("64x64x8w", 64, 64, 8, 64, 32, 8, 8, 8, rate=0.92, stages=3, occ=2),
-        TileConfig("64x64x16w", 64, 64, 16, 64, 32, 8, 8, 8, rate=0.85, stages=3, occ=2),
-        TileConfig("64x64x16", 64, 64, 16, 32, 16, 4, 4, 4, rate=0.7, stages=3, occ=2),
     ),
     8: (
         TileConfig("128x128x8", 128, 128, 8, 64, 32, 8, 8, 1, rate=1.0, stages=3, occ=1),
-        TileConfig("64x64x8w", 64, 64, 8, 64, 32, 8, 8, 4, rate=0.9, stages=3, occ=1),
+        TileConfig("64x64x8w", 64, 64, 8, 64, 32, 8, 8, 4, rate=1.02, stages=3, occ=1,
+                   prefer_async=True),
         TileConfig("64x64x8", 64, 64, 8, 32, 32, 4, 8, 4, rate=0.8, stages=3, occ=1),
         TileConfig("32x64x8", 32, 64, 8, 32, 16, 4, 4, 8, rate=0.6, stages=3, occ=1),
     ),
@@ -116,7 +121,7 @@ CONFIG_BY_NAME = {(size, c.name): c for size, cs in CONFIGS.items() for c in cs}
 #: What "auto" may pick from (by compute size); the others stay available to
 #: the benchmark script and the compile test.
 AUTO_CONFIGS = {
-    4: ("128x128x16", "128x64x8", "64x64x8w"),
+    4: ("128x128x16", "128x64x16", "64x64x8w"),
     8: ("128x128x8", "64x64x8w"),
     16: ("64x64x8", "32x64x8"),
 }
@@ -239,7 +244,8 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def choose_config(compute_size: int, batch: int, m: int, n: int, sms: int) -> TileConfig:
+def choose_config(compute_size: int, batch: int, m: int, n: int, sms: int,
+                  async_ok: bool = True) -> TileConfig:
     """The configuration with the best modelled throughput for this problem.
 
     Model (fitted to H100 measurements, see RESULTS.md): rate x (useful
@@ -249,6 +255,8 @@ def choose_config(compute_size: int, batch: int, m: int, n: int, sms: int) -> Ti
     best, best_score = None, -1.0
     for name in AUTO_CONFIGS[compute_size]:
         c = CONFIG_BY_NAME[(compute_size, name)]
+        if c.prefer_async and not async_ok:
+            continue
         tm, tn = _cdiv(m, c.bm), _cdiv(n, c.bn)
         tiles = batch * tm * tn
         fill = (m * n) / (tm * c.bm * tn * c.bn)
@@ -266,15 +274,17 @@ def choose_variant(dtype: np.dtype, a_ptr: int, a_strides, b_ptr: int, b_strides
     name = np.dtype(dtype).name
     size = DTYPE_TAGS[name][2]
     bt, m, n, _ = shape
-    cfg = config or choose_config(size, bt, m, n, sms)
+    async_ok = USE_ASYNC and name in ASYNC_DTYPES
+    cfg = config or choose_config(size, bt, m, n, sms, async_ok)
     ak, va, bnm, vb = access_pattern(dtype, a_ptr, a_strides, b_ptr, b_strides, shape)
-    if name not in ASYNC_DTYPES:
+    if not async_ok:
         cp_async = False
     elif cp_async is None:
         # Measured (RESULTS.md): register staging wins when both operands load
         # 16-byte vectors; cp.async (no staging registers, 3 stages) wins when
-        # some operand must be read element by element.
-        cp_async = USE_ASYNC and (va == 1 or vb == 1)
+        # some operand must be read element by element, and for the tiles
+        # marked prefer_async.
+        cp_async = va == 1 or vb == 1 or cfg.prefer_async
     if cp_async:
         # cp.async stores what it copies unchanged, so an operand that is
         # transposed into shared memory is copied element-wise; lanes then
