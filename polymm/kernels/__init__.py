@@ -70,7 +70,9 @@ class KernelParams:
     padding against bank conflicts; ``gvw``: global vector load width of the
     fast path (local-memory shape); ``mr``: rows of the register kernel of the
     CPU shape, which walks a work-item's ``mwg/mdimc`` rows ``mr`` at a time
-    and K in chunks of ``kwg``.
+    and K in chunks of ``kwg``; ``maxrreg``: register cap per work-item for
+    backends that can set one at build time (0: the compiler's choice; not
+    part of the source).
     """
 
     ts: int = 16
@@ -84,6 +86,7 @@ class KernelParams:
     gvw: int = 4
     use_local: bool = True
     mr: int = 6
+    maxrreg: int = 0
 
     @property
     def wptm(self) -> int:
@@ -214,6 +217,8 @@ def render(dialect: str, kernel: str, dtype, params: KernelParams | None = None,
         PM_RB_LOCAL="1" if params.use_local else "0",
         PM_RB_VEC_A="1" if (vec_a and vector_ok) else "0",
         PM_RB_VEC_B="1" if (vec_b and vector_ok) else "0",
+        PM_RB_VEC_LOCAL="1" if (vector_ok and vec_a and vec_b and params.use_local
+                                 and params.vw == params.gvw and params.pad % params.gvw == 0) else "0",
     )
     if vector_ok:
         base = _VECTOR_DTYPES[dtype.name]
@@ -297,4 +302,6 @@ def fast_path(dialect: str, dtype, params: KernelParams, M: int, N: int, K: int,
 
     vec_a = a_sk == 1 and aligned(K, a_off, a_sm, a_sb if batch > 1 else 0)
     vec_b = b_sn == 1 and aligned(N, b_off, b_sk, b_sb if batch > 1 else 0)
-    return {"vec_a": vec_a, "vec_b": vec_b}
+    # The GPU shape's vector path needs both (they share one prefetch pipeline).
+    both = vec_a and vec_b
+    return {"vec_a": both, "vec_b": both}

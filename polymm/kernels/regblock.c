@@ -7,9 +7,10 @@
  *   A work-item's rows/columns are interleaved in runs of VW
  *   (row(i) = (i/VW)*MDIMC*VW + tm*VW + i%VW) so that a work-group's local
  *   reads and C writes touch consecutive addresses.
- *   PM_RB_VEC_A / PM_RB_VEC_B: operand loads as GVEC_T (GVW elements) -- only
- *   rendered when the inner stride is 1 and offsets, strides and the
- *   contraction/column sizes are multiples of GVW (see kernels.fast_path).
+ *   PM_RB_VEC_A && PM_RB_VEC_B: operand loads as GVEC_T (GVW elements), one
+ *   K step ahead into registers -- only rendered when the inner strides are 1
+ *   and offsets, strides and K, N are multiples of GVW (kernels.fast_path);
+ *   PM_RB_VEC_LOCAL additionally reads local memory as aligned vectors.
  * PM_RB_LOCAL = 0 (CPUs): no local memory and no barriers (the caches play
  *   that role); each work-item computes a contiguous WPTM x WPTN block straight
  *   from global memory.  PM_RB_VEC_B with PM_VECTOR_MATH (OpenCL, float32/64)
@@ -27,11 +28,15 @@
 #define LDB_LOCAL (NWG + PAD)
 #define ROW_OF(i) (((i) / VW) * (MDIMC * VW) + tm * VW + ((i) % VW))
 #define COL_OF(j) (((j) / VW) * (NDIMC * VW) + tn * VW + ((j) % VW))
+#define LOADS_A (MWG * KWG / GVW / NTHREADS)   /* GVW-vectors of A per work-item per step */
+#define LOADS_B (KWG * NWG / GVW / NTHREADS)
+#define GVEC_SET(x, q, value) (((VAL_T*)&(x))[q] = (value))
+#define GVEC_GET(x, q) (((const VAL_T*)&(x))[q])
 
 KERNEL_WG(NDIMC, MDIMC) void polymm_regblock(PM_ARGS)
 {
-    LOCAL_MEM VAL_T a_tile[KWG * LDA_LOCAL];
-    LOCAL_MEM VAL_T b_tile[KWG * LDB_LOCAL];
+    LOCAL_MEM VAL_T a_tile[KWG * LDA_LOCAL] __attribute__((aligned(16)));
+    LOCAL_MEM VAL_T b_tile[KWG * LDB_LOCAL] __attribute__((aligned(16)));
     const int tn = LOCAL_ID(0);
     const int tm = LOCAL_ID(1);
     const int tid = tm * NDIMC + tn;
@@ -48,26 +53,62 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_regblock(PM_ARGS)
         for (int j = 0; j < WPTN; ++j) ACC_INIT(acc[i][j]);
     }
 
+#if PM_RB_VEC_A && PM_RB_VEC_B
+    /* Fast path: GVW-vector loads of both operands, fetched into registers
+     * one K step ahead so global latency overlaps the outer products. */
+    GVEC_T a_next[LOADS_A];
+    GVEC_T b_next[LOADS_B];
+#define FETCH_TILES(k_start)                                                          \
+    PM_UNROLL                                                                        \
+    for (int r = 0; r < LOADS_A; ++r) {                                              \
+        const int v = tid + r * NTHREADS;                                            \
+        const int m = m0 + v / (KWG / GVW);                                          \
+        const int k = (k_start) + (v % (KWG / GVW)) * GVW;                            \
+        if (m < M && k < K) {                                                        \
+            a_next[r] = *(GLOBAL const GVEC_T*)(A + (a_base + (INDEX_T)m * a_sm + k)); \
+        } else {                                                                     \
+            PM_UNROLL                                                                \
+            for (int q = 0; q < GVW; ++q) GVEC_SET(a_next[r], q, VAL_ZERO);          \
+        }                                                                            \
+    }                                                                                \
+    PM_UNROLL                                                                        \
+    for (int r = 0; r < LOADS_B; ++r) {                                              \
+        const int v = tid + r * NTHREADS;                                            \
+        const int n = n0 + (v % (NWG / GVW)) * GVW;                                  \
+        const int k = (k_start) + v / (NWG / GVW);                                   \
+        if (n < N && k < K) {                                                        \
+            b_next[r] = *(GLOBAL const GVEC_T*)(B + (b_base + (INDEX_T)k * b_sk + n)); \
+        } else {                                                                     \
+            PM_UNROLL                                                                \
+            for (int q = 0; q < GVW; ++q) GVEC_SET(b_next[r], q, VAL_ZERO);          \
+        }                                                                            \
+    }
+    FETCH_TILES(0)
+#endif
+
     for (int k0 = 0; k0 < K; k0 += KWG) {
-        /* ---- stage A[m0:m0+MWG, k0:k0+KWG] transposed into a_tile[k][m] ---- */
-#if PM_RB_VEC_A
+#if PM_RB_VEC_A && PM_RB_VEC_B
         PM_UNROLL
-        for (int r = 0; r < MWG * KWG / GVW / NTHREADS; ++r) {
+        for (int r = 0; r < LOADS_A; ++r) {   /* A transposed: a_tile[k][m] */
             const int v = tid + r * NTHREADS;
             const int kv = v % (KWG / GVW);
             const int ml = v / (KWG / GVW);
-            const int m = m0 + ml;
-            const int k = k0 + kv * GVW;
-            if (m < M && k < K) {
-                const GVEC_T x = *(GLOBAL const GVEC_T*)(A + (a_base + (INDEX_T)m * a_sm + k));
-                PM_UNROLL
-                for (int q = 0; q < GVW; ++q) a_tile[(kv * GVW + q) * LDA_LOCAL + ml] = ((const VAL_T*)&x)[q];
-            } else {
-                PM_UNROLL
-                for (int q = 0; q < GVW; ++q) a_tile[(kv * GVW + q) * LDA_LOCAL + ml] = VAL_ZERO;
-            }
+            PM_UNROLL
+            for (int q = 0; q < GVW; ++q) a_tile[(kv * GVW + q) * LDA_LOCAL + ml] = GVEC_GET(a_next[r], q);
+        }
+        PM_UNROLL
+        for (int r = 0; r < LOADS_B; ++r) {
+            const int v = tid + r * NTHREADS;
+            const int nv = v % (NWG / GVW);
+            const int kl = v / (NWG / GVW);
+            *(LOCAL_PTR GVEC_T*)(b_tile + kl * LDB_LOCAL + nv * GVW) = b_next[r];
+        }
+        BARRIER();
+        if (k0 + KWG < K) {
+            FETCH_TILES(k0 + KWG)
         }
 #else
+        /* Any strides: scalar loads, zero-filled outside the matrices. */
         for (int v = tid; v < MWG * KWG; v += NTHREADS) {
             const int kl = v % KWG;
             const int ml = v / KWG;
@@ -77,26 +118,6 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_regblock(PM_ARGS)
             if (m < M && k < K) x = LOAD(A, a_base + (INDEX_T)m * a_sm + (INDEX_T)k * a_sk);
             a_tile[kl * LDA_LOCAL + ml] = x;
         }
-#endif
-        /* ---- stage B[k0:k0+KWG, n0:n0+NWG] into b_tile[k][n] ---- */
-#if PM_RB_VEC_B
-        PM_UNROLL
-        for (int r = 0; r < KWG * NWG / GVW / NTHREADS; ++r) {
-            const int v = tid + r * NTHREADS;
-            const int nv = v % (NWG / GVW);
-            const int kl = v / (NWG / GVW);
-            const int n = n0 + nv * GVW;
-            const int k = k0 + kl;
-            if (n < N && k < K) {
-                const GVEC_T x = *(GLOBAL const GVEC_T*)(B + (b_base + (INDEX_T)k * b_sk + n));
-                PM_UNROLL
-                for (int q = 0; q < GVW; ++q) b_tile[kl * LDB_LOCAL + nv * GVW + q] = ((const VAL_T*)&x)[q];
-            } else {
-                PM_UNROLL
-                for (int q = 0; q < GVW; ++q) b_tile[kl * LDB_LOCAL + nv * GVW + q] = VAL_ZERO;
-            }
-        }
-#else
         for (int v = tid; v < KWG * NWG; v += NTHREADS) {
             const int nl = v % NWG;
             const int kl = v / NWG;
@@ -106,17 +127,33 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_regblock(PM_ARGS)
             if (n < N && k < K) x = LOAD(B, b_base + (INDEX_T)k * b_sk + (INDEX_T)n * b_sn);
             b_tile[kl * LDB_LOCAL + nl] = x;
         }
-#endif
         BARRIER();
+#endif
         /* ---- outer products from local memory into the register micro-tile ---- */
         PM_UNROLL
         for (int kk = 0; kk < KWG; ++kk) {
             VAL_T a_reg[WPTM];
             VAL_T b_reg[WPTN];
+#if PM_RB_VEC_LOCAL
+            /* VW == GVW and PAD a multiple of it: each run of VW is one aligned vector. */
+            PM_UNROLL
+            for (int iv = 0; iv < WPTM / VW; ++iv) {
+                const GVEC_T x = *(LOCAL_PTR const GVEC_T*)(a_tile + kk * LDA_LOCAL + iv * (MDIMC * VW) + tm * VW);
+                PM_UNROLL
+                for (int q = 0; q < VW; ++q) a_reg[iv * VW + q] = GVEC_GET(x, q);
+            }
+            PM_UNROLL
+            for (int jv = 0; jv < WPTN / VW; ++jv) {
+                const GVEC_T x = *(LOCAL_PTR const GVEC_T*)(b_tile + kk * LDB_LOCAL + jv * (NDIMC * VW) + tn * VW);
+                PM_UNROLL
+                for (int q = 0; q < VW; ++q) b_reg[jv * VW + q] = GVEC_GET(x, q);
+            }
+#else
             PM_UNROLL
             for (int i = 0; i < WPTM; ++i) a_reg[i] = a_tile[kk * LDA_LOCAL + ROW_OF(i)];
             PM_UNROLL
             for (int j = 0; j < WPTN; ++j) b_reg[j] = b_tile[kk * LDB_LOCAL + COL_OF(j)];
+#endif
             PM_UNROLL
             for (int i = 0; i < WPTM; ++i) {
                 PM_UNROLL

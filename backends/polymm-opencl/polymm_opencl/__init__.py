@@ -142,7 +142,43 @@ def list_devices() -> list[str]:
     return [describe_device(pl, dev, p, d) for p, d, pl, dev in _all_devices()]
 
 
+def _uploaded_array_class():
+    """``pyopencl.array.Array`` that remembers its NumPy source for ``astype``.
+
+    The core converts operands to the result dtype *after* :meth:`from_numpy`;
+    PyOpenCL cannot convert to or from float16 (needs cl_khr_fp16) or bool, so
+    uploads convert on the host instead.
+    """
+    global _UploadedArray
+    if _UploadedArray is None:
+        import pyopencl.array as cl_array
+
+        class UploadedArray(cl_array.Array):
+            polymm_host = None
+
+            def astype(self, dtype, queue=None):
+                host = self.polymm_host
+                if host is None or host.shape != self.shape or host.dtype != self.dtype:
+                    return super().astype(dtype, queue)
+                return _numpy_to_device(queue or self.queue, host.astype(dtype))
+
+        _UploadedArray = UploadedArray
+    return _UploadedArray
+
+
+_UploadedArray = None
+
+
 def _numpy_to_device(queue, x: np.ndarray):
+    result = _upload(queue, x)
+    uploaded = _uploaded_array_class()
+    wrapped = uploaded(queue, result.shape, result.dtype, strides=result.strides,
+                       data=result.base_data, offset=result.offset)
+    wrapped.polymm_host = x
+    return wrapped
+
+
+def _upload(queue, x: np.ndarray):
     """Upload ``x`` keeping its strides (0 and negative too) when that costs little.
 
     The smallest memory span covering ``x`` is copied and viewed with ``x``'s own
@@ -227,6 +263,8 @@ class OpenCLBackend(Backend):
             return found
         source = render("opencl", kernel, dtype, params, vec_a=vec_a, vec_b=vec_b)
         options = []
+        if params is not None and params.maxrreg and "nvidia" in queue.device.vendor.lower():
+            options.append(f"-cl-nv-maxrregcount={params.maxrreg}")
         try:
             program = cl.Program(queue.context, source).build(options=options, devices=[queue.device])
         except cl.RuntimeError as exc:  # build failure: PyOpenCL's message holds the log

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Everything the OpenCL backend needs checked on the lent GPU machine, in one call:
+#   . .device/setup.sh && bash backends/polymm-opencl/benchmarks/gpu_run.sh [tests] [bench] [conformance]
+# Results land in $OUT (device list, test log, benchmark JSON/log, conformance log, tuning file).
+OUT=${OUT:-/tmp/polymm-opencl-out}; mkdir -p "$OUT"
+stages=("$@"); [ ${#stages[@]} -eq 0 ] && stages=(tests bench conformance)
+python3 -c "import polymm_opencl" 2>/dev/null || \
+    python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . -e backends/polymm-opencl
+export POLYMM_OPENCL_DEVICE=${POLYMM_OPENCL_DEVICE:-NVIDIA}
+export POLYMM_OPENCL_TUNING=$OUT/opencl-tuning.json
+export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  python3 -c "import polymm_opencl as p; print('\n'.join(p.list_devices()))"; } > "$OUT/devices.txt" 2>&1
+cat "$OUT/devices.txt"
+for stage in "${stages[@]}"; do
+  case $stage in
+    tests) timeout ${TESTS_S:-150} python3 -m pytest -q -x -p no:cacheprovider backends/polymm-opencl/tests \
+             -k "not cuda_sources" 2>&1 | tail -25 > "$OUT/tests.log"; tail -5 "$OUT/tests.log" ;;
+    bench) timeout ${BENCH_S:-200} python3 backends/polymm-opencl/benchmarks/bench.py --sizes 2048 4096 --cupy \
+             ${TUNE:---tune} --algorithms auto tiled naive --repeats 15 --json "$OUT/bench_gpu.json" 2>&1 \
+             | tee "$OUT/bench.log" ;;
+    conformance) timeout ${CONF_S:-200} python3 -m pytest -q -p no:cacheprovider --pyargs polymm.testing \
+             --polymm-backend=opencl 2>&1 | tail -40 > "$OUT/conformance.log"; tail -5 "$OUT/conformance.log" ;;
+  esac
+done
