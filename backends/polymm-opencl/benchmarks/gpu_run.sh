@@ -14,12 +14,12 @@ export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
 cat "$OUT/devices.txt"
 for stage in "${stages[@]}"; do
   case $stage in
-    tests) timeout ${TESTS_S:-150} python3 -m pytest -q -x -p no:cacheprovider backends/polymm-opencl/tests \
+    tests) timeout ${TESTS_S:-120} python3 -m pytest -q -n 8 -p no:cacheprovider backends/polymm-opencl/tests \
              -k "not cuda_sources" 2>&1 | tail -25 > "$OUT/tests.log"; tail -5 "$OUT/tests.log" ;;
-    bench) timeout ${BENCH_S:-200} python3 backends/polymm-opencl/benchmarks/bench.py --sizes 2048 4096 --cupy \
+    bench) timeout ${BENCH_S:-180} python3 backends/polymm-opencl/benchmarks/bench.py --sizes 2048 4096 --cupy \
              ${TUNE:---tune} --algorithms auto tiled naive --repeats 15 --json "$OUT/bench_gpu.json" 2>&1 \
              | tee "$OUT/bench.log" ;;
-    conformance) timeout ${CONF_S:-200} python3 -m pytest -q -p no:cacheprovider --pyargs polymm.testing \
+    conformance) timeout ${CONF_S:-200} python3 -m pytest -q -p no:cacheprovider -n 8 --pyargs polymm.testing \
              --polymm-backend=opencl 2>&1 | tail -40 > "$OUT/conformance.log"; tail -5 "$OUT/conformance.log" ;;
   esac
 done
