@@ -81,11 +81,11 @@ class CPUBackend(Backend):
     # -- description -----------------------------------------------------
     def devices(self) -> list[str]:
         try:
-            layer = numba.threading_layer()
+            layer = f"{numba.threading_layer()} threading layer"
         except ValueError:  # no parallel region has run yet
-            layer = numba.config.THREADING_LAYER + " (chosen at first use)"
+            layer = "threading layer omp/tbb/workqueue, chosen at first parallel call"
         return [f"cpu: {numba.get_num_threads()} threads "
-                f"(numba {numba.__version__}, {layer} layer)"]
+                f"(numba {numba.__version__}, {layer})"]
 
     # -- compilation -----------------------------------------------------
     def _kernel(self, kind: str, dtype: np.dtype):
