@@ -12,18 +12,18 @@ import tempfile
 
 from polymm_cuda import fastgemm
 
-HOT = [("float32", "128x128x8", True, 4, True, 4), ("float32", "128x128x16", True, 4, True, 4),
-       ("float32", "128x128x8", True, 1, True, 1), ("float32", "64x64x16", True, 4, True, 4),
-       ("float64", "64x64x8", True, 2, True, 2), ("int32", "128x128x8", True, 4, True, 4)]
+HOT = [("float32", "128x256x16", True, 1, True, 4, True), ("float32", "128x128x16", True, 4, True, 4, False),
+       ("float32", "256x128x8", True, 1, True, 1, True), ("float32", "64x64x8w", True, 4, True, 4, False),
+       ("float64", "64x64x8w", True, 1, True, 2, True), ("int32", "128x256x16", True, 1, True, 4, True)]
 
 
 def main(outdir):
     os.makedirs(outdir, exist_ok=True)
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
-        for i, (dt, cfg, ak, va, bnm, vb) in enumerate(HOT):
+        for i, (dt, cfg, ak, va, bnm, vb, mode) in enumerate(HOT):
             size = fastgemm.DTYPE_TAGS[dt][2]
-            v = fastgemm.Variant(dt, fastgemm.CONFIG_BY_NAME[(size, cfg)], ak, va, bnm, vb)
+            v = fastgemm.Variant(dt, fastgemm.CONFIG_BY_NAME[(size, cfg)], ak, va, bnm, vb, mode)
             src = os.path.join(tmp, "k.cu")
             with open(src, "w") as f:
                 f.write(fastgemm.source() + fastgemm.explicit_instantiation(v))

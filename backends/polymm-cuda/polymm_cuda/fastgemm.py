@@ -92,11 +92,9 @@ class TileConfig:
 CONFIGS = {
     4: (
         TileConfig("128x128x16", 128, 128, 16, 64, 32, 8, 8, 2, rate=1.0, stages=3, occ=2),
-        TileConfig("256x128x16", 256, 128, 16, 64, 64, 16, 8, 1, rate=1.0, stages=3, occ=1,
+        TileConfig("128x256x16", 128, 256, 16, 64, 64, 8, 16, 1, rate=1.05, stages=3, occ=1,
                    prefer_async=True),
-        TileConfig("256x128x8", 256, 128, 8, 64, 64, 16, 8, 1, rate=1.0, stages=4, occ=1,
-                   prefer_async=True),
-        TileConfig("128x256x16", 128, 256, 16, 64, 64, 8, 16, 1, rate=1.0, stages=3, occ=1,
+        TileConfig("256x128x8", 256, 128, 8, 64, 64, 16, 8, 1, rate=1.05, stages=4, occ=1,
                    prefer_async=True),
         TileConfig("128x64x8", 128, 64, 8, 64, 32, 8, 8, 4, rate=0.95, stages=3, occ=2),
         TileConfig("128x64x16", 128, 64, 16, 64, 32, 8, 8, 4, rate=0.95, stages=3, occ=1,
@@ -118,12 +116,18 @@ CONFIGS = {
 #: Load through cp.async where the dtype allows (else registers stage the tiles).
 USE_ASYNC = True
 CONFIG_BY_NAME = {(size, c.name): c for size, cs in CONFIGS.items() for c in cs}
-#: What "auto" may pick from (by compute size); the others stay available to
-#: the benchmark script and the compile test.
+#: What "auto" may pick from, by compute size and load path: "noasync" (the
+#: dtype must be converted on its way to shared memory, so registers stage
+#: it), "vector" (both operands load 16-byte vectors), "scalar" (some operand
+#: is read element by element).  Lists fitted to H100 measurements (RESULTS.md).
 AUTO_CONFIGS = {
-    4: ("128x128x16", "128x64x16", "64x64x8w"),
-    8: ("128x128x8", "64x64x8w"),
-    16: ("64x64x8", "32x64x8"),
+    (4, "noasync"): ("128x128x16", "128x64x8", "64x64x8w"),
+    (4, "vector"): ("128x256x16", "128x64x16", "64x64x8w"),
+    (4, "scalar"): ("256x128x8", "128x64x16", "64x64x8w"),
+    (8, "vector"): ("64x64x8w", "32x64x8"),
+    (8, "scalar"): ("64x64x8w", "32x64x8"),
+    (16, "vector"): ("64x64x8", "32x64x8"),
+    (16, "scalar"): ("64x64x8", "32x64x8"),
 }
 
 
@@ -245,18 +249,17 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def choose_config(compute_size: int, batch: int, m: int, n: int, sms: int,
-                  async_ok: bool = True) -> TileConfig:
+                  path: str = "vector") -> TileConfig:
     """The configuration with the best modelled throughput for this problem.
 
     Model (fitted to H100 measurements, see RESULTS.md): rate x (useful
     fraction of the tiles) x (how busy the SMs are: blocks over ``occ`` per
     SM, with the last wave's emptiness counted).  Runs once per new shape.
     """
+    names = AUTO_CONFIGS.get((compute_size, path)) or AUTO_CONFIGS[(compute_size, "vector")]
     best, best_score = None, -1.0
-    for name in AUTO_CONFIGS[compute_size]:
+    for name in names:
         c = CONFIG_BY_NAME[(compute_size, name)]
-        if c.prefer_async and not async_ok:
-            continue
         tm, tn = _cdiv(m, c.bm), _cdiv(n, c.bn)
         tiles = batch * tm * tn
         fill = (m * n) / (tm * c.bm * tn * c.bn)
@@ -275,15 +278,15 @@ def choose_variant(dtype: np.dtype, a_ptr: int, a_strides, b_ptr: int, b_strides
     size = DTYPE_TAGS[name][2]
     bt, m, n, _ = shape
     async_ok = USE_ASYNC and name in ASYNC_DTYPES
-    cfg = config or choose_config(size, bt, m, n, sms, async_ok)
     ak, va, bnm, vb = access_pattern(dtype, a_ptr, a_strides, b_ptr, b_strides, shape)
+    path = "noasync" if not async_ok else ("vector" if va > 1 and vb > 1 else "scalar")
+    cfg = config or choose_config(size, bt, m, n, sms, path)
     if not async_ok:
         cp_async = False
     elif cp_async is None:
-        # Measured (RESULTS.md): register staging wins when both operands load
-        # 16-byte vectors; cp.async (no staging registers, 3 stages) wins when
-        # some operand must be read element by element, and for the tiles
-        # marked prefer_async.
+        # Measured (RESULTS.md): cp.async (no staging registers, 3-4 stages)
+        # wins when some operand is read element by element and for the tiles
+        # marked prefer_async; register staging otherwise.
         cp_async = va == 1 or vb == 1 or cfg.prefer_async
     if cp_async:
         # cp.async stores what it copies unchanged, so an operand that is
@@ -325,5 +328,6 @@ def all_variants(dtype_name: str, exhaustive: bool = False):
                                 yield from emit(Variant(dtype_name, c, ak, va, bnm, vb, mode))
         else:
             yield from emit(Variant(dtype_name, c, True, w, True, w, False))
+            yield from emit(Variant(dtype_name, c, True, 1, True, w, modes[-1]))
             yield from emit(Variant(dtype_name, c, True, 1, True, 1, modes[-1]))
             yield from emit(Variant(dtype_name, c, False, w, False, w, modes[-1]))
