@@ -42,5 +42,3 @@ html_static_path = ["_static"]
 # Nothing is fetched at build or view time: no intersphinx, no external fonts.
 html_theme_options = {"navigation_with_keys": True}
 
-pygments_style = "sphinx"
-pygments_dark_style = "monokai"
