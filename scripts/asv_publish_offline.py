@@ -28,7 +28,7 @@ VENDOR = ASV_DIR / "vendor"
 
 #: CDN URL pattern -> vendored file (relative to asv_bench/vendor/).
 LOCAL = [
-    (r"code\.jquery\.com/jquery-3\.\d+\.\d+(\.min)?\.js", "jquery-3.3.1/dist/jquery.min.js"),
+    (r"code\.jquery\.com/jquery-3\.\d+\.\d+(\.min)?\.js", "jquery-3.3.1/jquery.min.js"),
     (r"/flot/0\.8\.3/jquery\.flot(\.min)?\.js", "flot-0.8.3/jquery.flot.js"),
     (r"/flot/0\.8\.3/jquery\.flot\.time(\.min)?\.js", "flot-0.8.3/jquery.flot.time.js"),
     (r"/flot/0\.8\.3/jquery\.flot\.selection(\.min)?\.js", "flot-0.8.3/jquery.flot.selection.js"),
@@ -36,8 +36,8 @@ LOCAL = [
     (r"flot-orderbars@1\.0\.0/js/jquery\.flot\.orderBars\.js", "flot-orderbars-1.0.0/js/jquery.flot.orderBars.js"),
     (r"/stupidtable/[\d.]+/stupidtable(\.min)?\.js", "stupid-table-plugin-1.1.3/stupidtable.min.js"),
     (r"blueimp-md5/2\.\d+\.\d+/js/md5(\.min)?\.js", "blueimp-md5-2.19.0/js/md5.min.js"),
-    (r"bootstrap@3\.1\.1/dist/js/bootstrap(\.min)?\.js", "bootstrap-3.1.1/dist/js/bootstrap.min.js"),
-    (r"bootstrap@3\.1\.1/dist/css/bootstrap(\.min)?\.css", "bootstrap-3.1.1/dist/css/bootstrap.min.css"),
+    (r"bootstrap@3\.1\.1/dist/js/bootstrap(\.min)?\.js", "bootstrap-3.1.1/js/bootstrap.min.js"),
+    (r"bootstrap@3\.1\.1/dist/css/bootstrap(\.min)?\.css", "bootstrap-3.1.1/css/bootstrap.min.css"),
 ]
 
 TAG = re.compile(r"<(script|link)\b[^>]*?\b(src|href)=\"(https?://[^\"]+)\"[^>]*>", re.S)

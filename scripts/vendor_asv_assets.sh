@@ -19,7 +19,8 @@ take() {  # take TARBALL DESTDIR FILE...  (paths inside the tarball's package/ f
     local tgz=$1 out=$2; shift 2
     mkdir -p "$out" x
     tar xzf "$tgz" -C x
-    for f in "$@"; do mkdir -p "$out/$(dirname "$f")"; cp "x/package/$f" "$out/$f"; done
+    # A leading dist/ is dropped: build-output folders named dist/ are commonly git-ignored.
+    for f in "$@"; do local to="${f#dist/}"; mkdir -p "$out/$(dirname "$to")"; cp "x/package/$f" "$out/$to"; done
     for lic in LICENSE LICENSE.txt LICENSE.md; do [ -f "x/package/$lic" ] && cp "x/package/$lic" "$out/LICENSE.txt" && break; done
     rm -rf x
 }
