@@ -26,9 +26,9 @@ from polymm_cuda import CUDABackend, fastgemm  # noqa: E402
 
 DTYPES = [d.name for d in CONTRACT_DTYPES]
 ALGORITHMS = ("naive", "tiled", "auto")
-SHAPES = [(1, 1, 1, 1), (1, 17, 33, 65), (2, 33, 17, 127), (1, 65, 127, 257),
-          (3, 127, 65, 33), (1, 257, 257, 17)]  # (B, M, N, K)
-LAYOUTS = ("c", "at", "bt", "neg", "bcast", "slice", "misaligned")
+SHAPES = [(1, 1, 1, 1), (1, 1, 1, 7), (1, 17, 33, 65), (2, 33, 17, 127), (1, 65, 127, 257),
+          (3, 127, 65, 33), (1, 257, 257, 17), (1, 300, 260, 130)]  # (B, M, N, K)
+LAYOUTS = ("c", "at", "bt", "neg", "bcast", "slice", "misaligned", "padded", "padded-t")
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +84,17 @@ def _operands(rng, layout, bt, m, n, k, dtype):
         a = _random(rng, (bt, m, k + 1), dtype)
         b = _random(rng, (bt, k, n + 3), dtype)
         return (cp.asarray(a)[:, :, 1:], cp.asarray(b)[:, :, 3:], a[:, :, 1:], b[:, :, 3:])
+    if layout in ("padded", "padded-t"):
+        # Aligned rows of a wider buffer (leading dimension a multiple of 4, K and N not):
+        # 16-byte vector loads apply although K % 4 != 0.
+        lk, ln = -(-k // 4) * 4 + 4, -(-n // 4) * 4 + 4
+        wa = _random(rng, (bt, m, lk), dtype)
+        da, ha = cp.asarray(wa)[:, :, :k], wa[:, :, :k]
+        if layout == "padded":
+            wb = _random(rng, (bt, k, ln), dtype)
+            return da, cp.asarray(wb)[:, :, :n], ha, wb[:, :, :n]
+        wb = _random(rng, (bt, n, lk), dtype)
+        return da, cp.asarray(wb)[:, :, :k].transpose(0, 2, 1), ha, wb[:, :, :k].transpose(0, 2, 1)
     raise AssertionError(layout)
 
 

@@ -227,7 +227,7 @@ polymm_fastgemm(int M, int N, int K,
                 pm_ldg<S, VA>(p, ra[it]);
             } else if (AK) {
                 const bool row_ok = gm_ < M;
-                if (VA > 1 && row_ok && gk >= 0 && gk + VA <= K) {
+                if (VA > 1 && row_ok && gk >= 0 && gk + VA <= K && (gk & (VA - 1)) == 0) {
                     const pm_vec<S, VA> v = *reinterpret_cast<const pm_vec<S, VA>*>(p);
 #pragma unroll
                     for (int w = 0; w < VA; ++w) ra[it][w] = v.v[w];
@@ -269,7 +269,7 @@ polymm_fastgemm(int M, int N, int K,
                 }
             } else {
                 const bool col_ok = gn < N;
-                if (VB > 1 && col_ok && gk >= 0 && gk + VB <= K) {
+                if (VB > 1 && col_ok && gk >= 0 && gk + VB <= K && (gk & (VB - 1)) == 0) {
                     const pm_vec<S, VB> v = *reinterpret_cast<const pm_vec<S, VB>*>(p);
 #pragma unroll
                     for (int w = 0; w < VB; ++w) rb[it][w] = v.v[w];
@@ -319,7 +319,8 @@ polymm_fastgemm(int M, int N, int K,
 
     // The K walk starts at k_start <= 0 so that the one partial slice (K % BK
     // elements) comes first and is loaded with guards; every later slice is
-    // whole.  Interior blocks (tile inside M x N) then load with straight-line,
+    // whole.  (When K % VA != 0 the slices are not vector-aligned along k: the
+    // guarded path then checks alignment and interior blocks are not used.)  Interior blocks (tile inside M x N) then load with straight-line,
     // unguarded code; edge blocks keep the guards.
     const int KT = (K + BK - 1) / BK;
     const int kr = K % BK;
