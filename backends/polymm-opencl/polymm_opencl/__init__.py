@@ -162,6 +162,8 @@ def _uploaded_array_class():
                     return super().astype(dtype, queue)
                 return _numpy_to_device(queue or self.queue, host.astype(dtype))
 
+        # The core recognises PyOpenCL arrays by their type's module.
+        UploadedArray.__module__ = cl_array.Array.__module__
         _UploadedArray = UploadedArray
     return _UploadedArray
 
@@ -169,8 +171,15 @@ def _uploaded_array_class():
 _UploadedArray = None
 
 
+#: Source dtypes the core may later convert to or from float16/bool, which
+#: PyOpenCL's astype cannot do (int8/uint8/bool promote to float16 with it).
+_HOST_CAST_DTYPES = tuple(np.dtype(t) for t in ("float16", "bool", "int8", "uint8"))
+
+
 def _numpy_to_device(queue, x: np.ndarray):
     result = _upload(queue, x)
+    if x.dtype not in _HOST_CAST_DTYPES:
+        return result
     uploaded = _uploaded_array_class()
     wrapped = uploaded(queue, result.shape, result.dtype, strides=result.strides,
                        data=result.base_data, offset=result.offset)
