@@ -71,6 +71,10 @@ class Target:
             raise NotImplementedError(f"backend {backend!r} has no algorithm {algorithm!r}")
         self.name = backend
         self.library = getattr(self.backend, "array_library", "numpy")
+        self.queue = None
+        if self.library == "pyopencl":
+            # The backend's own queue (its device choice), found through the interface.
+            self.queue = self.backend.from_numpy(np.ones((1, 1), np.float32)).queue
         self.is_gpu = self._probe_gpu()
 
     def _probe_gpu(self) -> bool:
@@ -79,8 +83,7 @@ class Target:
         if self.library == "pyopencl":
             import pyopencl as cl
 
-            probe = self.backend.from_numpy(np.ones((1, 1), np.float32))
-            return bool(probe.queue.device.type & cl.device_type.GPU)
+            return bool(self.queue.device.type & cl.device_type.GPU)
         return False
 
     def check_size(self, algorithm: str, m: int, n: int, k: int, batch: int = 1) -> None:
@@ -97,8 +100,28 @@ class Target:
             )
 
     def put(self, x: np.ndarray):
-        """The array on this backend's device, in its own array type."""
-        return self.backend.from_numpy(np.ascontiguousarray(x))
+        """The array on this backend's device, as the plain array type users hold there.
+
+        (Plain ``pyopencl.array.Array`` / ``cupy.ndarray``: what a user passes in, whatever
+        subclass ``from_numpy`` may return for the core's own use.)
+        """
+        x = np.ascontiguousarray(x)
+        if self.library == "pyopencl":
+            import pyopencl.array as cla
+
+            return cla.to_device(self.queue, x)
+        if self.library == "cupy":
+            import cupy
+
+            return cupy.asarray(x)
+        return self.backend.from_numpy(x)
+
+    def check_dtype(self, dtype, operand) -> None:
+        """Skip (asv's way) a dtype the device truly cannot compute; anything else is a failure."""
+        try:
+            self.backend.check_dtype(np.dtype(dtype), operand)
+        except TypeError as exc:
+            raise NotImplementedError(str(exc)) from None
 
     def sync(self, result=None) -> None:
         """Wait until the device has finished (no-op on the host)."""
