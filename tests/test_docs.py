@@ -121,15 +121,30 @@ def page_id(page: Path) -> str:
     return str(page.relative_to(DOCS))
 
 
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    """Run examples in a scratch folder, and forget the backends they register afterwards
+    (the docs show ``register_backend``; other tests must not see those toys)."""
+    from polymm import registry
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("POLYMM_BACKEND", raising=False)
+    before = dict(registry._registry())
+    yield
+    entries = registry._registry()
+    for name in set(entries) - set(before):
+        del entries[name]
+    entries.update(before)
+
+
 # ---------------------------------------------------------------------------- examples
 
 @pytest.mark.parametrize("page", PAGES, ids=page_id)
-def test_page_examples_run(page, tmp_path, monkeypatch):
+def test_page_examples_run(page, isolated):
     """Every plain ``python`` block of the page, in order, in one namespace."""
     blocks = [b for b in runnable(page) if not b.requires]
     if not blocks:
         pytest.skip("no Python examples on this page")
-    monkeypatch.chdir(tmp_path)  # examples that write files write them here
     namespace = {"__name__": f"docs_{page.stem}"}
     for block in blocks:
         run_block(block, namespace)
@@ -140,7 +155,7 @@ REQUIRING = [(p, i) for p in PAGES for i, b in enumerate(runnable(p)) if b.requi
 
 @pytest.mark.parametrize("page,index", REQUIRING,
                          ids=[f"{page_id(p)}-{runnable(p)[i].line}" for p, i in REQUIRING])
-def test_page_examples_needing_a_backend(page, index, tmp_path, monkeypatch):
+def test_page_examples_needing_a_backend(page, index, isolated):
     """A ``# requires: NAME`` block, after the page's earlier plain blocks; skipped without NAME."""
     blocks = runnable(page)
     block = blocks[index]
@@ -150,7 +165,6 @@ def test_page_examples_needing_a_backend(page, index, tmp_path, monkeypatch):
                     "test_plugin_guide_package_installs_and_passes_the_conformance_suite runs it")
     if missing:
         pytest.skip(f"{block.where} needs polymm backend(s) {', '.join(missing)}, not available here")
-    monkeypatch.chdir(tmp_path)
     namespace = {"__name__": f"docs_{page.stem}"}
     for earlier in blocks[:index]:
         if not earlier.requires:
