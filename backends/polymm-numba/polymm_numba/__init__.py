@@ -111,11 +111,12 @@ class CPUBackend(Backend):
             py, extra = k.tiled_parallel, (i8, i8, i8)
         else:
             blk = params.blocking_for(dtype)
-            spec = self._specs.get((blk.mr, blk.nr))
+            key = (blk.mr, blk.nr, dtype.kind != "c")
+            spec = self._specs.get(key)
             if spec is None:
                 with _compile_env():
-                    spec = k.specialise(blk.mr, blk.nr)
-                self._specs[(blk.mr, blk.nr)] = spec
+                    spec = k.specialise(*key)
+                self._specs[key] = spec
             py, extra = spec[kind], (i8, i8, i8, i8)
         parallel = not kind.endswith("serial")
         with _compile_env():

@@ -25,8 +25,9 @@ import types as _pytypes
 import numba
 import numpy as np
 from numba import prange, types
+from llvmlite import ir
 from numba.core import compiler
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
 FASTMATH = {"contract"}
 JIT = dict(cache=True, fastmath=FASTMATH, nogil=True)
@@ -186,26 +187,37 @@ def _micro(ap, bp, acc, kc):
 def _pack_a(a, bi, i0, mb, p0, kb, ap):
     """Rows i0..i0+mb of A (columns p0..p0+kb) as MR-tall k-major panels, zero-padded."""
     z = _zero(a[0, 0, 0])
+    along_k = abs(a.strides[2]) <= abs(a.strides[1])  # read A in memory order
     for ip in range(0, mb, MR):
         base = ip * kb
         rows = min(MR, mb - ip)
-        for p in range(kb):
-            o = base + p * MR
+        if along_k:
             for r in range(rows):
-                ap[o + r] = a[bi, i0 + ip + r, p0 + p]
+                for p in range(kb):
+                    ap[base + p * MR + r] = a[bi, i0 + ip + r, p0 + p]
+        else:
+            for p in range(kb):
+                for r in range(rows):
+                    ap[base + p * MR + r] = a[bi, i0 + ip + r, p0 + p]
+        for p in range(kb):
             for r in range(rows, MR):
-                ap[o + r] = z
+                ap[base + p * MR + r] = z
 
 
 def _pack_b(b, bi, p0, kb, j0, cols, bp):
     """One NR-wide k-major panel of B (columns j0..j0+cols), zero-padded."""
     z = _zero(b[0, 0, 0])
-    for p in range(kb):
-        o = p * NR
+    if abs(b.strides[1]) < abs(b.strides[2]):  # read B in memory order
         for c in range(cols):
-            bp[o + c] = b[bi, p0 + p, j0 + c]
+            for p in range(kb):
+                bp[p * NR + c] = b[bi, p0 + p, j0 + c]
+    else:
+        for p in range(kb):
+            for c in range(cols):
+                bp[p * NR + c] = b[bi, p0 + p, j0 + c]
+    for p in range(kb):
         for c in range(cols, NR):
-            bp[o + c] = z
+            bp[p * NR + c] = z
 
 
 def _block(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp):
@@ -246,6 +258,149 @@ def _block(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp):
                         for c in range(cols):
                             acc[r, c] = out[bi, r0 + r, c0 + c]
                 _micro(ap[ip * kb:(ip + MR) * kb], bpan, acc, kb)
+                for r in range(rows):
+                    for c in range(cols):
+                        out[bi, r0 + r, c0 + c] = acc[r, c]
+
+
+@intrinsic
+def _micro_regs(typingctx, ap, bp, c, coff, ldc, kc, load, mr, nr):
+    """``C[0:mr, 0:nr] (+)= Ap^T @ Bp`` with the accumulators in vector registers.
+
+    ``C`` starts at element ``coff`` of ``c``'s buffer with row stride ``ldc``
+    (elements); it is read first when ``load`` is true, else taken as zero.
+    Generated as LLVM IR with explicit vector types (one 512-bit vector per
+    ``64 // itemsize`` columns; LLVM splits them on AVX2): Numba's own
+    pipeline would keep the accumulator tile in memory.  Floats use
+    ``fmul``/``fadd`` with only the ``contract`` flag (FMA, no reassociation);
+    integers use wrapping ``mul``/``add`` in their own width (exact modulo
+    2**bits, as NumPy); bool uses ``and``/``or``.  Not for complex.
+    """
+    if not (isinstance(mr, types.IntegerLiteral) and isinstance(nr, types.IntegerLiteral)):
+        return None
+    dt = ap.dtype
+    if not isinstance(dt, (types.Float, types.Integer, types.Boolean)):
+        return None
+    nmr, nnr = mr.literal_value, nr.literal_value
+    sig = types.void(ap, bp, c, coff, ldc, kc, load, mr, nr)
+
+    def codegen(context, builder, signature, args):
+        apv, bpv, cv, coffv, ldcv, kcv, loadv = args[:7]
+        ety = context.get_data_type(dt)
+        size = context.get_abi_sizeof(ety)
+        vw = max(1, min(nnr, 64 // size))
+        while nnr % vw:
+            vw //= 2
+        nv = nnr // vw
+        vty = ir.VectorType(ety, vw)
+        i64 = ir.IntType(64)
+        i32 = ir.IntType(32)
+
+        def k64(x):
+            return ir.Constant(i64, x)
+
+        a_ptr = context.make_array(ap)(context, builder, apv).data
+        b_ptr = context.make_array(bp)(context, builder, bpv).data
+        c_ptr = context.make_array(c)(context, builder, cv).data
+        coffv = context.cast(builder, coffv, signature.args[3], types.int64)
+        ldcv = context.cast(builder, ldcv, signature.args[4], types.int64)
+        kcv = context.cast(builder, kcv, signature.args[5], types.int64)
+        loadv = context.cast(builder, loadv, signature.args[6], types.boolean)
+
+        def vptr(base, idx):
+            return builder.bitcast(builder.gep(base, [idx]), vty.as_pointer())
+
+        def cidx(i, v):
+            return builder.add(coffv, builder.add(builder.mul(k64(i), ldcv), k64(v * vw)))
+
+        if isinstance(dt, types.Float):
+            def mac(acc, x, y):
+                return builder.fadd(acc, builder.fmul(x, y, flags=("contract",)),
+                                    flags=("contract",))
+        elif isinstance(dt, types.Integer):
+            def mac(acc, x, y):
+                return builder.add(acc, builder.mul(x, y))
+        else:
+            def mac(acc, x, y):
+                return builder.or_(acc, builder.and_(x, y))
+
+        zero = ir.Constant(vty, None)
+        init = []
+        for i in range(nmr):
+            for v in range(nv):
+                x = builder.load(vptr(c_ptr, cidx(i, v)), align=1)
+                init.append(builder.select(loadv, x, zero))
+        pre = builder.block
+        loop = builder.append_basic_block("micro.loop")
+        done = builder.append_basic_block("micro.done")
+        builder.cbranch(builder.icmp_signed(">", kcv, k64(0)), loop, done)
+
+        builder.position_at_end(loop)
+        p = builder.phi(i64)
+        p.add_incoming(k64(0), pre)
+        phis = []
+        for x in init:
+            ph = builder.phi(vty)
+            ph.add_incoming(x, pre)
+            phis.append(ph)
+        bvec = [builder.load(vptr(b_ptr, builder.add(builder.mul(p, k64(nnr)), k64(v * vw))),
+                             align=1) for v in range(nv)]
+        undef = ir.Constant(vty, ir.Undefined)
+        bcast = ir.Constant(ir.VectorType(i32, vw), [0] * vw)
+        new = []
+        for i in range(nmr):
+            x = builder.load(builder.gep(a_ptr, [builder.add(builder.mul(p, k64(nmr)), k64(i))]))
+            xv = builder.shuffle_vector(builder.insert_element(undef, x, ir.Constant(i32, 0)),
+                                        undef, bcast)
+            for v in range(nv):
+                new.append(mac(phis[i * nv + v], xv, bvec[v]))
+        pn = builder.add(p, k64(1))
+        last = builder.block
+        p.add_incoming(pn, last)
+        for ph, x in zip(phis, new):
+            ph.add_incoming(x, last)
+        builder.cbranch(builder.icmp_signed("<", pn, kcv), loop, done)
+
+        builder.position_at_end(done)
+        res = []
+        for k, x in enumerate(init):  # all phis first: LLVM wants them grouped
+            ph = builder.phi(vty)
+            ph.add_incoming(x, pre)
+            ph.add_incoming(new[k], last)
+            res.append(ph)
+        for k, ph in enumerate(res):
+            i, v = divmod(k, nv)
+            builder.store(ph, vptr(c_ptr, cidx(i, v)), align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _block_regs(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp):
+    """As :func:`_block`, with the register micro-kernel working on ``out`` in place."""
+    M = out.shape[1]
+    N = out.shape[2]
+    ap = np.empty(((mb + MR - 1) // MR) * MR * kb, a.dtype)
+    _pack_a(a, bi, i0, mb, p0, kb, ap)
+    acc = np.zeros((MR, NR), out.dtype)
+    load = p0 != 0  # continue the running sums: same rounding as one K loop
+    for jp in range(jp_lo, jp_hi):
+        jj = jp * NR
+        cols = min(NR, nb - jj)
+        bpan = bp[jj * kb:(jj + NR) * kb]
+        for ip in range(0, mb, MR):
+            rows = min(MR, mb - ip)
+            r0 = i0 + ip
+            c0 = j0 + jj
+            apan = ap[ip * kb:(ip + MR) * kb]
+            if rows == MR and cols == NR:
+                _micro_regs(apan, bpan, out, (bi * M + r0) * N + c0, N, kb, load, MR, NR)
+            else:  # edge tile: through a private MR x NR buffer
+                if load:
+                    for r in range(rows):
+                        for c in range(cols):
+                            acc[r, c] = out[bi, r0 + r, c0 + c]
+                _micro_regs(apan, bpan, acc, 0, NR, kb, load, MR, NR)
                 for r in range(rows):
                     for c in range(cols):
                         out[bi, r0 + r, c0 + c] = acc[r, c]
@@ -316,21 +471,22 @@ def auto_parallel(a, b, out, mc, nc, kc, nth):
                            s * per, min(npan, (s + 1) * per), p0, kb, bp)
 
 
-_AUTO_HELPERS = ("_pack_a", "_pack_b", "_block", "_one_serial")
 AUTO_DRIVERS = ("auto_serial", "auto_batch", "auto_parallel")
 
 
-def specialise(mr: int, nr: int) -> dict:
+def specialise(mr: int, nr: int, regs: bool) -> dict:
     """Copies of the ``"auto"`` functions with MR, NR frozen to ``mr``, ``nr``.
 
-    Each copy gets its own globals (so Numba sees the constants) and its own
-    qualified name (so on-disk cache entries of different tiles never mix).
-    Returns the plain Python driver functions, ready to be jitted.
+    ``regs`` picks the register micro-kernel (real and integer dtypes) or the
+    portable loop one (complex).  Each copy gets its own globals (so Numba
+    sees the constants) and its own qualified name (so on-disk cache entries
+    of different tiles never mix).  Returns the plain Python driver
+    functions, ready to be jitted.
     """
     g = dict(globals())
     g["MR"] = mr
     g["NR"] = nr
-    suffix = f"_mr{mr}_nr{nr}"
+    suffix = f"_mr{mr}_nr{nr}" + ("_regs" if regs else "")
 
     def copy(name):
         f = globals()[name]
@@ -342,6 +498,9 @@ def specialise(mr: int, nr: int) -> dict:
         return fn
 
     g["_micro"] = numba.njit(pipeline_class=_NoAliasCompiler, **JIT)(copy("_micro"))
-    for name in _AUTO_HELPERS:
+    for name in ("_pack_a", "_pack_b", "_block_regs", "_block"):
         g[name] = numba.njit(**JIT)(copy(name))
+    if regs:
+        g["_block"] = g["_block_regs"]
+    g["_one_serial"] = numba.njit(**JIT)(copy("_one_serial"))
     return {name: copy(name) for name in AUTO_DRIVERS}
