@@ -15,7 +15,9 @@ C-contiguous.  All kernels share two tiny dtype-generic helpers,
 The ``"auto"`` kernel is specialised per register micro-tile (MR x NR): the
 functions below read ``MR``/``NR`` as globals, which Numba freezes at compile
 time, and :func:`specialise` makes copies of them with their own globals and
-their own name (hence their own on-disk cache entries).
+their own name (hence their own on-disk cache entries).  Its micro-kernel for
+real, integer and bool dtypes is :func:`_micro_regs`, written as LLVM IR with
+explicit vectors (accumulators in registers); complex uses :func:`_micro`.
 """
 
 from __future__ import annotations
