@@ -4,11 +4,14 @@
 // thread TM x TN outputs held in registers, laid out as 4x4 sub-blocks spaced
 // one warp-row apart so that every shared-memory fragment read is a 16-byte,
 // bank-conflict-free (or broadcast) vector access.  K is walked in BK slices
-// through two shared-memory buffers: the next slice is fetched from global
-// memory into registers while the current one is multiplied, so one barrier
-// per slice suffices.  Global reads go through the element strides (no copies):
-// VA/VB > 1 selects 16-byte-class vector loads along the unit-stride axis when
-// the host has checked alignment, AK/BNM say which axis that is.
+// through a ring of shared-memory stages with one barrier per slice, filled
+// either by cp.async (ASYNC: no staging registers, STAGES deep; for dtypes
+// whose shared-memory form is their stored bits) or through registers (two
+// stages, converting on the way: float16 -> float32, small ints -> 32 bits).
+// The partial K slice comes first, so interior blocks run a loop of unguarded
+// loads.  Global reads go through the element strides (no copies): VA/VB > 1
+// selects 16-byte-class vector loads along the unit-stride axis when the host
+// has checked alignment, AK/BNM say which axis that is.
 //
 // No #include: the same text compiles under NVRTC (CuPy RawModule) and nvcc.
 // Offsets are 64-bit (pointers are advanced per slice), so M*K, K*N, M*N may
