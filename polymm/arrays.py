@@ -98,6 +98,7 @@ class CupyKind(ArrayKind):
         import cupy
 
         self.cp = cupy
+        PLAIN_TYPES[cupy.ndarray] = self
 
     def result_type(self, x1, x2):
         return np.dtype(self.cp.result_type(x1.dtype, x2.dtype))
@@ -109,7 +110,10 @@ class CupyKind(ArrayKind):
         return self.cp.ascontiguousarray(x)
 
     def empty(self, shape, dtype, like):
-        with like.device:
+        device = like.device
+        if device.id == self.cp.cuda.runtime.getDevice():
+            return self.cp.empty(shape, dtype)
+        with device:
             return self.cp.empty(shape, dtype)
 
     def zeros(self, shape, dtype, like):
@@ -185,6 +189,9 @@ def _strided(as_strided, x, shape, elem_strides, offset):
 
 
 _KINDS: dict[str, ArrayKind] = {"numpy": NumpyKind()}
+
+#: Array types whose plain 2-D products take the dispatcher's short path (CuPy joins once it is seen).
+PLAIN_TYPES: dict[type, ArrayKind] = {np.ndarray: _KINDS["numpy"]}
 
 
 def kind_named(name: str) -> ArrayKind:

@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 
 from . import promotion
-from .arrays import kind_named, kind_of
+from .arrays import PLAIN_TYPES, kind_named, kind_of
 from .registry import get_backend, selected_backend
 from .shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
 
@@ -47,8 +47,9 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
     ``POLYMM_BACKEND``, then the inputs' device); ``algorithm`` picks one of
     that backend's kernels; ``out`` receives the result and is returned.
     """
-    if type(x1) is np.ndarray and type(x2) is np.ndarray and out is None:
-        result = _matmul_plain_numpy(x1, x2, backend, algorithm)
+    plain = PLAIN_TYPES.get(type(x1))
+    if plain is not None and type(x2) is type(x1) and out is None:
+        result = _matmul_plain(plain, x1, x2, backend, algorithm)
         if result is not None:
             return result
     library = _library_of(x1, x2)
@@ -92,8 +93,9 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
     return result
 
 
-def _matmul_plain_numpy(x1, x2, backend, algorithm):
-    """The common case -- two non-empty 2-D NumPy matrices of one dtype, host backend -- without the general machinery.
+def _matmul_plain(kind, x1, x2, backend, algorithm):
+    """The common case -- two non-empty 2-D NumPy or CuPy matrices of one dtype, computed by a backend of
+    that library -- without the general machinery (it dominates the cost of small products).
 
     Returns None whenever any general rule might apply, so the general path decides.
     """
@@ -107,11 +109,11 @@ def _matmul_plain_numpy(x1, x2, backend, algorithm):
     size = dtype.itemsize
     if (x1.strides[0] | x1.strides[1] | x2.strides[0] | x2.strides[1]) % size:
         return None
-    impl = get_backend(selected_backend(backend, "numpy"))
-    if impl.array_library != "numpy" or algorithm not in impl.algorithms:
+    impl = get_backend(selected_backend(backend, kind.name))
+    if impl.array_library != kind.name or algorithm not in impl.algorithms:
         return None
     impl.check_dtype(dtype, x1)
-    result = np.empty((m, n), dtype)
+    result = kind.empty((m, n), dtype, like=x1)
     impl.matmul(x1[None], x2[None], result[None], algorithm)
     return result
 
