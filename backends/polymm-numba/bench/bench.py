@@ -5,6 +5,7 @@ Run:  NUMBA_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 python bench/bench.py [algorith
 NumPy and the backend are timed alternately (so both see the same machine
 load); medians and bests of the repetitions are printed.
 """
+import os
 import sys
 import time
 
@@ -29,7 +30,7 @@ def main():
     alg = sys.argv[1] if len(sys.argv) > 1 else "auto"
     sizes = [int(s) for s in sys.argv[2].split(",")] if len(sys.argv) > 2 else [512, 1024, 2048]
     be = CPUBackend()
-    print(be.devices()[0])
+    print(be.devices()[0], "| load average %.2f %.2f %.2f" % os.getloadavg())
     rng = np.random.default_rng(0)
     for dt in (np.float32, np.float64):
         for n in sizes:
@@ -60,6 +61,7 @@ def main():
     (tb, bb), (tn, bn) = interleaved([loop_backend, loop_numpy], 7)
     print(f"4x4 float32 (best of 7 x {n} calls): backend.matmul {bb / n * 1e6:.2f} us/call,"
           f" numpy.matmul {bn / n * 1e6:.2f} us/call")
+    print(be.devices()[0], "| load average %.2f %.2f %.2f" % os.getloadavg())
 
 
 if __name__ == "__main__":
