@@ -129,7 +129,8 @@ class CPUBackend(Backend):
             # float16 accumulates in float32 and is rounded once at the end
             tmp = np.empty(out.shape, _F32)
             self._run(a.astype(_F32), b.astype(_F32), tmp, algorithm, _F32)
-            out[...] = tmp
+            with np.errstate(over="ignore"):  # overflow to +-inf is the result
+                out[...] = tmp
             return
         if not a.dtype.isnative:
             a = a.astype(dt)

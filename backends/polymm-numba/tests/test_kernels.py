@@ -224,6 +224,15 @@ def test_concurrent_calls_from_threads(backend):
             _check(out, a, b)
 
 
+@pytest.mark.filterwarnings("error")
+def test_float16_overflow_is_inf_without_warning(backend):
+    a = np.full((1, 20, 30), 300.0, np.float16)
+    for alg in ALGORITHMS:
+        out = _poison(np.float16, (1, 20, 20))
+        backend.matmul(a, a.transpose(0, 2, 1), out, alg)
+        assert np.all(np.isposinf(out))
+
+
 def test_descriptors(backend):
     assert backend.array_library == "numpy"
     assert backend.algorithms == ALGORITHMS
