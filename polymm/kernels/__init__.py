@@ -69,8 +69,9 @@ class KernelParams:
     width along N (``use_local=False``, the CPU shape); ``pad``: local-memory row
     padding against bank conflicts; ``gvw``: global vector load width of the
     fast path (local-memory shape); ``mr``: rows of the register kernel of the
-    CPU shape, which walks a work-item's ``mwg/mdimc`` rows ``mr`` at a time
-    and K in chunks of ``kwg``; ``maxrreg``: register cap per work-item for
+    CPU shape, which walks a work-item's ``mwg/mdimc`` x ``nwg/ndimc`` block
+    ``mr`` x ``nr`` at a time (``nr=0``: all columns) and K in chunks of
+    ``kwg``; ``maxrreg``: register cap per work-item for
     backends that can set one at build time (0: the compiler's choice; not
     part of the source).
     """
@@ -86,6 +87,7 @@ class KernelParams:
     gvw: int = 4
     use_local: bool = True
     mr: int = 6
+    nr: int = 0
     maxrreg: int = 0
 
     @property
@@ -115,8 +117,9 @@ class KernelParams:
             if (self.mwg * self.kwg // self.gvw) % threads or (self.kwg * self.nwg // self.gvw) % threads \
                     or self.kwg % self.gvw or self.nwg % self.gvw:
                 raise ValueError(f"tiles must split evenly into gvw-vectors per work-item: {self}")
-        elif self.wptn % self.vw or self.wptm % self.mr:
-            raise ValueError(f"wptn must be a multiple of vw and wptm of mr: {self}")
+        elif self.wptn % self.vw or self.wptm % self.mr or self.wptn % (self.nr or self.wptn) \
+                or (self.nr or self.wptn) % self.vw:
+            raise ValueError(f"wptn must be a multiple of nr, nr of vw, wptm of mr: {self}")
 
 
 # dtype -> (PM_KIND, OpenCL storage, CUDA storage, OpenCL value/acc, CUDA value/acc, needs fp64)
@@ -212,7 +215,7 @@ def render(dialect: str, kernel: str, dtype, params: KernelParams | None = None,
     defines.update(
         TS=str(params.ts), MWG=str(params.mwg), NWG=str(params.nwg), KWG=str(params.kwg),
         MDIMC=str(params.mdimc), NDIMC=str(params.ndimc), VW=str(params.vw), PAD=str(params.pad),
-        GVW=str(params.gvw), MR=str(params.mr),
+        GVW=str(params.gvw), MR=str(params.mr), NR=str(params.nr or params.wptn),
         PM_DYNAMIC_LOCAL="1" if kernel == "tiled-dynamic" else "0",
         PM_RB_LOCAL="1" if params.use_local else "0",
         PM_RB_VEC_A="1" if (vec_a and vector_ok) else "0",

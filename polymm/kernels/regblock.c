@@ -15,7 +15,7 @@
  *   that role); each work-item computes a contiguous WPTM x WPTN block straight
  *   from global memory.  PM_RB_VEC_B with PM_VECTOR_MATH (OpenCL, float32/64)
  *   does it with VW-wide vector types, which the CPU compiler maps onto SIMD
- *   registers, whenever the block lies wholly inside C; MR rows at a time, K in
+ *   registers, whenever the block lies wholly inside C; MR x NR at a time, K in
  *   chunks of KWG.
  * Rows beyond M are clamped for loading and skipped when storing, zero-filled
  * tiles cover the K and N edges: any M, N, K and any strides work. */
@@ -201,35 +201,37 @@ KERNEL void polymm_regblock(PM_ARGS)
          * partial sums wait in C itself between chunks. */
         for (int k0 = 0; k0 < K; k0 += KWG) {
             const int k_end = (k0 + KWG < K) ? k0 + KWG : K;
-            for (int r = 0; r < WPTM; r += MR) {
-                if (m0 + r >= M) break;
-                VEC_T acc[MR][WPTN / VW];
-                PM_UNROLL
-                for (int i = 0; i < MR; ++i) {
-                    GLOBAL ELEM_T* c_ptr = C + c_off + (batch * M + m0 + r + i) * (INDEX_T)N + n0;
-                    PM_UNROLL
-                    for (int j = 0; j < WPTN / VW; ++j)
-                        acc[i][j] = (k0 == 0 || m0 + r + i >= M) ? (VEC_T)(0) : VLOADN(c_ptr + j * VW);
-                }
-                GLOBAL const ELEM_T* b_ptr = B + b_base + n0 + (INDEX_T)k0 * b_sk;
-                for (int k = k0; k < k_end; ++k) {
-                    VEC_T b_vec[WPTN / VW];
-                    PM_UNROLL
-                    for (int j = 0; j < WPTN / VW; ++j) b_vec[j] = VLOADN(b_ptr + j * VW);
-                    b_ptr += b_sk;
+            for (int c = 0; c < WPTN; c += NR) {      /* NR-column slices: B chunk in L1 */
+                for (int r = 0; r < WPTM; r += MR) {  /* MR-row slices: A chunk in L2 */
+                    if (m0 + r >= M) break;
+                    VEC_T acc[MR][NR / VW];
                     PM_UNROLL
                     for (int i = 0; i < MR; ++i) {
-                        const VEC_T a_bcast = (VEC_T)(A[a_row[r + i] + (INDEX_T)k * a_sk]);
+                        GLOBAL ELEM_T* c_ptr = C + c_off + (batch * M + m0 + r + i) * (INDEX_T)N + n0 + c;
                         PM_UNROLL
-                        for (int j = 0; j < WPTN / VW; ++j) acc[i][j] = a_bcast * b_vec[j] + acc[i][j];
+                        for (int j = 0; j < NR / VW; ++j)
+                            acc[i][j] = (k0 == 0 || m0 + r + i >= M) ? (VEC_T)(0) : VLOADN(c_ptr + j * VW);
                     }
-                }
-                PM_UNROLL
-                for (int i = 0; i < MR; ++i) {
-                    if (m0 + r + i < M) {
-                        GLOBAL ELEM_T* c_ptr = C + c_off + (batch * M + m0 + r + i) * (INDEX_T)N + n0;
+                    GLOBAL const ELEM_T* b_ptr = B + b_base + n0 + c + (INDEX_T)k0 * b_sk;
+                    for (int k = k0; k < k_end; ++k) {
+                        VEC_T b_vec[NR / VW];
                         PM_UNROLL
-                        for (int j = 0; j < WPTN / VW; ++j) VSTOREN(acc[i][j], 0, c_ptr + j * VW);
+                        for (int j = 0; j < NR / VW; ++j) b_vec[j] = VLOADN(b_ptr + j * VW);
+                        b_ptr += b_sk;
+                        PM_UNROLL
+                        for (int i = 0; i < MR; ++i) {
+                            const VEC_T a_bcast = (VEC_T)(A[a_row[r + i] + (INDEX_T)k * a_sk]);
+                            PM_UNROLL
+                            for (int j = 0; j < NR / VW; ++j) acc[i][j] = a_bcast * b_vec[j] + acc[i][j];
+                        }
+                    }
+                    PM_UNROLL
+                    for (int i = 0; i < MR; ++i) {
+                        if (m0 + r + i < M) {
+                            GLOBAL ELEM_T* c_ptr = C + c_off + (batch * M + m0 + r + i) * (INDEX_T)N + n0 + c;
+                            PM_UNROLL
+                            for (int j = 0; j < NR / VW; ++j) VSTOREN(acc[i][j], 0, c_ptr + j * VW);
+                        }
                     }
                 }
             }
