@@ -17,7 +17,7 @@ for stage in "${stages[@]}"; do
     tests) timeout ${TESTS_S:-120} python3 -m pytest -q -n 8 -p no:cacheprovider backends/polymm-opencl/tests \
              -k "not cuda_sources" 2>&1 | tail -25 > "$OUT/tests.log"; tail -5 "$OUT/tests.log" ;;
     bench) timeout ${BENCH_S:-180} python3 backends/polymm-opencl/benchmarks/bench.py --sizes 2048 4096 --cupy \
-             ${TUNE:---tune} --algorithms auto tiled naive --repeats 15 --json "$OUT/bench_gpu.json" 2>&1 \
+             ${TUNE---tune} --algorithms auto tiled tiled-dynamic naive --repeats 15 --json "$OUT/bench_gpu.json" 2>&1 \
              | tee "$OUT/bench.log" ;;
     conformance) timeout ${CONF_S:-200} python3 -m pytest -q -p no:cacheprovider -n 8 --pyargs polymm.testing \
              --polymm-backend=opencl 2>&1 | tail -40 > "$OUT/conformance.log"; tail -5 "$OUT/conformance.log" ;;
