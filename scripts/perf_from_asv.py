@@ -59,11 +59,21 @@ def table_of(res, key):
     return {c: v for c, v in zip(combos, values) if v is not None and not (isinstance(v, float) and math.isnan(v))}
 
 
+ALGORITHM_ORDER = {"naive": 0, "tiled": 1, "tiled-dynamic": 2, "auto": 3}
+
+
+def order(key):
+    """Backend by name, then algorithms from the textbook to the fast path."""
+    return tuple(ALGORITHM_ORDER.get(k, 9) if isinstance(k, str) and k in ALGORITHM_ORDER else k for k in key)
+
+
 def fmt(gflops, ratio):
     if gflops is None:
         return "-"
     g = f"{gflops:,.0f}" if gflops >= 100 else f"{gflops:.3g}"
-    return f"{g} ({ratio:.2f}x)" if ratio is not None else g
+    if ratio is None:
+        return g
+    return f"{g} ({ratio:.2f}x)" if ratio >= 0.1 else f"{g} ({ratio:.2g}x)"
 
 
 def write_machine(machine: str) -> bool:
@@ -86,7 +96,7 @@ def write_machine(machine: str) -> bool:
     ratio = table_of(res, "matmul.Square.track_ratio_to_reference")
     refs = table_of(res, "matmul.Reference.track_gflops")
     for dtype in ("float32", "float64"):
-        rows = sorted({(b, a) for (b, a, n, d) in gflops if d == dtype})
+        rows = sorted({(b, a) for (b, a, n, d) in gflops if d == dtype}, key=order)
         sizes = sorted({n for (b, a, n, d) in gflops if d == dtype})
         if not rows:
             continue
@@ -108,7 +118,7 @@ def write_machine(machine: str) -> bool:
             continue
         lines += [f"{key} (float32), GFLOP/s (ratio to the reference):", "",
                   f"| backend | algorithm | {label} | GFLOP/s (ratio) |", "| --- | --- | --- | ---: |"]
-        for (b, a, s), v in sorted(g.items()):
+        for (b, a, s), v in sorted(g.items(), key=lambda kv: order(kv[0])):
             lines.append(f"| `{b}` | `{a}` | {s} | {fmt(v, r.get((b, a, s)))} |")
         lines.append("")
     over = table_of(res, "matmul.CallOverhead.time_matmul")
