@@ -125,6 +125,11 @@ class CPUBackend(Backend):
     # -- compute ---------------------------------------------------------
     def matmul(self, a, b, out, algorithm: str) -> None:
         dt = out.dtype
+        if not dt.isnative:  # kernels exist for native byte order only
+            tmp = np.empty(out.shape, dt.newbyteorder("="))
+            self.matmul(a, b, tmp, algorithm)
+            out[...] = tmp
+            return
         if dt == _F16:
             # float16 accumulates in float32 and is rounded once at the end
             tmp = np.empty(out.shape, _F32)

@@ -106,7 +106,8 @@ def _operands(rng, dt, shape, layout):
         return a, _random(rng, dt, (B, K, N))
     if layout == "swapped":  # non-native byte order
         a = _random(rng, dt, (B, M, K))
-        return a.astype(a.dtype.newbyteorder()), _random(rng, dt, (B, K, N))
+        b = _random(rng, dt, (B, K, N))
+        return a.astype(a.dtype.newbyteorder()), b.astype(b.dtype.newbyteorder())
     raise ValueError(layout)
 
 
@@ -133,9 +134,10 @@ def test_layouts(backend, dt, layout):
         if layout == "swapped" and dt.itemsize == 1:
             continue
         for alg in ALGORITHMS:
-            out = _poison(dt, (shape[0], shape[1], shape[3]))
+            odt = a.dtype if layout == "swapped" else dt
+            out = _poison(odt, (shape[0], shape[1], shape[3]))
             backend.matmul(a, b, out, alg)
-            _check(out, np.asarray(a, dt), np.asarray(b, dt))
+            _check(out.astype(dt), np.asarray(a, dt), np.asarray(b, dt))
 
 
 @pytest.mark.parametrize("dt", ["int8", "uint64", "float32", "complex128", "bool"])
