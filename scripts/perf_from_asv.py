@@ -2,7 +2,7 @@
 """Tables and plots for the docs' performance page, from the recorded asv results.
 
 For each machine under ``asv_bench/results/`` (or those named), takes the newest result file
-and writes
+and writes (from its fullest result file)
 
 * ``docs/_generated/perf_<machine>.md``: what ran (machine, date, commit, command) and
   tables of GFLOP/s with the ratio to the reference library, per backend and algorithm;
@@ -36,16 +36,27 @@ COMMANDS = {
 }
 
 
+def _count(res) -> int:
+    n = 0
+    for key in res.get_all_result_keys():
+        values = res.get_result_value(key, res.get_result_params(key))
+        n += sum(v is not None for v in (values if isinstance(values, list) else [values]))
+    return n
+
+
 def newest_result(machine_dir: Path):
+    """The fullest recording (most values), the newest among equals: history runs over many
+    commits record a few benchmarks each and must not hide the full table."""
     from asv.results import Results
 
-    best = None
+    best, best_key = None, None
     for path in machine_dir.glob("*.json"):
         if path.name == "machine.json":
             continue
         res = Results.load(str(path))
-        if best is None or (res.date or 0) > (best.date or 0):
-            best = res
+        key = (_count(res), res.date or 0)
+        if best is None or key > best_key:
+            best, best_key = res, key
     return best
 
 

@@ -8,8 +8,8 @@ still needed a CDN would show asv's "failed to load" error in the picture.
 
     python scripts/asv_publish_offline.py          # first: publish + vendor rewrite
     python scripts/screenshot_dashboard.py         # -> docs/_static/asv_grid.png, asv_graph.png
-    python scripts/screenshot_dashboard.py --graph "matmul.Square.track_gflops?x-axis=n&p-backend='cuda'" \\
-        --graph-name asv_graph_cuda.png
+    python scripts/screenshot_dashboard.py --grid-name "" --graph-name asv_graph_h100.png \\
+        --graph "matmul.Square.track_gflops?x-axis=n&p-backend='cuda'&p-backend='opencl'&machine=polymm-h100"
 
 Needs Debian's ``chromium`` (``apt-get install chromium``) or ``CHROMIUM=/path/to/chrome``.
 """
@@ -31,7 +31,8 @@ import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_GRAPH = "matmul.Square.track_gflops?x-axis=n&p-backend='cpu'&p-dtype='float32'"
+DEFAULT_GRAPH = ("matmul.Square.track_gflops?x-axis=n&p-backend='cpu'&p-dtype='float32'&y-axis-scale=log"
+                 "&machine=polymm-2core-ci&python=/work/main/.venv/bin/python")
 
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -80,7 +81,7 @@ def main(argv=None) -> int:
     parser.add_argument("--html-dir", default=str(ROOT / "asv_bench" / "html"))
     parser.add_argument("--out-dir", default=str(ROOT / "docs" / "_static"))
     parser.add_argument("--graph", default=DEFAULT_GRAPH, help="asv graph location: benchmark?params")
-    parser.add_argument("--grid-name", default="asv_grid.png")
+    parser.add_argument("--grid-name", default="asv_grid.png", help="file name of the grid picture ('' for none)")
     parser.add_argument("--graph-name", default="asv_graph.png")
     parser.add_argument("--size", default="1400,1000", help="window size W,H")
     parser.add_argument("--wait-ms", type=int, default=20000, help="virtual time the page gets to load and draw")
@@ -99,7 +100,8 @@ def main(argv=None) -> int:
     graph_hash = location + ("?" + "&".join(f"{urllib.parse.quote(k)}={urllib.parse.quote(v)}" for k, v in pairs)
                              if pairs else "")
     with serve(html) as base:
-        shoot(chromium, f"{base}/index.html", out_dir / args.grid_name, args.size, args.wait_ms)
+        if args.grid_name:
+            shoot(chromium, f"{base}/index.html", out_dir / args.grid_name, args.size, args.wait_ms)
         shoot(chromium, f"{base}/index.html#{graph_hash}", out_dir / args.graph_name, args.size, args.wait_ms)
     return 0
 
