@@ -2,8 +2,8 @@
 
 Run:  NUMBA_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 python bench/bench.py [algorithm] [sizes]
 
-NumPy and the backend are timed alternately (so both see the same machine
-load); medians and bests of the repetitions are printed.
+NumPy and the backend are timed in alternating blocks (so both see the same
+machine load); medians and bests of the repetitions are printed.
 """
 import os
 import sys
@@ -14,15 +14,23 @@ import numpy as np
 from polymm_numba import CPUBackend
 
 
-def interleaved(fns, reps):
-    for f in fns:
-        f()
+def interleaved(fns, reps, rounds=3, pause=0.3):
+    """Median and best time of each function over ``rounds`` blocks of ``reps`` calls.
+
+    Blocks of different functions alternate, with a pause before each block
+    and one untimed call to open it.  Without the pause, whichever function
+    runs right after OpenBLAS competes with OpenBLAS's worker threads, which
+    keep spinning for a while after a call.
+    """
     ts = [[] for _ in fns]
-    for _ in range(reps):
+    for _ in range(rounds):
         for f, t in zip(fns, ts):
-            t0 = time.perf_counter()
+            time.sleep(pause)
             f()
-            t.append(time.perf_counter() - t0)
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                f()
+                t.append(time.perf_counter() - t0)
     return [(float(np.median(t)), min(t)) for t in ts]
 
 
@@ -37,7 +45,7 @@ def main():
             a = (rng.random((1, n, n)) + 0.5).astype(dt)
             b = (rng.random((1, n, n)) + 0.5).astype(dt)
             out = np.empty((1, n, n), dt)
-            reps = 5 if n >= 2048 else 11
+            reps = 2 if n >= 2048 else 5
             (tn, bn), (tb, bb) = interleaved(
                 [lambda: np.matmul(a[0], b[0]), lambda: be.matmul(a, b, out, alg)], reps)
             gf = 2.0 * n ** 3 / 1e9
@@ -58,8 +66,8 @@ def main():
         for _ in range(n):
             np.matmul(a2, b2)
 
-    (tb, bb), (tn, bn) = interleaved([loop_backend, loop_numpy], 7)
-    print(f"4x4 float32 (best of 7 x {n} calls): backend.matmul {bb / n * 1e6:.2f} us/call,"
+    (tb, bb), (tn, bn) = interleaved([loop_backend, loop_numpy], 3)
+    print(f"4x4 float32 (best of 9 x {n} calls): backend.matmul {bb / n * 1e6:.2f} us/call,"
           f" numpy.matmul {bn / n * 1e6:.2f} us/call")
     print(be.devices()[0], "| load average %.2f %.2f %.2f" % os.getloadavg())
 

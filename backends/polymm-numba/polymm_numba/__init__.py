@@ -173,12 +173,22 @@ class CPUBackend(Backend):
             raise ValueError(f"unknown algorithm {algorithm!r}; "
                              f"choose one of {self.algorithms}")
         fn = self._kernel(kind, dt)
-        if self._serialise:
-            with _PARALLEL_LOCK:
+        # Hand out loop iterations one at a time instead of one even share per
+        # thread: a thread that loses its core for a while (a busy machine)
+        # then no longer holds every other thread at the end of the loop.
+        # The iterations are coarse (packed blocks, output tiles, rows), so
+        # the dynamic hand-out costs nothing measurable; the user's setting
+        # is restored afterwards.
+        old = numba.set_parallel_chunksize(1)
+        try:
+            if self._serialise:
+                with _PARALLEL_LOCK:
+                    fn(*args)
+                    self._serialise = numba.threading_layer() == "workqueue"
+            else:
                 fn(*args)
-                self._serialise = numba.threading_layer() == "workqueue"
-        else:
-            fn(*args)
+        finally:
+            numba.set_parallel_chunksize(old)
 
     def dtypes(self):
         return CONTRACT_DTYPES
