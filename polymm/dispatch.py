@@ -59,8 +59,7 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
 
     promotion.check_operand_dtype(x1.dtype, "x1")
     promotion.check_operand_dtype(x2.dtype, "x2")
-    dtype = kind.result_type(x1, x2)
-    promotion.check_operand_dtype(dtype, "the result")
+    dtype = promotion.check_operand_dtype(kind.result_type(x1, x2), "the result").newbyteorder("=")
     shape = matmul_shape(tuple(x1.shape), tuple(x2.shape))
 
     name = selected_backend(backend, library)
@@ -81,7 +80,7 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
 
     impl.check_dtype(dtype, x1)
     if library != compute:
-        x1, x2 = impl.from_numpy(x1), impl.from_numpy(x2)
+        x1, x2 = (impl.from_numpy(x if x.dtype.isnative else x.astype(x.dtype.newbyteorder("="))) for x in (x1, x2))
         kind = kind_named(compute)
 
     result = _compute(impl, kind, x1, x2, shape, dtype, algorithm, out if library == compute else None)

@@ -16,7 +16,7 @@ def check_operand_dtype(dtype, which: str) -> np.dtype:
         dtype = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"polymm.matmul: {which} has unsupported dtype {dtype}; supported: {_NAMES}") from None
-    if dtype not in SUPPORTED:
+    if dtype.newbyteorder("=") not in SUPPORTED:  # byte-swapped data is cast to native order on the way in
         raise TypeError(f"polymm.matmul: {which} has unsupported dtype {dtype}; supported: {_NAMES}")
     return dtype
 

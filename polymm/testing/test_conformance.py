@@ -195,6 +195,14 @@ def test_memory_layouts(polymm_backend, polymm_algorithm, layout, dtype, rng):
     np.testing.assert_array_equal(x2, snapshot[1])
 
 
+def test_byte_swapped_inputs(polymm_backend, rng):
+    x1 = random_array(rng, (9, 17), "float64").astype(">f8")
+    x2 = random_array(rng, (17, 5), "int32").astype(">i4")
+    result = polymm.matmul(x1, x2, backend=polymm_backend)
+    assert result.dtype == np.float64 and result.dtype.isnative
+    assert_matches(result, x1.astype(np.float64), x2.astype(np.float64))
+
+
 # -- out= -------------------------------------------------------------------------------------
 
 def test_out_is_filled_and_returned(polymm_backend, polymm_algorithm, rng):
