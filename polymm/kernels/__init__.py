@@ -71,7 +71,8 @@ class KernelParams:
     fast path (local-memory shape); ``mr``: rows of the register kernel of the
     CPU shape, which walks a work-item's ``mwg/mdimc`` x ``nwg/ndimc`` block
     ``mr`` x ``nr`` at a time (``nr=0``: all columns) and K in chunks of
-    ``kwg``; ``maxrreg``: register cap per work-item for
+    ``kwg``; ``pack_b``: copy each KWG x NR chunk of B to contiguous private
+    memory first (CPU shape; avoids cache-set conflicts); ``maxrreg``: register cap per work-item for
     backends that can set one at build time (0: the compiler's choice; not
     part of the source).
     """
@@ -88,6 +89,7 @@ class KernelParams:
     use_local: bool = True
     mr: int = 6
     nr: int = 0
+    pack_b: bool = False
     maxrreg: int = 0
 
     @property
@@ -215,7 +217,7 @@ def render(dialect: str, kernel: str, dtype, params: KernelParams | None = None,
     defines.update(
         TS=str(params.ts), MWG=str(params.mwg), NWG=str(params.nwg), KWG=str(params.kwg),
         MDIMC=str(params.mdimc), NDIMC=str(params.ndimc), VW=str(params.vw), PAD=str(params.pad),
-        GVW=str(params.gvw), MR=str(params.mr), NR=str(params.nr or params.wptn),
+        GVW=str(params.gvw), MR=str(params.mr), PM_RB_PACK_B="1" if params.pack_b else "0", NR=str(params.nr or params.wptn),
         PM_DYNAMIC_LOCAL="1" if kernel == "tiled-dynamic" else "0",
         PM_RB_LOCAL="1" if params.use_local else "0",
         PM_RB_VEC_A="1" if (vec_a and vector_ok) else "0",

@@ -202,6 +202,20 @@ KERNEL void polymm_regblock(PM_ARGS)
         for (int k0 = 0; k0 < K; k0 += KWG) {
             const int k_end = (k0 + KWG < K) ? k0 + KWG : K;
             for (int c = 0; c < WPTN; c += NR) {      /* NR-column slices: B chunk in L1 */
+#if PM_RB_PACK_B
+                /* Copy the KWG x NR chunk of B to contiguous private memory once:
+                 * B's rows are N apart, so with N a large power of two they all
+                 * fall into one cache set and would be evicted between MR-slices. */
+                VEC_T b_pack[KWG * (NR / VW)];
+                {
+                    GLOBAL const ELEM_T* b_src = B + b_base + n0 + c + (INDEX_T)k0 * b_sk;
+                    for (int k = 0; k < k_end - k0; ++k) {
+                        PM_UNROLL
+                        for (int j = 0; j < NR / VW; ++j) b_pack[k * (NR / VW) + j] = VLOADN(b_src + j * VW);
+                        b_src += b_sk;
+                    }
+                }
+#endif
                 for (int r = 0; r < WPTM; r += MR) {  /* MR-row slices: A chunk in L2 */
                     if (m0 + r >= M) break;
                     VEC_T acc[MR][NR / VW];
@@ -212,12 +226,19 @@ KERNEL void polymm_regblock(PM_ARGS)
                         for (int j = 0; j < NR / VW; ++j)
                             acc[i][j] = (k0 == 0 || m0 + r + i >= M) ? (VEC_T)(0) : VLOADN(c_ptr + j * VW);
                     }
+#if !PM_RB_PACK_B
                     GLOBAL const ELEM_T* b_ptr = B + b_base + n0 + c + (INDEX_T)k0 * b_sk;
+#endif
                     for (int k = k0; k < k_end; ++k) {
                         VEC_T b_vec[NR / VW];
+#if PM_RB_PACK_B
+                        PM_UNROLL
+                        for (int j = 0; j < NR / VW; ++j) b_vec[j] = b_pack[(k - k0) * (NR / VW) + j];
+#else
                         PM_UNROLL
                         for (int j = 0; j < NR / VW; ++j) b_vec[j] = VLOADN(b_ptr + j * VW);
                         b_ptr += b_sk;
+#endif
                         PM_UNROLL
                         for (int i = 0; i < MR; ++i) {
                             const VEC_T a_bcast = (VEC_T)(A[a_row[r + i] + (INDEX_T)k * a_sk]);

@@ -24,8 +24,10 @@ from polymm.kernels import KernelParams
 
 from . import params as _params
 
-#: CPU shape candidates: (rows per work-item, mr, columns, vw, mdimc, kwg), per 4-byte float.
+#: CPU shape candidates: (rows per work-item, mr, columns, vw, mdimc, kwg[, nr, pack_b]),
+#: columns and nr in 4-byte floats.
 _CPU_SHAPES = [
+    (96, 6, 16, 8, 1, 256, 0, True), (48, 6, 64, 8, 1, 256, 16, True), (48, 6, 16, 8, 4, 256, 0, True),
     (48, 6, 16, 8, 4, 256), (48, 6, 16, 8, 1, 256), (96, 6, 16, 8, 1, 256), (24, 6, 16, 8, 4, 256),
     (48, 6, 16, 8, 4, 128), (48, 6, 16, 8, 4, 512), (48, 4, 16, 8, 4, 256), (48, 6, 24, 8, 4, 256),
     (6, 6, 16, 8, 4, 4096),
@@ -46,10 +48,11 @@ def candidates(device, dtype) -> list[KernelParams]:
     found = [_params.table_params(device, dtype)]
     if _params._is_cpu(device):
         width = max(1, 32 // dtype.itemsize)  # PoCL wheels target 256-bit vectors
-        for rows, mr, cols, vw, mdimc, kwg in _CPU_SHAPES:
-            cols = cols * width // 8
-            found.append(KernelParams(mwg=rows * mdimc, nwg=cols, kwg=kwg, mdimc=mdimc, ndimc=1,
-                                      vw=width, mr=mr, use_local=False))
+        for rows, mr, cols, vw, mdimc, kwg, *rest in _CPU_SHAPES:
+            nr, pack_b = rest or (0, False)
+            found.append(KernelParams(mwg=rows * mdimc, nwg=cols * width // 8, kwg=kwg, mdimc=mdimc,
+                                      ndimc=1, vw=width, mr=mr, nr=nr * width // 8, pack_b=pack_b,
+                                      use_local=False))
     else:
         gvw = 4 if dtype.itemsize <= 4 else 2
         for mwg, nwg, kwg, mdimc, ndimc, pad, maxrreg in _GPU_SHAPES:

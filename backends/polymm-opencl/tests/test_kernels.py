@@ -31,12 +31,14 @@ VARIANTS = [
     ("regblock", GPU_SHAPE, {"vec_a": True, "vec_b": True}),
     ("regblock", CPU_SHAPE, {}),
     ("regblock", CPU_SHAPE, {"vec_b": True}),
+    ("regblock", CPU_SHAPE.replace(nwg=32, nr=16, pack_b=True), {"vec_b": True}),
 ]
 
 
 def _variant_id(v):
     kernel, params, flags = v
     shape = "" if params is None else ("-local" if params.use_local else "-cpu")
+    shape += "-packed" if params is not None and params.pack_b else ""
     return kernel + shape + "".join(f"-{k}" for k in flags)
 
 
