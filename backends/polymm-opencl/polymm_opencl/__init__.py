@@ -129,7 +129,9 @@ def describe_device(platform, device, p_index=None, d_index=None) -> str:
     import pyopencl as cl
 
     where = f"{p_index}:{d_index} " if p_index is not None else ""
-    return (f"{where}{device.name.strip()} [{cl.device_type.to_string(device.type)}] on "
+    kinds = [name for name, bit in (("GPU", cl.device_type.GPU), ("CPU", cl.device_type.CPU),
+                                    ("accelerator", cl.device_type.ACCELERATOR)) if device.type & bit]
+    return (f"{where}{device.name.strip()} [{'/'.join(kinds) or 'other'}] on "
             f"{platform.name.strip()}: {device.max_compute_units} compute units, "
             f"local memory {device.local_mem_size // 1024} KiB, "
             f"max work-group {device.max_work_group_size}, "

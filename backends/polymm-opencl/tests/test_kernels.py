@@ -202,3 +202,24 @@ def test_devices_listed():
 
     backend = polymm.get_backend("opencl")
     assert backend.devices() and "local memory" in backend.devices()[0]
+
+
+def test_build_failure_carries_the_compiler_log(queue, monkeypatch):
+    import polymm_opencl
+
+    backend = polymm_opencl.OpenCLBackend()
+    monkeypatch.setattr(polymm_opencl, "render", lambda *a, **k: "__kernel void polymm_naive( { oops }")
+    a = cl_array.to_device(queue, np.ones((1, 2, 2), np.float32))
+    out = cl_array.empty(queue, (1, 2, 2), np.float32)
+    with pytest.raises(polymm_opencl.KernelBuildError, match="naive"):
+        backend.launch(a, a, out, "naive", None)
+
+
+def test_fp64_refused_by_name_on_devices_without_it(monkeypatch):
+    import polymm_opencl
+
+    backend = polymm_opencl.OpenCLBackend()
+    monkeypatch.setattr(polymm_opencl, "_has_fp64", lambda device: False)
+    with pytest.raises(TypeError, match="fp64"):
+        backend.check_dtype(np.dtype("complex128"), np.ones(2))
+    backend.check_dtype(np.dtype("float16"), np.ones(2))  # float16 works everywhere
