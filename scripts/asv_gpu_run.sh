@@ -55,6 +55,12 @@ EOF
     echo "asv_gpu_run: no Git history here; using a stand-in for commit $commit"
 fi
 
+pack() {
+    [ -d "$root/asv_bench/results/$machine" ] || return 0
+    tar czf "$out/.asv-results.tmp" -C "$root/asv_bench" "results/$machine" \
+        && mv "$out/.asv-results.tmp" "$out/asv-results-$machine.tgz"
+}
+
 PYTHON="$python" "$root/scripts/asv_machine.sh" "$machine" >/dev/null || exit 2
 cd "$root/asv_bench"
 
@@ -126,7 +132,7 @@ for entry in "${slices[@]}"; do
     timeout --kill-after=10 "$seconds" "$python" -m asv run --config asv.existing.conf.json \
         --machine "$machine" --set-commit-hash "$commit" --show-stderr --bench "$regex"
     echo "asv_gpu_run: slice $name exit $? after $(( $(date +%s) - start ))s"
+    pack   # after every slice: if the whole command is cut short, what is done still comes back
 done
-
-tar czf "$out/asv-results-$machine.tgz" -C "$root/asv_bench" "results/$machine"
+pack
 echo "asv_gpu_run: packed $(tar tzf "$out/asv-results-$machine.tgz" | wc -l) entries into $out/asv-results-$machine.tgz"
