@@ -21,11 +21,14 @@ _VECTOR = ("float32", "float64")
 #: CPU shape (PM_RB_LOCAL = 0): a work-item computes (mwg/mdimc) x (nwg/ndimc)
 #: of C, mr rows at a time with vw-wide vectors along N (PoCL's wheel targets
 #: AVX2: 8 floats per register, 16 registers -> 6 x 16 accumulators), K in
-#: chunks of kwg; the mdimc work-items of a group run on one thread back to
+#: chunks of kwg (each chunk of B copied to contiguous private memory first:
+#: pack_b); the mdimc work-items of a group run on one thread back to
 #: back and share the B panel in cache.
 CPU_TABLE = {
-    "float32": KernelParams(mwg=192, nwg=16, kwg=256, mdimc=4, ndimc=1, vw=8, mr=6, use_local=False),
-    "float64": KernelParams(mwg=192, nwg=8, kwg=256, mdimc=4, ndimc=1, vw=4, mr=6, use_local=False),
+    "float32": KernelParams(mwg=192, nwg=16, kwg=256, mdimc=4, ndimc=1, vw=8, mr=6, pack_b=True,
+                            use_local=False),
+    "float64": KernelParams(mwg=192, nwg=8, kwg=256, mdimc=4, ndimc=1, vw=4, mr=6, pack_b=True,
+                            use_local=False),
     "other": KernelParams(mwg=4, nwg=8, kwg=1, mdimc=1, ndimc=1, vw=1, mr=1, use_local=False),
 }
 
