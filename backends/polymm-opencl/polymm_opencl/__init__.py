@@ -144,51 +144,6 @@ def list_devices() -> list[str]:
     return [describe_device(pl, dev, p, d) for p, d, pl, dev in _all_devices()]
 
 
-def _uploaded_array_class():
-    """``pyopencl.array.Array`` that remembers its NumPy source for ``astype``.
-
-    The core converts operands to the result dtype *after* :meth:`from_numpy`;
-    PyOpenCL cannot convert to or from float16 (needs cl_khr_fp16) or bool, so
-    uploads convert on the host instead.
-    """
-    global _UploadedArray
-    if _UploadedArray is None:
-        import pyopencl.array as cl_array
-
-        class UploadedArray(cl_array.Array):
-            polymm_host = None
-
-            def astype(self, dtype, queue=None):
-                host = self.polymm_host
-                if host is None or host.shape != self.shape or host.dtype != self.dtype:
-                    return super().astype(dtype, queue)
-                return _numpy_to_device(queue or self.queue, host.astype(dtype))
-
-        # The core recognises PyOpenCL arrays by their type's module.
-        UploadedArray.__module__ = cl_array.Array.__module__
-        _UploadedArray = UploadedArray
-    return _UploadedArray
-
-
-_UploadedArray = None
-
-
-#: Source dtypes the core may later convert to or from float16/bool, which
-#: PyOpenCL's astype cannot do (int8/uint8/bool promote to float16 with it).
-_HOST_CAST_DTYPES = tuple(np.dtype(t) for t in ("float16", "bool", "int8", "uint8"))
-
-
-def _numpy_to_device(queue, x: np.ndarray):
-    result = _upload(queue, x)
-    if x.dtype not in _HOST_CAST_DTYPES:
-        return result
-    uploaded = _uploaded_array_class()
-    wrapped = uploaded(queue, result.shape, result.dtype, strides=result.strides,
-                       data=result.base_data, offset=result.offset)
-    wrapped.polymm_host = x
-    return wrapped
-
-
 def _upload(queue, x: np.ndarray):
     """Upload ``x`` keeping its strides (0 and negative too) when that costs little.
 
@@ -258,7 +213,7 @@ class OpenCLBackend(Backend):
                                 f"(cl_khr_fp64), so it cannot compute {dtype}")
 
     def from_numpy(self, x):
-        return _numpy_to_device(default_queue(), np.asarray(x))
+        return _upload(default_queue(), np.asarray(x))
 
     def to_numpy(self, x):
         return x.get()
