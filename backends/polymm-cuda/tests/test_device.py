@@ -23,6 +23,7 @@ pytestmark = pytest.mark.skipif(_NDEV < 1, reason="no CUDA device")
 
 from polymm.backend import CONTRACT_DTYPES  # noqa: E402
 from polymm_cuda import CUDABackend, fastgemm  # noqa: E402
+from polymm.testing import random_array  # noqa: E402
 
 DTYPES = [d.name for d in CONTRACT_DTYPES]
 ALGORITHMS = ("naive", "tiled", "auto")
@@ -36,18 +37,6 @@ def backend():
     return CUDABackend()
 
 
-def _random(rng, shape, dtype):
-    dt = np.dtype(dtype)
-    if dt == np.bool_:
-        return rng.random(shape) < 0.15
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        return rng.integers(info.min, info.max, size=shape, dtype=dt, endpoint=True)
-    if dt.kind == "c":
-        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
-    return rng.standard_normal(shape).astype(dt)
-
-
 def _operands(rng, layout, bt, m, n, k, dtype):
     """Host arrays a (B,M,K), b (B,K,N) with the layout's strides, then put on the GPU
     preserving those strides (views of device buffers)."""
@@ -55,45 +44,45 @@ def _operands(rng, layout, bt, m, n, k, dtype):
         return x
 
     if layout == "c":
-        a, b = _random(rng, (bt, m, k), dtype), _random(rng, (bt, k, n), dtype)
+        a, b = random_array(rng, (bt, m, k), dtype), random_array(rng, (bt, k, n), dtype)
         return cp.asarray(a), cp.asarray(b), a, b
     if layout == "at":
-        a = _random(rng, (bt, k, m), dtype)
-        b = _random(rng, (bt, k, n), dtype)
+        a = random_array(rng, (bt, k, m), dtype)
+        b = random_array(rng, (bt, k, n), dtype)
         return cp.asarray(a).transpose(0, 2, 1), cp.asarray(b), a.transpose(0, 2, 1), b
     if layout == "bt":
-        a = _random(rng, (bt, m, k), dtype)
-        b = _random(rng, (bt, n, k), dtype)
+        a = random_array(rng, (bt, m, k), dtype)
+        b = random_array(rng, (bt, n, k), dtype)
         return cp.asarray(a), cp.asarray(b).transpose(0, 2, 1), a, b.transpose(0, 2, 1)
     if layout == "neg":
-        a = _random(rng, (bt, m, k), dtype)
-        b = _random(rng, (bt, k, n), dtype)
+        a = random_array(rng, (bt, m, k), dtype)
+        b = random_array(rng, (bt, k, n), dtype)
         return (cp.asarray(a)[::-1, ::-1, :], cp.asarray(b)[:, ::-1, ::-1],
                 a[::-1, ::-1, :], b[:, ::-1, ::-1])
     if layout == "bcast":
-        a = _random(rng, (1, m, k), dtype)
-        b = _random(rng, (bt, k, n), dtype)
+        a = random_array(rng, (1, m, k), dtype)
+        b = random_array(rng, (bt, k, n), dtype)
         return (cp.broadcast_to(cp.asarray(a), (bt, m, k)), cp.asarray(b),
                 np.broadcast_to(a, (bt, m, k)), b)
     if layout == "slice":
-        a = _random(rng, (bt, 2 * m, 3 * k), dtype)
-        b = _random(rng, (bt, 2 * k, n + 1), dtype)
+        a = random_array(rng, (bt, 2 * m, 3 * k), dtype)
+        b = random_array(rng, (bt, 2 * k, n + 1), dtype)
         return (cp.asarray(a)[:, ::2, ::3], cp.asarray(b)[:, ::2, 1:],
                 a[:, ::2, ::3], b[:, ::2, 1:])
     if layout == "misaligned":
-        a = _random(rng, (bt, m, k + 1), dtype)
-        b = _random(rng, (bt, k, n + 3), dtype)
+        a = random_array(rng, (bt, m, k + 1), dtype)
+        b = random_array(rng, (bt, k, n + 3), dtype)
         return (cp.asarray(a)[:, :, 1:], cp.asarray(b)[:, :, 3:], a[:, :, 1:], b[:, :, 3:])
     if layout in ("padded", "padded-t"):
         # Aligned rows of a wider buffer (leading dimension a multiple of 4, K and N not):
         # 16-byte vector loads apply although K % 4 != 0.
         lk, ln = -(-k // 4) * 4 + 4, -(-n // 4) * 4 + 4
-        wa = _random(rng, (bt, m, lk), dtype)
+        wa = random_array(rng, (bt, m, lk), dtype)
         da, ha = cp.asarray(wa)[:, :, :k], wa[:, :, :k]
         if layout == "padded":
-            wb = _random(rng, (bt, k, ln), dtype)
+            wb = random_array(rng, (bt, k, ln), dtype)
             return da, cp.asarray(wb)[:, :, :n], ha, wb[:, :, :n]
-        wb = _random(rng, (bt, n, lk), dtype)
+        wb = random_array(rng, (bt, n, lk), dtype)
         return da, cp.asarray(wb)[:, :, :k].transpose(0, 2, 1), ha, wb[:, :, :k].transpose(0, 2, 1)
     raise AssertionError(layout)
 

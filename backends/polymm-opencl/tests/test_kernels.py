@@ -15,6 +15,7 @@ import pytest
 
 from polymm.backend import CONTRACT_DTYPES
 from polymm.kernels import KERNELS, KernelParams, kernel_name, launch_geometry, render
+from polymm.testing import random_array
 
 pyopencl = pytest.importorskip("pyopencl")
 cl_array = pytest.importorskip("pyopencl.array")
@@ -99,18 +100,6 @@ def test_launch_geometry():
         assert all(gi % li == 0 for gi, li in zip(g, l))
 
 
-def _random(rng, shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.3
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
-    if dtype.kind == "c":
-        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
-
-
 def _reference(a, b):
     if a.dtype == np.float16:
         return (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
@@ -128,16 +117,16 @@ def _check(result, expected):
 def _operands(rng, dtype, layout, batch=3, M=37, K=29, N=43):
     """(a, b) NumPy views of shape (batch, M, K), (batch, K, N) in a stride pattern."""
     if layout == "contiguous":
-        return _random(rng, (batch, M, K), dtype), _random(rng, (batch, K, N), dtype)
+        return random_array(rng, (batch, M, K), dtype), random_array(rng, (batch, K, N), dtype)
     if layout == "transposed":
-        return (_random(rng, (batch, K, M), dtype).transpose(0, 2, 1),
-                _random(rng, (batch, N, K), dtype).transpose(0, 2, 1))
+        return (random_array(rng, (batch, K, M), dtype).transpose(0, 2, 1),
+                random_array(rng, (batch, N, K), dtype).transpose(0, 2, 1))
     if layout == "negative":
-        return (_random(rng, (batch, M, 2 * K), dtype)[::-1, ::-1, ::-2],
-                _random(rng, (batch, K + 3, N), dtype)[:, :K][:, ::-1])
+        return (random_array(rng, (batch, M, 2 * K), dtype)[::-1, ::-1, ::-2],
+                random_array(rng, (batch, K + 3, N), dtype)[:, :K][:, ::-1])
     if layout == "broadcast":
-        a = np.broadcast_to(_random(rng, (1, M, K), dtype), (batch, M, K))
-        return a, _random(rng, (batch, K, N), dtype)
+        a = np.broadcast_to(random_array(rng, (1, M, K), dtype), (batch, M, K))
+        return a, random_array(rng, (batch, K, N), dtype)
     raise ValueError(layout)
 
 
