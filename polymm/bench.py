@@ -32,6 +32,7 @@ class Measurement:
     ratio: float
     correct: bool
     error: str | None = None
+    clblast_gflops: float | None = None  # OpenCL backends, where pyclblast is importable
 
     def as_dict(self):
         return asdict(self)
@@ -115,10 +116,31 @@ def _measure(name, impl, algorithm, host_a, host_b, dtype, repeat, ref_cache):
         ref_out = ref_matmul(ra, rb)
         ref_cache[ref_name] = median_time(lambda: ref_matmul(ra, rb, out=ref_out), ref_sync, repeat)
     ref_seconds = ref_cache[ref_name]
+    clblast = None
+    if impl.array_library == "pyopencl":
+        if "clblast" not in ref_cache:
+            ref_cache["clblast"] = _clblast_seconds(a, b, impl.synchronize, repeat)
+        clblast = ref_cache["clblast"] and ops / ref_cache["clblast"] / 1e9
     return Measurement(
         name, algorithm, str(np.dtype(dtype)), m, n, k, seconds, ops / seconds / 1e9,
-        ref_name, ops / ref_seconds / 1e9, ref_seconds / seconds, correct, error,
+        ref_name, ops / ref_seconds / 1e9, ref_seconds / seconds, correct, error, clblast,
     )
+
+
+def _clblast_seconds(a, b, synchronize, repeat):
+    """CLBlast's tuned GEMM on the same OpenCL arrays, for comparison; None where pyclblast is absent."""
+    try:
+        import pyclblast
+        import pyopencl.array as cl_array
+    except ImportError:
+        return None
+    if a.dtype.kind not in "fc" or a.dtype == np.float16:
+        return None
+    m, k = a.shape
+    n = b.shape[1]
+    c = cl_array.empty(a.queue, (m, n), a.dtype)
+    call = lambda: pyclblast.gemm(a.queue, m, n, k, a, b, c, a_ld=k, b_ld=n, c_ld=n)  # noqa: E731
+    return median_time(call, synchronize, repeat)
 
 
 def call_overhead(name: str, size: int, dtype="float32", repeat: int = 7) -> dict:

@@ -76,10 +76,16 @@ def _bench(args) -> int:
         for column in ("backend", "algorithm", "dtype", "M x N x K", "ms", "GFLOP/s", "reference", "ref GFLOP/s",
                        "ratio", "check"):
             table.add_column(column, justify="right" if column in ("ms", "GFLOP/s", "ref GFLOP/s", "ratio") else "left")
+        clblast = any(r.clblast_gflops for r in results)
+        if clblast:
+            table.add_column("CLBlast GFLOP/s", justify="right")
         for r in results:
-            table.add_row(r.backend, r.algorithm, r.dtype, f"{r.m}x{r.n}x{r.k}", f"{r.seconds * 1e3:.3f}",
-                          f"{r.gflops:.1f}", r.reference, f"{r.reference_gflops:.1f}", f"{r.ratio:.2f}x",
-                          "[green]ok[/]" if r.correct else f"[red]WRONG[/] {r.error}")
+            row = [r.backend, r.algorithm, r.dtype, f"{r.m}x{r.n}x{r.k}", f"{r.seconds * 1e3:.3f}",
+                   f"{r.gflops:.1f}", r.reference, f"{r.reference_gflops:.1f}", f"{r.ratio:.2f}x",
+                   "[green]ok[/]" if r.correct else f"[red]WRONG[/] {r.error}"]
+            if clblast:
+                row.append(f"{r.clblast_gflops:.1f}" if r.clblast_gflops else "-")
+            table.add_row(*row)
         console.print(table)
     if args.plot:
         bench.plot(results, args.plot)
