@@ -4,3 +4,4 @@
 """
 
 from polymm.testing.test_conformance import *  # noqa: F401,F403
+from polymm.testing.test_paths import *  # noqa: F401,F403,E402

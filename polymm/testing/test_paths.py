@@ -1,0 +1,100 @@
+"""Shapes at the edges between a backend's paths: every kernel a planner can pick, and its neighbours.
+
+Backends choose kernels by shape (small products, batches of tiny matrices,
+matrix-vector, deep K with split-K, big tiles).  Each entry of
+:data:`PATH_SHAPES` is a shape class of the cliff suite (:mod:`polymm.cliffs`),
+drawn small enough for CI and placed on or just beside a threshold, so the
+suite reaches every path and the seams between them.  Inputs are NumPy arrays;
+results go into poisoned buffers and are checked against the higher-precision
+reference, like the rest of the conformance suite.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from polymm.testing.reference import random_array
+from polymm.testing.test_conformance import rng, run  # noqa: F401  (rng is a fixture)
+
+#: (id, shape of x1, shape of x2). Extend this table when a backend gains a path.
+PATH_SHAPES = [
+    # tiny and small squares: the serial / low-latency paths and their edges
+    ("square-1", (1, 1), (1, 1)),
+    ("square-2", (2, 2), (2, 2)),
+    ("square-15", (15, 15), (15, 15)),
+    ("square-16", (16, 16), (16, 16)),
+    ("square-17", (17, 17), (17, 17)),
+    ("square-31", (31, 31), (31, 31)),
+    ("square-63", (63, 63), (63, 63)),
+    ("square-64", (64, 64), (64, 64)),
+    ("square-65", (65, 65), (65, 65)),
+    ("square-127", (127, 127), (127, 127)),
+    ("square-129", (129, 129), (129, 129)),
+    # batches of tiny and small matrices, full and broadcast
+    ("batch-300x4", (300, 4, 4), (300, 4, 4)),
+    ("batch-257x8", (257, 8, 8), (257, 8, 8)),
+    ("batch-129x16", (129, 16, 16), (129, 16, 16)),
+    ("batch-33x33", (33, 33, 33), (33, 33, 33)),
+    ("batch-9x64", (9, 64, 64), (9, 64, 64)),
+    ("batch-odd", (65, 7, 13), (65, 13, 5)),
+    ("batch-broadcast-a", (1, 16, 16), (200, 16, 16)),
+    ("batch-broadcast-b", (200, 16, 16), (16, 16)),
+    ("batch-broadcast-both", (20, 1, 8, 8), (1, 30, 8, 8)),
+    # matrix-vector, vector-matrix, and a few columns or rows
+    ("gemv", (300, 257), (257,)),
+    ("gevm", (257,), (257, 300)),
+    ("dot", (1000,), (1000,)),
+    ("batched-gemv", (5, 70, 90), (90,)),
+    ("n1", (300, 257), (257, 1)),
+    ("n2", (300, 257), (257, 2)),
+    ("n3", (129, 300), (300, 3)),
+    ("n4", (300, 257), (257, 4)),
+    ("n7", (129, 300), (300, 7)),
+    ("n8", (300, 257), (257, 8)),
+    ("n9", (300, 257), (257, 9)),
+    ("m1", (1, 257), (257, 300)),
+    ("m3", (3, 300), (300, 129)),
+    ("m8", (8, 257), (257, 300)),
+    ("m9", (9, 257), (257, 300)),
+    # deep K (split-K and its reduction), with K not a multiple of any block
+    ("deep-k", (8, 20000), (20000, 8)),
+    ("deep-k-odd", (13, 9001), (9001, 11)),
+    ("deep-k-32", (32, 16411), (16411, 32)),
+    ("deep-k-batched", (3, 9, 5003), (3, 5003, 10)),
+    # wide outer products (small K)
+    ("outer-k1", (300, 1), (1, 257)),
+    ("outer-k4", (513, 4), (4, 300)),
+    ("wide-k33", (400, 33), (33, 401)),
+    # bigger than one cache block in every direction, odd
+    ("large-odd", (301, 523), (523, 277)),
+]
+
+
+def _layouts(x: np.ndarray):
+    """The same values as C, Fortran and negatively strided arrays (2-D and up)."""
+    yield "c", x
+    if x.ndim >= 2:
+        yield "fortran", np.asfortranarray(x)
+        flipped = np.ascontiguousarray(x[..., ::-1, :])[..., ::-1, :]
+        yield "negative", flipped
+
+
+@pytest.mark.parametrize("case", PATH_SHAPES, ids=[c[0] for c in PATH_SHAPES])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "complex64"])
+def test_path_shapes(polymm_backend, polymm_algorithm, case, dtype, rng):  # noqa: F811
+    _, s1, s2 = case
+    x1 = random_array(rng, s1, dtype)
+    x2 = random_array(rng, s2, dtype)
+    run(polymm_backend, polymm_algorithm, x1, x2)
+
+
+@pytest.mark.parametrize("case", PATH_SHAPES, ids=[c[0] for c in PATH_SHAPES])
+def test_path_shapes_views(polymm_backend, case, rng):  # noqa: F811
+    """Fortran and negatively strided operands take the same paths and give the same answers."""
+    _, s1, s2 = case
+    x1 = random_array(rng, s1, "float32")
+    x2 = random_array(rng, s2, "float32")
+    for (_, a), (_, b) in zip(_layouts(x1), _layouts(x2)):
+        run(polymm_backend, "auto", a, b)
+
