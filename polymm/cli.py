@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 
@@ -53,7 +54,7 @@ def _bench(args) -> int:
     import polymm
     from polymm import bench
 
-    console = Console(stderr=args.json)
+    console = Console(stderr=args.json == "-")
     if not console.is_terminal:
         console.width = max(console.width, 150)
     if args.backend == "all":
@@ -64,14 +65,16 @@ def _bench(args) -> int:
             polymm.get_backend(name)  # clear error for unknown / unavailable names
     if args.overhead:
         return _overhead(names, args, console)
+    if args.suite == "cliffs":
+        return _cliffs(names, args, console)
     algorithms = args.algorithm.split(",") if args.algorithm else None
     dtypes = args.dtype.split(",")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         results = bench.run(names, algorithms, args.sizes, dtypes, repeat=args.repeat, progress=progress)
     if args.json:
-        print(json.dumps([r.as_dict() for r in results], indent=2))
-    else:
+        _write_json([r.as_dict() for r in results], args.json)
+    if args.json != "-":
         table = Table(title="polymm bench (median of repeats; ratio = polymm speed / reference speed)")
         for column in ("backend", "algorithm", "dtype", "M x N x K", "ms", "GFLOP/s", "reference", "ref GFLOP/s",
                        "ratio", "check"):
@@ -93,6 +96,72 @@ def _bench(args) -> int:
     return 0 if all(r.correct for r in results) else 1
 
 
+def _write_json(document, where: str) -> None:
+    """``--json``: to standard output (``-``, the bare flag) or to a file."""
+    text = json.dumps(document, indent=2)
+    if where == "-":
+        print(text)
+    else:
+        with open(where, "w") as f:
+            f.write(text + "\n")
+
+
+def _cliffs(names, args, console) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from polymm import cliffs
+
+    if args.sizes_given or args.algorithm:
+        raise ValueError("--suite cliffs runs its own fixed matrix with algorithm 'auto'; "
+                         "narrow it with --cases and --dtype instead of --sizes/--algorithm")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if load > 0.5 * (os.cpu_count() or 1):
+        console.print(f"[yellow]warning:[/] load average {load:.1f} on {os.cpu_count()} CPUs: "
+                      "other work shares this machine, so host timings will be noisy")
+    dtypes = args.dtype.split(",") if args.dtype_given else None
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        cells = cliffs.run(names, cases=args.cases, dtypes=dtypes, budget=args.budget, progress=progress)
+    document = cliffs.report(cells, names, "polymm " + " ".join(sys.argv[1:]))
+    if args.json:
+        _write_json(document, args.json)
+    if args.json != "-":
+        table = Table(title="polymm cliff suite: polymm.matmul speed / reference speed "
+                            "(best of interleaved samples, whole call)")
+        for column in ("backend", "case", "dtype", "shape", "ms", "GFLOP/s", "reference", "ref ms",
+                       "ratio", "check"):
+            table.add_column(column, justify="right" if column in ("ms", "GFLOP/s", "ref ms", "ratio") else "left")
+        clblast = any(c.clblast_ratio for c in cells)
+        if clblast:
+            table.add_column("vs CLBlast", justify="right")
+        for c in cells:
+            ratio = f"{c.ratio:.2f}x" + (" ~" if c.noisy else "")
+            colour = "red" if c.ratio < 0.5 else "yellow" if c.ratio < 0.8 else "green"
+            row = [c.backend, c.case, c.dtype, c.shape, f"{c.seconds * 1e3:.3f}", f"{c.gflops:.1f}",
+                   c.reference, f"{c.ref_seconds * 1e3:.3f}", f"[{colour}]{ratio}[/]",
+                   "[green]ok[/]" if c.correct else f"[red]WRONG[/] {c.error}"]
+            if clblast:
+                row.append(f"{c.clblast_ratio:.2f}x" if c.clblast_ratio else "-")
+            table.add_row(*row)
+        console.print(table)
+        for name, s in document["summary"].items():
+            console.print(f"[bold]{name}[/]: worst cell {s['worst']:.2f}x ({s['worst_case']}), "
+                          f"geomean {s['geomean']:.2f}x over {s['cells']} cells"
+                          + (f"; {len(s['noisy'])} noisy (~)" if s["noisy"] else ""))
+            floor = s.get("floor")
+            if floor:
+                f = floor["floor"]
+                console.print(f"  floor ({f['source']}): cells of {'/'.join(f['dtypes'])} with reference "
+                              f">= {f['min_ref_seconds'] * 1e6:.0f} us: worst {floor['worst']:.2f}x "
+                              f"({floor['worst_case']}) vs {f['worst']}, geomean {floor['geomean']:.2f}x vs "
+                              f"{f['geomean']}: " + ("[green]holds[/]" if floor["holds"] else "[red]not met[/]"))
+    if args.plot:
+        cliffs.plot(document, args.plot)
+        console.print(f"heatmap written to {args.plot}")
+    return 0 if all(c.correct for c in cells) else 1
+
+
 def _overhead(names, args, console) -> int:
     from rich.table import Table
 
@@ -104,8 +173,9 @@ def _overhead(names, args, console) -> int:
         size = args.overhead_size or (64 if polymm.get_backend(name).array_library == "cupy" else 4)
         rows.append(bench.call_overhead(name, size, args.dtype.split(",")[0]))
     if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
+        _write_json(rows, args.json)
+        if args.json == "-":
+            return 0
     table = Table(title="call overhead: polymm.matmul vs the reference on tiny inputs (median us per call)")
     for column in ("backend", "size", "dtype", "polymm us", "reference", "reference us", "extra us", "ratio"):
         table.add_column(column)
@@ -125,17 +195,33 @@ def main(argv=None) -> int:
     b = sub.add_parser("bench", help="time backends against NumPy (or cuBLAS) measured in the same run")
     b.add_argument("--backend", default="all", help="backend name(s), comma-separated, or 'all' available (default)")
     b.add_argument("--algorithm", default=None, help="algorithm(s), comma-separated (default: every one listed)")
-    b.add_argument("--sizes", type=_sizes, default=_sizes("256,512,1024"),
+    b.add_argument("--sizes", type=_sizes, default=None,
                    help="square sizes N or MxNxK shapes, comma-separated (default 256,512,1024)")
-    b.add_argument("--dtype", default="float32", help="dtype(s), comma-separated (default float32)")
+    b.add_argument("--dtype", default=None,
+                   help="dtype(s), comma-separated (default float32; the cliff suite: its own per case)")
     b.add_argument("--repeat", type=int, default=5, help="timed samples per case; the median is reported")
-    b.add_argument("--json", action="store_true", help="print results as JSON (table and progress go to stderr)")
-    b.add_argument("--plot", metavar="FILE.png", help="also draw GFLOP/s against size (needs matplotlib)")
+    b.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="write results as JSON to FILE, or to standard output when no FILE is given "
+                        "(table and progress then go to stderr)")
+    b.add_argument("--plot", metavar="FILE.png",
+                   help="also draw GFLOP/s against size, or the cliff suite's heatmap (needs matplotlib)")
+    b.add_argument("--suite", choices=["cliffs"],
+                   help="run a fixed matrix of cases instead of --sizes: 'cliffs' (squares, batches, broadcasts, "
+                        "matrix-vector, deep K, outer products, views; see polymm.cliffs)")
+    b.add_argument("--cases", metavar="PATTERNS",
+                   help="with --suite: only cases whose name matches one of these comma-separated patterns "
+                        "(shell-style, e.g. 'square-*,gemv-*')")
+    b.add_argument("--budget", type=float, default=0.8,
+                   help="with --suite: seconds of timing per cell, split between polymm and the reference")
     b.add_argument("--overhead", action="store_true",
                    help="measure per-call overhead on tiny inputs (4x4 on host, 64x64 on CUDA) instead")
     b.add_argument("--overhead-size", type=int, default=None, help="matrix size for --overhead")
     b.set_defaults(func=_bench)
     args = parser.parse_args(argv)
+    if args.command == "bench":
+        args.sizes_given, args.dtype_given = args.sizes is not None, args.dtype is not None
+        args.sizes = args.sizes or _sizes("256,512,1024")
+        args.dtype = args.dtype or "float32"
     try:
         return args.func(args)
     except (ValueError, TypeError, RuntimeError) as exc:

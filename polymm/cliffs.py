@@ -1,0 +1,507 @@
+"""The cliff suite: one fixed matrix of shapes that shows where a backend falls off a cliff.
+
+A backend that is fast on big squares can still be 20x slower than the vendor
+library on a matrix-vector product, a batch of tiny matrices or a transposed
+view.  ``polymm bench --suite cliffs`` times every case of :data:`CASES` end to
+end (``polymm.matmul`` as a user calls it, operands already on the device)
+against the backend's reference library, interleaved in the same process, and
+summarises each backend by its **worst cell** and the **geometric mean** of its
+ratios.  :data:`FLOORS` holds the floors the issues set, so the summary can say
+whether they hold; they are benchmark results, never test assertions.
+
+References: NumPy on host backends (``cpu``, OpenCL on a CPU device),
+``cupy.matmul`` (cuBLAS, TF32 off) on the same GPU for CuPy backends and for
+OpenCL devices that are NVIDIA GPUs, timed with CUDA events for CuPy backends.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+
+import polymm
+from polymm.bench import flops
+from polymm.testing.reference import assert_matches, poison, random_array
+
+__all__ = ["Case", "Floor", "CASES", "FLOORS", "Cell", "run", "summarise", "plot", "machine_info"]
+
+FLOAT_DTYPES = ("float32", "float64")
+#: The rest of the contract's dtypes, measured on one square and one skinny case.
+OTHER_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float16", "complex64", "complex128")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One product as a user writes it: operand shapes (1-D allowed) and how the operands are laid out.
+
+    ``layout`` is ``"c"``, ``"transposed"`` (both operands are ``.T`` of C arrays),
+    ``"fortran"``, ``"negative"`` (rows reversed: negative strides) or ``"step"``
+    (every other column of a twice-as-wide array).
+    """
+
+    name: str
+    group: str
+    x1: tuple[int, ...]
+    x2: tuple[int, ...]
+    layout: str = "c"
+    dtypes: tuple[str, ...] = FLOAT_DTYPES
+
+    def multiply_adds(self) -> int:
+        shape = np.broadcast_shapes(self.x1[:-2], self.x2[:-2]) if len(self.x1) > 1 and len(self.x2) > 1 else ()
+        m = self.x1[-2] if len(self.x1) > 1 else 1
+        n = self.x2[-1] if len(self.x2) > 1 else 1
+        batch = math.prod(shape) if shape else math.prod(self.x1[:-2] or self.x2[:-2] or (1,))
+        return batch * m * n * self.x1[-1]
+
+
+def _sq(n, dtypes=FLOAT_DTYPES, layout="c", name=None, group="square"):
+    return Case(name or f"square-{n}", group, (n, n), (n, n), layout, dtypes)
+
+
+#: The matrix. Every case runs in float32 and float64; the other dtypes run on
+#: ``square-256`` and ``n4-2048``. Names are stable: results are compared by name.
+CASES: tuple[Case, ...] = (
+    *(_sq(n) for n in (32, 64, 128, 255, 512, 1000, 1024, 2048, 4096)),
+    _sq(256, FLOAT_DTYPES + OTHER_DTYPES),
+    Case("batch-4096x8", "batched", (4096, 8, 8), (4096, 8, 8)),
+    Case("batch-4096x16", "batched", (4096, 16, 16), (4096, 16, 16)),
+    Case("batch-1024x32", "batched", (1024, 32, 32), (1024, 32, 32)),
+    Case("batch-256x64", "batched", (256, 64, 64), (256, 64, 64)),
+    Case("broadcast-1000x32", "broadcast", (1000, 32, 32), (32, 32)),
+    Case("broadcast-64x64x32", "broadcast", (64, 1, 32, 32), (1, 64, 32, 32)),
+    Case("gemv-4096", "matvec", (4096, 4096), (4096,)),
+    Case("gevm-4096", "matvec", (4096,), (4096, 4096)),
+    Case("n4-4096", "matvec", (4096, 4096), (4096, 4)),
+    Case("m4-4096", "matvec", (4, 4096), (4096, 4096)),
+    Case("n4-2048", "matvec", (2048, 2048), (2048, 4), dtypes=FLOAT_DTYPES + OTHER_DTYPES),
+    Case("deep-k-128", "deep-k", (128, 65536), (65536, 128)),
+    Case("deep-k-16", "deep-k", (16, 65536), (65536, 16)),
+    Case("outer-k32", "outer", (4096, 32), (32, 4096)),
+    Case("outer-k1", "outer", (2048, 1), (1, 2048)),
+    _sq(1024, layout="transposed", name="transposed-1024", group="views"),
+    _sq(1024, layout="fortran", name="fortran-1024", group="views"),
+    _sq(1024, layout="negative", name="negative-1024", group="views"),
+    _sq(1024, layout="step", name="step-1024", group="views"),
+)
+
+
+@dataclass(frozen=True)
+class Floor:
+    """What an issue asks of a backend: over cells of ``dtypes`` whose reference takes at least
+    ``min_ref_seconds``, the worst ratio and the geometric mean of the ratios."""
+
+    dtypes: tuple[str, ...]
+    min_ref_seconds: float
+    worst: float
+    geomean: float
+    source: str
+
+
+#: Floors by backend (and device kind for OpenCL); read by :func:`summarise`.
+FLOORS: dict[str, Floor] = {
+    "cpu": Floor(FLOAT_DTYPES, 50e-6, 0.8, 1.0, "issue 8: CPU backend without cliffs"),
+    "opencl:cpu": Floor(("float32",), 0.5e-3, 0.5, 0.8, "issue 8: OpenCL on PoCL"),
+    "opencl:gpu": Floor(("float32",), 0.0, 0.85, 0.85, "issue 9: OpenCL on an NVIDIA GPU vs cuBLAS"),
+    "cuda": Floor(("float32", "float64", "complex64", "complex128"), 0.0, 0.9, 0.9,
+                  "issue 9: CUDA vs cuBLAS (float64/complex128 SIMT cells reported only)"),
+}
+
+
+@dataclass
+class Cell:
+    """One measured (backend, case, dtype); times are the best per-call seconds of interleaved samples."""
+
+    backend: str
+    case: str
+    group: str
+    dtype: str
+    shape: str
+    layout: str
+    ratio: float
+    gflops: float
+    ref_gflops: float
+    seconds: float
+    ref_seconds: float
+    reference: str
+    noisy: bool
+    spread: float
+    ref_spread: float
+    samples: int
+    correct: bool
+    error: str | None = None
+    clblast_ratio: float | None = None
+
+
+# -- operands ------------------------------------------------------------------------------------
+
+def _base_shape(shape, layout):
+    if len(shape) < 2 or layout in ("c", "fortran", "negative"):
+        return shape
+    if layout == "transposed":
+        return shape[:-2] + (shape[-1], shape[-2])
+    if layout == "step":
+        return shape[:-1] + (2 * shape[-1],)
+    raise ValueError(f"unknown layout {layout!r}")
+
+
+def _view(xp, base, layout):
+    """``base`` seen with ``layout`` (works on NumPy and CuPy arrays alike)."""
+    if base.ndim < 2 or layout == "c":
+        return base
+    if layout == "transposed":
+        return xp.swapaxes(base, -1, -2)
+    if layout == "fortran":
+        return xp.asfortranarray(base)
+    if layout == "negative":
+        return base[..., ::-1, :]
+    if layout == "step":
+        return base[..., ::2]
+    raise ValueError(f"unknown layout {layout!r}")
+
+
+def _sampled_rows(x1, x2, result, rng, rows=8):
+    """A few rows of the product, so the check stays cheap on 4096-sized and deep-K cells."""
+    if x1.ndim < 2:
+        return x1, x2, result
+    m = x1.shape[-2]
+    pick = np.unique(rng.integers(0, m, size=min(m, rows)))
+    out_axis = -2 if x2.ndim >= 2 else -1
+    return x1[..., pick, :], x2, np.take(result, pick, axis=out_axis)
+
+
+# -- references and clocks -----------------------------------------------------------------------
+
+class _Side:
+    """How to run and time one side (ours or the reference) of a cell."""
+
+    def __init__(self, name, call, clock):
+        self.name, self.call, self.clock = name, call, clock
+
+
+def _host_clock(synchronize):
+    def clock(fn, inner):
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        synchronize()
+        return (time.perf_counter() - start) / inner
+    return clock
+
+
+def _cuda_clock():
+    import cupy
+
+    def clock(fn, inner):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        for _ in range(inner):
+            fn()
+        end.record()
+        end.synchronize()
+        return cupy.cuda.get_elapsed_time(start, end) / 1e3 / inner
+    return clock
+
+
+def _is_nvidia_opencl(impl) -> bool:
+    try:
+        from polymm_opencl import default_queue
+
+        device = default_queue().device
+        import pyopencl as cl
+
+        return bool(device.type & cl.device_type.GPU) and "nvidia" in device.vendor.lower()
+    except Exception:  # noqa: BLE001 - no OpenCL, no NVIDIA
+        return False
+
+
+def floor_key(name: str, impl) -> str:
+    """Which :data:`FLOORS` entry applies to backend ``name``."""
+    if impl.array_library == "pyopencl":
+        try:
+            from polymm_opencl import default_queue
+            import pyopencl as cl
+
+            return "opencl:gpu" if default_queue().device.type & cl.device_type.GPU else "opencl:cpu"
+        except Exception:  # noqa: BLE001
+            return "opencl:cpu"
+    return name
+
+
+class _Backend:
+    """A backend under test with its reference: operand placement, calls and clocks."""
+
+    def __init__(self, name):
+        self.name = name
+        self.impl = impl = polymm.get_backend(name)
+        if impl.array_library == "cupy":
+            import cupy
+
+            if os.environ.get("CUPY_TF32", "0") != "0":
+                raise RuntimeError("the cliff suite compares with cuBLAS in float32: unset CUPY_TF32")
+            self.ref_name, self.ref_xp, clock = "cupy.matmul", cupy, _cuda_clock()
+            self.ours_clock = self.ref_clock = clock
+        elif impl.array_library == "pyopencl" and _is_nvidia_opencl(impl):
+            import cupy
+
+            sync = cupy.cuda.get_current_stream().synchronize
+            self.ref_name, self.ref_xp = "cupy.matmul", cupy
+            self.ours_clock, self.ref_clock = _host_clock(impl.synchronize), _host_clock(sync)
+        else:
+            self.ref_name, self.ref_xp = "numpy.matmul", np
+            self.ours_clock, self.ref_clock = _host_clock(impl.synchronize), _host_clock(lambda: None)
+
+    def ours(self, base, layout):
+        """Our operand: CuPy views are made on the device; others are uploaded as host views."""
+        if self.impl.array_library == "cupy":
+            return _view(self.ref_xp, self.impl.from_numpy(base), layout)
+        return self.impl.from_numpy(_view(np, base, layout))
+
+    def reference(self, base, layout):
+        return _view(self.ref_xp, self.ref_xp.asarray(base), layout)
+
+
+# -- measuring -----------------------------------------------------------------------------------
+
+def _interleaved(ours, ref, budget):
+    """Best and median per-call seconds of ``ours`` and ``ref``, sampled alternately.
+
+    Each sample runs enough calls to last ~10 ms; rounds alternate which side
+    goes first so drift (clocks, load from elsewhere) hits both alike.
+    """
+    once = [max(side.clock(side.call, 1), 1e-7) for side in (ours, ref)]  # warm-up included
+    inner = [max(1, int(0.01 / t)) for t in once]
+    per_round = sum(i * t for i, t in zip(inner, once))
+    rounds = int(min(25, max(3, budget / per_round)))
+    samples = ([], [])
+    for r in range(rounds):
+        order = (0, 1) if r % 2 == 0 else (1, 0)
+        for which in order:
+            side = (ours, ref)[which]
+            samples[which].append(side.clock(side.call, inner[which]))
+    return [(min(s), float(np.median(s))) for s in samples], rounds
+
+
+def _clblast_ratio(backend, a, b, seconds, budget):
+    """Our time over CLBlast's on the same OpenCL arrays (plain 2-D float products), where pyclblast exists."""
+    if backend.impl.array_library != "pyopencl" or a.ndim != 2 or b.ndim != 2:
+        return None
+    if a.dtype.kind != "f" or a.dtype.itemsize < 4 or not (a.flags.c_contiguous and b.flags.c_contiguous):
+        return None
+    try:
+        import pyclblast
+        import pyopencl.array as cl_array
+    except ImportError:
+        return None
+    m, k = a.shape
+    n = b.shape[1]
+    c = cl_array.empty(a.queue, (m, n), a.dtype)
+    side = _Side("clblast", lambda: pyclblast.gemm(a.queue, m, n, k, a, b, c, a_ld=k, b_ld=n, c_ld=n),
+                 backend.ours_clock)
+    ours = _Side("polymm", lambda: polymm.matmul(a, b, backend=backend.name), backend.ours_clock)
+    (best_ours, _), (best_clblast, _) = _interleaved(ours, side, budget)[0]
+    return best_clblast / best_ours
+
+
+def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8) -> Cell:
+    """Check one cell's answer (into a poisoned ``out``, sampled rows), then time it interleaved."""
+    dt = np.dtype(dtype)
+    host = [random_array(rng, _base_shape(s, case.layout), dt) for s in (case.x1, case.x2)]
+    a, b = (backend.ours(h, case.layout) for h in host)
+    ra, rb = (backend.reference(h, case.layout) for h in host)
+    impl = backend.impl
+    correct, error = True, None
+    try:
+        expected_shape = np.matmul(np.empty(case.x1, np.int8), np.empty(case.x2, np.int8)).shape
+        out = impl.from_numpy(poison(expected_shape, dt))
+        polymm.matmul(a, b, backend=backend.name, out=out)
+        result = impl.to_numpy(out)
+        _check(host, case.layout, result, dt, rng)
+    except Exception as exc:  # noqa: BLE001 - a wrong or failing cell is reported, not raised
+        correct, error = False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    ours = _Side("polymm", lambda: polymm.matmul(a, b, backend=backend.name), backend.ours_clock)
+    ref = _Side(backend.ref_name, lambda: backend.ref_xp.matmul(ra, rb), backend.ref_clock)
+    ((best, median), (ref_best, ref_median)), rounds = _interleaved(ours, ref, budget)
+    ops = flops(case.multiply_adds(), 1, 1, dt)
+    spread, ref_spread = median / best, ref_median / ref_best
+    return Cell(
+        backend=backend.name, case=case.name, group=case.group, dtype=dtype,
+        shape=f"{case.x1} @ {case.x2}".replace(",)", ")"), layout=case.layout,
+        ratio=ref_best / best, gflops=ops / best / 1e9, ref_gflops=ops / ref_best / 1e9,
+        seconds=best, ref_seconds=ref_best, reference=backend.ref_name,
+        noisy=spread > 1.25 or ref_spread > 1.25, spread=spread, ref_spread=ref_spread,
+        samples=rounds, correct=correct, error=error,
+        clblast_ratio=_clblast_ratio(backend, a, b, best, budget / 2),
+    )
+
+
+def _check(host, layout, result, dt, rng):
+    x1, x2 = (_view(np, h, layout) for h in host)
+    s1, s2, sr = _sampled_rows(x1, x2, result, rng)
+    assert_matches(sr, s1, s2, dt)
+
+
+def select(cases=None, dtypes=None) -> list[tuple[Case, str]]:
+    """(case, dtype) pairs, filtered by shell-style name patterns and dtype names."""
+    patterns = [p.strip() for p in cases.split(",")] if cases else ["*"]
+    chosen = []
+    for case in CASES:
+        if any(fnmatch.fnmatchcase(case.name, p) for p in patterns):
+            for dtype in case.dtypes:
+                if dtypes is None or dtype in dtypes:
+                    chosen.append((case, dtype))
+    if not chosen:
+        raise ValueError(f"no cliff-suite case matches {cases!r} / dtypes {dtypes}; "
+                         f"cases are: {', '.join(c.name for c in CASES)}")
+    return chosen
+
+
+def run(names, cases=None, dtypes=None, budget=0.8, progress=None, seed=2026) -> list[Cell]:
+    """Measure the selected cells on every backend in ``names``."""
+    pairs = select(cases, dtypes)
+    cells = []
+    task = progress.add_task("cliff suite", total=len(pairs) * len(names)) if progress else None
+    for name in names:
+        backend = _Backend(name)
+        rng = np.random.default_rng(seed)
+        for case, dtype in pairs:
+            if progress:
+                progress.update(task, description=f"{name} {case.name} {dtype}")
+            try:
+                backend.impl.check_dtype(np.dtype(dtype), None)
+            except TypeError:
+                continue  # a device that cannot compute this dtype (no fp64): not a cell
+            except Exception:  # noqa: BLE001 - backends that need a real operand to decide
+                pass
+            cells.append(measure_cell(backend, case, dtype, rng, budget))
+            if progress:
+                progress.advance(task)
+    return cells
+
+
+def _geomean(values):
+    return float(math.exp(sum(math.log(v) for v in values) / len(values))) if values else float("nan")
+
+
+def _worst(cells):
+    worst = min(cells, key=lambda c: c.ratio)
+    return {"worst": worst.ratio, "worst_case": f"{worst.case} {worst.dtype}",
+            "geomean": _geomean([c.ratio for c in cells]), "cells": len(cells)}
+
+
+def summarise(cells: list[Cell]) -> dict:
+    """Per backend: worst cell and geometric mean over all cells, and against its :data:`FLOORS` entry."""
+    summary = {}
+    for name in dict.fromkeys(c.backend for c in cells):
+        mine = [c for c in cells if c.backend == name]
+        entry = _worst(mine)
+        entry["wrong"] = [f"{c.case} {c.dtype}: {c.error}" for c in mine if not c.correct]
+        entry["noisy"] = [f"{c.case} {c.dtype}" for c in mine if c.noisy]
+        key = floor_key(name, polymm.get_backend(name))
+        floor = FLOORS.get(key)
+        if floor is not None:
+            gated = [c for c in mine if c.dtype in floor.dtypes and c.ref_seconds >= floor.min_ref_seconds]
+            if gated:
+                f = _worst(gated)
+                f.update(floor=asdict(floor), key=key,
+                         holds=f["worst"] >= floor.worst and f["geomean"] >= floor.geomean)
+                entry["floor"] = f
+        summary[name] = entry
+    return summary
+
+
+def machine_info(names) -> dict:
+    """Where the figures come from: host, load, library versions, threads and devices."""
+    info = {
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "processor": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "polymm": polymm.__version__,
+        "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                   "NUMBA_NUM_THREADS", "MKL_NUM_THREADS")},
+        "devices": {n: polymm.get_backend(n).devices() for n in names},
+    }
+    try:
+        import threadpoolctl
+
+        info["blas"] = [{k: p.get(k) for k in ("internal_api", "version", "num_threads", "architecture")}
+                        for p in threadpoolctl.threadpool_info() if p.get("user_api") == "blas"]
+    except ImportError:
+        pass
+    return info
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def report(cells, names, command: str) -> dict:
+    """The JSON document ``--json FILE`` writes."""
+    return {
+        "suite": "cliffs",
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": command,
+        "machine": machine_info(names),
+        "cells": [asdict(c) for c in cells],
+        "summary": summarise(cells),
+    }
+
+
+def plot(document: dict, path: str) -> None:
+    """A heatmap per backend: cases down, dtypes across, colour = log2 ratio to the reference."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.colors import TwoSlopeNorm
+    except ImportError as exc:
+        raise SystemExit(f"--plot needs matplotlib ({exc}); pip install matplotlib") from None
+    cells = document["cells"]
+    names = list(dict.fromkeys(c["backend"] for c in cells))
+    cases = list(dict.fromkeys(c["case"] for c in cells))
+    dtypes = [d for d in FLOAT_DTYPES + OTHER_DTYPES if any(c["dtype"] == d for c in cells)]
+    fig, axes = plt.subplots(1, len(names), figsize=(1.0 + 0.62 * len(dtypes) * len(names) + 2.2 * len(names),
+                                                      1.2 + 0.3 * len(cases)), squeeze=False)
+    norm = TwoSlopeNorm(vmin=-4.0, vcenter=0.0, vmax=2.0)
+    image = None
+    for ax, name in zip(axes[0], names):
+        grid = np.full((len(cases), len(dtypes)), np.nan)
+        for c in cells:
+            if c["backend"] == name:
+                grid[cases.index(c["case"]), dtypes.index(c["dtype"])] = c["ratio"]
+        image = ax.imshow(np.log2(grid), cmap="RdYlGn", norm=norm, aspect="auto")
+        for (i, j), value in np.ndenumerate(grid):
+            if np.isfinite(value):
+                ax.text(j, i, f"{value:.2f}" if value < 10 else f"{value:.0f}", ha="center", va="center",
+                        fontsize=7)
+        ax.set_xticks(range(len(dtypes)), dtypes, rotation=60, ha="right", fontsize=8)
+        ax.set_yticks(range(len(cases)), cases, fontsize=8)
+        s = document["summary"].get(name, {})
+        reference = next(c["reference"] for c in cells if c["backend"] == name)
+        ax.set_title(f"{name} vs {reference}, {document['date'][:10]}\n"
+                     f"worst {s.get('worst', float('nan')):.2f}x, geomean {s.get('geomean', float('nan')):.2f}x",
+                     fontsize=9)
+    bar = fig.colorbar(image, ax=axes[0].tolist(), shrink=0.6, ticks=[-4, -3, -2, -1, 0, 1, 2])
+    bar.ax.set_yticklabels(["1/16", "1/8", "1/4", "1/2", "1", "2", "4"])
+    bar.set_label("speed / reference speed")
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)

@@ -1,0 +1,121 @@
+"""The cliff suite's machinery: the matrix, the JSON it writes, the heatmap, the summary and floors.
+
+Nothing here asserts a speed: the floors are benchmark results, recorded in
+``benchmarks/cliffs/``; these tests check that the instrument measures what it says.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import polymm
+from polymm import cliffs
+from polymm.cli import main
+
+
+def test_matrix_covers_the_issue():
+    groups = {c.group for c in cliffs.CASES}
+    assert {"square", "batched", "broadcast", "matvec", "deep-k", "outer", "views"} <= groups
+    names = [c.name for c in cliffs.CASES]
+    assert len(names) == len(set(names)), "case names are how results are compared: they must be unique"
+    covered = {d for c in cliffs.CASES for d in c.dtypes}
+    assert covered == {str(d) for d in polymm.backend.CONTRACT_DTYPES}
+    squares = sorted(c.x1[0] for c in cliffs.CASES if c.group == "square")
+    assert squares[0] <= 32 and squares[-1] >= 4096 and any(n % 2 for n in squares)
+    deep = [c for c in cliffs.CASES if c.group == "deep-k"]
+    assert all(c.x1[-1] >= 256 * max(c.x1[-2], c.x2[-1]) for c in deep)
+    assert {c.layout for c in cliffs.CASES} >= {"transposed", "fortran", "negative", "step"}
+
+
+@pytest.mark.parametrize("case", cliffs.CASES, ids=[c.name for c in cliffs.CASES])
+def test_layouts_give_the_named_shape(case):
+    rng = np.random.default_rng(0)
+    small = tuple(min(s, 5) for s in case.x1), tuple(min(s, 5) for s in case.x2)
+    for shape in small:
+        base = cliffs.random_array(rng, cliffs._base_shape(shape, case.layout), "float32")
+        view = cliffs._view(np, base, case.layout)
+        assert view.shape == shape
+        if case.layout in ("transposed", "negative", "step") and len(shape) > 1 and min(shape[-2:]) > 1:
+            assert not view.flags.c_contiguous
+
+
+def test_multiply_adds():
+    by_name = {c.name: c for c in cliffs.CASES}
+    assert by_name["square-64"].multiply_adds() == 64 ** 3
+    assert by_name["gemv-4096"].multiply_adds() == 4096 * 4096
+    assert by_name["gevm-4096"].multiply_adds() == 4096 * 4096
+    assert by_name["broadcast-1000x32"].multiply_adds() == 1000 * 32 ** 3
+    assert by_name["broadcast-64x64x32"].multiply_adds() == 64 * 64 * 32 ** 3
+
+
+@pytest.mark.parametrize("backend", ["cpu", "opencl"])
+def test_suite_command_writes_json_and_heatmap(backend, tmp_path):
+    if not any(i.name == backend and i.available for i in polymm.backends()):
+        pytest.skip(f"backend {backend} unavailable here")
+    out, png = tmp_path / "cells.json", tmp_path / "cells.png"
+    code = main(["bench", "--suite", "cliffs", "--backend", backend, "--cases", "square-32,gevm-*,negative-*",
+                 "--dtype", "float32,float64", "--budget", "0.02", "--json", str(out), "--plot", str(png)])
+    assert code == 0
+    document = json.loads(out.read_text())
+    assert set(document) >= {"cells", "summary", "machine", "date", "command"}
+    cells = document["cells"]
+    assert {(c["case"], c["dtype"]) for c in cells} == {
+        (n, d) for n in ("square-32", "gevm-4096", "negative-1024") for d in ("float32", "float64")}
+    for cell in cells:
+        assert set(cell) >= {"backend", "case", "dtype", "shape", "ratio", "gflops", "ref_gflops"}
+        assert cell["correct"] and cell["ratio"] > 0 and cell["gflops"] > 0 and cell["ref_gflops"] > 0
+        assert cell["ratio"] == pytest.approx(cell["gflops"] / cell["ref_gflops"])
+    summary = document["summary"][backend]
+    assert summary["worst"] == min(c["ratio"] for c in cells)
+    assert summary["worst_case"] in {f"{c['case']} {c['dtype']}" for c in cells}
+    assert min(c["ratio"] for c in cells) <= summary["geomean"] <= max(c["ratio"] for c in cells)
+    assert png.stat().st_size > 10_000
+
+
+class _WrongBackend(polymm.Backend):
+    """Adds one to every result: the suite must mark its cells wrong and fail the run."""
+
+    algorithms = ("auto",)
+
+    def matmul(self, a, b, out, algorithm):
+        np.matmul(a, b, out=out)
+        out += 1
+
+
+def test_wrong_answers_fail_the_run(tmp_path):
+    polymm.register_backend("cliffs-wrong", _WrongBackend, replace=True)
+    out = tmp_path / "wrong.json"
+    code = main(["bench", "--suite", "cliffs", "--backend", "cliffs-wrong", "--cases", "square-32",
+                 "--dtype", "float32", "--budget", "0.01", "--json", str(out)])
+    assert code == 1
+    (cell,) = json.loads(out.read_text())["cells"]
+    assert not cell["correct"] and "elements off" in cell["error"]
+
+
+def _cell(case, dtype, ratio, ref_seconds):
+    return cliffs.Cell("cpu", case, "square", dtype, "", "c", ratio, 1.0, 1.0 / ratio, 1e-3, ref_seconds,
+                       "numpy.matmul", False, 1.0, 1.0, 3, True)
+
+
+def test_summary_applies_the_floor_to_slow_enough_float_cells():
+    cells = [_cell("a", "float32", 2.0, 1e-3), _cell("b", "float64", 0.5, 1e-3),
+             _cell("c", "float32", 0.1, 1e-6),   # reference too fast: governed by call overhead
+             _cell("d", "int8", 0.05, 1e-3)]     # not a float cell
+    summary = cliffs.summarise(cells)["cpu"]
+    assert summary["worst"] == 0.05 and summary["worst_case"] == "d int8"
+    floor = summary["floor"]
+    assert floor["cells"] == 2 and floor["worst"] == 0.5 and floor["worst_case"] == "b float64"
+    assert floor["geomean"] == pytest.approx(1.0) and floor["holds"] is False
+
+
+def test_unknown_case_pattern_is_a_clear_error(capsys):
+    assert main(["bench", "--suite", "cliffs", "--backend", "cpu", "--cases", "no-such-case"]) == 2
+    assert "no cliff-suite case matches" in capsys.readouterr().err
+
+
+def test_sizes_and_suite_do_not_mix(capsys):
+    assert main(["bench", "--suite", "cliffs", "--backend", "cpu", "--sizes", "64"]) == 2
+    assert "--cases" in capsys.readouterr().err
