@@ -73,6 +73,15 @@ def test_suite_command_writes_json_and_heatmap(backend, tmp_path):
     assert summary["worst_case"] in {f"{c['case']} {c['dtype']}" for c in cells}
     assert min(c["ratio"] for c in cells) <= summary["geomean"] <= max(c["ratio"] for c in cells)
     assert png.stat().st_size > 10_000
+    if backend == "opencl" and _importable("pyclblast"):  # CLBlast's column, where it is installed
+        square = next(c for c in cells if c["case"] == "square-32" and c["dtype"] == "float32")
+        assert square["clblast_ratio"] > 0
+
+
+def _importable(module):
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
 
 
 class _WrongBackend(polymm.Backend):
