@@ -108,3 +108,14 @@ def test_every_cdn_reference_of_asvs_page_is_vendored():
     assert "cdn.jsdelivr" not in html and "cdnjs.cloudflare" not in html and "code.jquery.com" not in html
     for _, local in publish.LOCAL:
         assert (ROOT / "asv_bench" / "vendor" / local).is_file(), local
+
+
+def test_cliff_suite_tracks_worst_cell_and_geomean():
+    suite = importlib.import_module("polymm_asv_benchmarks.cliffs")
+    summary = suite.run_suite(["cpu", "no-such-backend"], cases="square-32", budget=0.02)
+    bench = suite.CliffSuite()
+    bench.setup(summary, "cpu")
+    worst, geomean = bench.track_worst_cell(summary, "cpu"), bench.track_geomean(summary, "cpu")
+    assert 0 < worst <= geomean
+    with pytest.raises(NotImplementedError):
+        bench.setup(summary, "no-such-backend")
