@@ -28,6 +28,7 @@ import numpy as np
 
 import polymm
 from polymm.bench import flops
+from polymm.shapes import matmul_shape
 from polymm.testing.reference import assert_matches, poison, random_array
 
 __all__ = ["Case", "Floor", "CASES", "FLOORS", "Cell", "run", "summarise", "plot", "machine_info"]
@@ -55,11 +56,8 @@ class Case:
     dtypes: tuple[str, ...] = FLOAT_DTYPES
 
     def multiply_adds(self) -> int:
-        shape = np.broadcast_shapes(self.x1[:-2], self.x2[:-2]) if len(self.x1) > 1 and len(self.x2) > 1 else ()
-        m = self.x1[-2] if len(self.x1) > 1 else 1
-        n = self.x2[-1] if len(self.x2) > 1 else 1
-        batch = math.prod(shape) if shape else math.prod(self.x1[:-2] or self.x2[:-2] or (1,))
-        return batch * m * n * self.x1[-1]
+        shape = matmul_shape(self.x1, self.x2)
+        return math.prod(shape.batch) * shape.m * shape.n * shape.k
 
 
 def _sq(n, dtypes=FLOAT_DTYPES, layout="c", name=None, group="square"):
@@ -326,8 +324,7 @@ def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8) -> 
     impl = backend.impl
     correct, error = True, None
     try:
-        expected_shape = np.matmul(np.empty(case.x1, np.int8), np.empty(case.x2, np.int8)).shape
-        out = impl.from_numpy(poison(expected_shape, dt))
+        out = impl.from_numpy(poison(matmul_shape(case.x1, case.x2).result, dt))
         polymm.matmul(a, b, backend=backend.name, out=out)
         result = impl.to_numpy(out)
         _check(host, case.layout, result, dt, rng)
