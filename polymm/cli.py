@@ -122,7 +122,12 @@ def _cliffs(names, args, console) -> int:
     dtypes = args.dtype.split(",") if args.dtype_given else None
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
-        cells = cliffs.run(names, cases=args.cases, dtypes=dtypes, budget=args.budget, progress=progress)
+        # Piped to a log (no live progress bar there), each cell gets a line as it ends.
+        log = None if console.is_terminal else lambda c: console.print(
+            f"{c.backend} {c.case} {c.dtype}: {c.ratio:.2f}x ({c.seconds * 1e3:.3f} ms, "
+            f"{c.reference} {c.ref_seconds * 1e3:.3f} ms){'' if c.correct else ' WRONG: ' + str(c.error)}")
+        cells = cliffs.run(names, cases=args.cases, dtypes=dtypes, budget=args.budget, progress=progress,
+                           on_cell=log)
     document = cliffs.report(cells, names, "polymm " + " ".join(sys.argv[1:]))
     if args.json:
         _write_json(document, args.json)

@@ -367,8 +367,8 @@ def select(cases=None, dtypes=None) -> list[tuple[Case, str]]:
     return chosen
 
 
-def run(names, cases=None, dtypes=None, budget=0.8, progress=None, seed=2026) -> list[Cell]:
-    """Measure the selected cells on every backend in ``names``."""
+def run(names, cases=None, dtypes=None, budget=0.8, progress=None, seed=2026, on_cell=None) -> list[Cell]:
+    """Measure the selected cells on every backend in ``names``; ``on_cell(cell)`` hears of each as it ends."""
     pairs = select(cases, dtypes)
     cells = []
     task = progress.add_task("cliff suite", total=len(pairs) * len(names)) if progress else None
@@ -385,6 +385,8 @@ def run(names, cases=None, dtypes=None, budget=0.8, progress=None, seed=2026) ->
             except Exception:  # noqa: BLE001 - backends that need a real operand to decide
                 pass
             cells.append(measure_cell(backend, case, dtype, rng, budget))
+            if on_cell:
+                on_cell(cells[-1])
             if progress:
                 progress.advance(task)
     return cells
