@@ -124,7 +124,7 @@ def _cliffs(names, args, console) -> int:
                   console=console, transient=True) as progress:
         # Piped to a log (no live progress bar there), each cell gets a line as it ends.
         log = None if console.is_terminal else lambda c: console.print(
-            f"{c.backend} {c.case} {c.dtype}: {c.ratio:.2f}x ({c.seconds * 1e3:.3f} ms, "
+            f"{c.backend} {c.case} {c.dtype}: {cliffs.format_ratio(c.ratio)} ({c.seconds * 1e3:.3f} ms, "
             f"{c.reference} {c.ref_seconds * 1e3:.3f} ms){'' if c.correct else ' WRONG: ' + str(c.error)}")
         cells = cliffs.run(names, cases=args.cases, dtypes=dtypes, budget=args.budget, progress=progress,
                            on_cell=log)
@@ -141,7 +141,7 @@ def _cliffs(names, args, console) -> int:
         if clblast:
             table.add_column("vs CLBlast", justify="right")
         for c in cells:
-            ratio = f"{c.ratio:.2f}x" + (" ~" if c.noisy else "")
+            ratio = cliffs.format_ratio(c.ratio) + (" ~" if c.noisy else "")
             colour = "red" if c.ratio < 0.5 else "yellow" if c.ratio < 0.8 else "green"
             row = [c.backend, c.case, c.dtype, c.shape, f"{c.seconds * 1e3:.3f}", f"{c.gflops:.1f}",
                    c.reference, f"{c.ref_seconds * 1e3:.3f}", f"[{colour}]{ratio}[/]",
@@ -151,15 +151,15 @@ def _cliffs(names, args, console) -> int:
             table.add_row(*row)
         console.print(table)
         for name, s in document["summary"].items():
-            console.print(f"[bold]{name}[/]: worst cell {s['worst']:.2f}x ({s['worst_case']}), "
-                          f"geomean {s['geomean']:.2f}x over {s['cells']} cells"
+            console.print(f"[bold]{name}[/]: worst cell {cliffs.format_ratio(s['worst'])} ({s['worst_case']}), "
+                          f"geomean {cliffs.format_ratio(s['geomean'])} over {s['cells']} cells"
                           + (f"; {len(s['noisy'])} noisy (~)" if s["noisy"] else ""))
             floor = s.get("floor")
             if floor:
                 f = floor["floor"]
                 console.print(f"  floor ({f['source']}): cells of {'/'.join(f['dtypes'])} with reference "
-                              f">= {f['min_ref_seconds'] * 1e6:.0f} us: worst {floor['worst']:.2f}x "
-                              f"({floor['worst_case']}) vs {f['worst']}, geomean {floor['geomean']:.2f}x vs "
+                              f">= {f['min_ref_seconds'] * 1e6:.0f} us: worst {cliffs.format_ratio(floor['worst'])} "
+                              f"({floor['worst_case']}) vs {f['worst']}, geomean {cliffs.format_ratio(floor['geomean'])} vs "
                               f"{f['geomean']}: " + ("[green]holds[/]" if floor["holds"] else "[red]not met[/]"))
     if args.plot:
         cliffs.plot(document, args.plot)

@@ -392,6 +392,13 @@ def run(names, cases=None, dtypes=None, budget=0.8, progress=None, seed=2026, on
     return cells
 
 
+def format_ratio(ratio: float, unit: str = "x") -> str:
+    """Two decimals, three where that would print 0.00 (a 0.004x cliff is not a 0.00x one)."""
+    if ratio >= 10:
+        return f"{ratio:.0f}{unit}"
+    return f"{ratio:.3f}{unit}" if ratio < 0.1 else f"{ratio:.2f}{unit}"
+
+
 def _geomean(values):
     return float(math.exp(sum(math.log(v) for v in values) / len(values))) if values else float("nan")
 
@@ -436,6 +443,7 @@ def machine_info(names) -> dict:
         "polymm": polymm.__version__,
         "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                                    "NUMBA_NUM_THREADS", "MKL_NUM_THREADS")},
+        "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith(("POLYMM_", "CUPY_TF32"))},
         "devices": {n: polymm.get_backend(n).devices() for n in names},
     }
     try:
@@ -497,15 +505,13 @@ def plot(document: dict, path: str) -> None:
         image = ax.imshow(np.log2(grid), cmap="RdYlGn", norm=norm, aspect="auto")
         for (i, j), value in np.ndenumerate(grid):
             if np.isfinite(value):
-                ax.text(j, i, f"{value:.2f}" if value < 10 else f"{value:.0f}", ha="center", va="center",
-                        fontsize=7)
+                ax.text(j, i, format_ratio(value, "").strip(), ha="center", va="center", fontsize=7)
         ax.set_xticks(range(len(dtypes)), dtypes, rotation=60, ha="right", fontsize=8)
         ax.set_yticks(range(len(cases)), cases, fontsize=8)
         s = document["summary"].get(name, {})
         reference = next(c["reference"] for c in cells if c["backend"] == name)
         ax.set_title(f"{name} vs {reference}, {document['date'][:10]}\n"
-                     f"worst {s.get('worst', float('nan')):.2f}x, geomean {s.get('geomean', float('nan')):.2f}x",
-                     fontsize=9)
+                     f"worst {format_ratio(s['worst'])}, geomean {format_ratio(s['geomean'])}", fontsize=9)
     bar = fig.colorbar(image, ax=axes[0].tolist(), shrink=0.6, ticks=[-4, -3, -2, -1, 0, 1, 2])
     bar.ax.set_yticklabels(["1/16", "1/8", "1/4", "1/2", "1", "2", "4"])
     bar.set_label("speed / reference speed")

@@ -17,6 +17,8 @@ import json
 import shutil
 from pathlib import Path
 
+from polymm.cliffs import format_ratio
+
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "benchmarks" / "cliffs"
 PAGE = ROOT / "docs" / "_generated" / "cliffs.md"
@@ -33,7 +35,7 @@ def _runs():
 
 
 def _ratio(cell) -> str:
-    text = f"{cell['ratio']:.2f}x"
+    text = format_ratio(cell["ratio"])
     if not cell["correct"]:
         return f"**WRONG** {text}"
     return text + (" ~" if cell["noisy"] else "")
@@ -48,10 +50,10 @@ def _summary_rows(runs):
             floor = (f"worst >= {f['floor']['worst']}, geomean >= {f['floor']['geomean']} "
                      f"({'/'.join(f['floor']['dtypes'])}, reference >= {f['floor']['min_ref_seconds'] * 1e6:g} us)"
                      if f else "-")
-            gated = f"{f['worst']:.2f}x ({f['worst_case']}) / {f['geomean']:.2f}x" if f else "-"
+            gated = f"{format_ratio(f['worst'])} ({f['worst_case']}) / {format_ratio(f['geomean'])}" if f else "-"
             holds = ("yes" if f["holds"] else "no") if f else "-"
             yield (f"| `{stem}` | {doc['date'][:16].replace('T', ' ')} | {name} | {s['cells']} | "
-                   f"{s['worst']:.2f}x ({s['worst_case']}) | {s['geomean']:.2f}x | {floor} | {gated} | {holds} |")
+                   f"{format_ratio(s['worst'])} ({s['worst_case']}) | {format_ratio(s['geomean'])} | {floor} | {gated} | {holds} |")
 
 
 def _run_section(stem, doc):
