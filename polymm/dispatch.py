@@ -94,7 +94,7 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
 
 
 def _matmul_plain(kind, x1, x2, backend, algorithm):
-    """The common case -- two non-empty 2-D NumPy or CuPy matrices of one dtype, computed by a backend of
+    """The common case -- two non-empty 2-D NumPy, CuPy or PyOpenCL matrices of one dtype, computed by a backend of
     that library -- without the general machinery (it dominates the cost of small products).
 
     Returns None whenever any general rule might apply, so the general path decides.
@@ -103,18 +103,22 @@ def _matmul_plain(kind, x1, x2, backend, algorithm):
     if x1.ndim != 2 or x2.ndim != 2 or x2.dtype != dtype or dtype not in promotion.SUPPORTED:
         return None
     m, k = x1.shape
-    n = x2.shape[1]
-    if k != x2.shape[0] or not (m and n and k):
+    k2, n = x2.shape
+    if k != k2 or not (m and n and k):
         return None
-    size = dtype.itemsize
-    if (x1.strides[0] | x1.strides[1] | x2.strides[0] | x2.strides[1]) % size:
+    s1, s2 = x1.strides, x2.strides
+    if (s1[0] | s1[1] | s2[0] | s2[1]) % dtype.itemsize:
         return None
     impl = get_backend(selected_backend(backend, kind.name))
     if impl.array_library != kind.name or algorithm not in impl.algorithms:
         return None
     impl.check_dtype(dtype, x1)
     result = kind.empty((m, n), dtype, like=x1)
-    impl.matmul(x1[None], x2[None], result[None], algorithm)
+    matmul_2d = getattr(impl, "matmul_2d", None)  # optional: a backend's own 2-D entry
+    if matmul_2d is not None:
+        matmul_2d(x1, x2, result, algorithm)
+    else:
+        impl.matmul(x1[None], x2[None], result[None], algorithm)
     return result
 
 

@@ -99,7 +99,9 @@ def _known() -> str:
 
 def get_backend(name: str):
     """The backend instance named ``name``, or a clear error (unknown / unavailable)."""
-    entry = _registry().get(name)
+    entry = (_entries or _registry()).get(name)
+    if entry is not None and entry.instance is not None:  # the hot path: already made
+        return entry.instance
     if entry is None:
         raise ValueError(f"unknown polymm backend {name!r}; known backends: {_known()}")
     backend = entry.resolve()
@@ -155,7 +157,22 @@ def selected_backend(explicit: str | None, library: str) -> str:
     name = _scoped.get()
     if name is not None:
         return name
-    name = os.environ.get(ENV_VAR)
+    name = _env_backend()
     if name:
         return name
     return DEFAULT_FOR_LIBRARY.get(library, library)
+
+
+try:  # os.environ.get encodes the key and decodes the value: ~1 us a call
+    _ENV_DATA, _ENV_KEY = os.environ._data, os.environ.encodekey(ENV_VAR)
+except AttributeError:  # not CPython's os.environ
+    _ENV_DATA = None
+
+
+def _env_backend() -> str | None:
+    """``os.environ.get(ENV_VAR)``, read from the mapping ``os.environ`` keeps
+    up to date (setenv, monkeypatch and ``del`` all go through it)."""
+    if _ENV_DATA is None:
+        return os.environ.get(ENV_VAR)
+    value = _ENV_DATA.get(_ENV_KEY)
+    return None if value is None else os.environ.decodevalue(value)

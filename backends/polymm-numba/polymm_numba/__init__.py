@@ -23,6 +23,9 @@ __version__ = "0.1.0"
 
 _F16 = np.dtype("float16")
 _F32 = np.dtype("float32")
+_DTYPES = frozenset(CONTRACT_DTYPES)
+#: dtypes computed as they are (native byte order, not float16)
+_DIRECT = frozenset(d for d in CONTRACT_DTYPES if d != _F16)
 
 # Numba's "workqueue" threading layer aborts the process when two Python
 # threads launch parallel kernels at once; parallel launches are serialised
@@ -65,6 +68,52 @@ def _sig(dtype: np.dtype, *extra):
     return types.void(arg, arg, res, *extra)
 
 
+def _sig_any_out(dtype: np.dtype, *extra):
+    """As :func:`_sig`, with ``out`` of any strides too (paths that may be
+    handed the transposed problem, ``out.T = b.T @ a.T``)."""
+    nb_dt = numba.from_dtype(dtype)
+    arg = types.Array(nb_dt, 3, "A", readonly=True, aligned=False)
+    res = types.Array(nb_dt, 3, "A", aligned=False)
+    return types.void(arg, arg, res, *extra)
+
+
+def _slab(a, b, out, js, per_task, size):
+    """The slab kernel's call: ``b`` made unit-stride along N if it is not."""
+    if b.strides[2] != size:
+        b = np.ascontiguousarray(b)
+    return "slab_parallel", (a, b, out, js, per_task)
+
+
+def _plan_narrow(a, b, out, m, n, size):
+    """Matrix-vector products (N or M of a few columns / rows): memory-bound,
+    so each path streams the big operand once along its unit stride (making
+    it so by the transposed problem, or a copy, when it is not)."""
+    if m > n:  # few columns
+        if a.strides[2] != size and a.strides[1] == size:
+            # A runs down its columns: out.T = b.T @ a.T has few rows
+            return _slab(*_transposed(a, b, out), params.NARROW_SLAB, 1, size)
+        if a.strides[2] != size:
+            a = np.ascontiguousarray(a)
+        return "dot_parallel", (a, b, out, params.NARROW_ROWS)
+    if b.strides[2] != size and b.strides[1] == size:
+        # B runs down its columns: out.T = b.T @ a.T has few columns
+        bt, at, outt = _transposed(a, b, out)
+        return "dot_parallel", (bt, at, outt, params.NARROW_ROWS)
+    return _slab(a, b, out, params.NARROW_SLAB, 1, size)
+
+
+def _sig_2d(dtype: np.dtype):
+    """``void(a, b, out)`` for single 2-D products (the short path)."""
+    nb_dt = numba.from_dtype(dtype)
+    arg = types.Array(nb_dt, 2, "A", readonly=True, aligned=False)
+    return types.void(arg, arg, types.Array(nb_dt, 2, "C", aligned=False))
+
+
+def _transposed(a, b, out):
+    """The same product as ``out.T = b.T @ a.T`` (free views)."""
+    return b.transpose(0, 2, 1), a.transpose(0, 2, 1), out.transpose(0, 2, 1)
+
+
 class CPUBackend(Backend):
     """Host backend: NumPy arrays in, computed by Numba-parallel kernels."""
 
@@ -105,8 +154,15 @@ class CPUBackend(Backend):
         from . import _kernels as k
 
         i8 = types.int64
+        sig = _sig
         if kind in ("naive_serial", "naive_parallel"):
             py, extra = getattr(k, kind), ()
+        elif kind in ("slab_serial", "slab_parallel"):
+            py, extra, sig = getattr(k, kind), (i8, i8), _sig_any_out
+        elif kind == "tiny_2d":
+            py, extra, sig = k.tiny_2d, (), _sig_2d
+        elif kind == "dot_parallel":
+            py, extra, sig = k.dot_parallel, (i8,), _sig_any_out
         elif kind == "tiled_parallel":
             py, extra = k.tiled_parallel, (i8, i8, i8)
         else:
@@ -118,13 +174,38 @@ class CPUBackend(Backend):
                     spec = k.specialise(*key)
                 self._specs[key] = spec
             py, extra = spec[kind], (i8, i8, i8, i8)
-        parallel = not kind.endswith("serial")
+        parallel = not kind.endswith("serial") and kind != "tiny_2d"
         with _compile_env():
-            return numba.njit([_sig(dtype, *extra)], parallel=parallel, **k.JIT)(py)
+            fn = numba.njit([sig(dtype, *extra)], parallel=parallel, **k.JIT)(py)
+        # the compiled entry point skips the dispatcher's type checks (about
+        # 0.3 us a call); the caller passes exactly the compiled types
+        (cres,) = fn.overloads.values()
+        return cres.entry_point
 
     # -- compute ---------------------------------------------------------
+    def check_dtype(self, dtype, operand) -> None:
+        if dtype not in _DTYPES:  # a set: the tuple test costs ~1 us
+            raise TypeError(f"backend {self.name!r} does not support dtype {dtype}")
+
+    def matmul_2d(self, a, b, out, algorithm: str) -> None:
+        """One 2-D product of one dtype into a new C-contiguous ``out`` (the
+        core's short path): tiny ones go straight to a serial kernel, since
+        at 4x4 every microsecond of Python is most of the cost."""
+        dt = out.dtype
+        m, k = a.shape
+        if m * k * b.shape[1] <= params.TINY_WORK and dt in _DIRECT:
+            fn = self._fns.get(("tiny_2d", dt))
+            if fn is None:
+                fn = self._kernel("tiny_2d", dt)
+            fn(a, b, out)
+            return
+        self.matmul(a[None], b[None], out[None], algorithm)
+
     def matmul(self, a, b, out, algorithm: str) -> None:
         dt = out.dtype
+        if dt in _DIRECT and a.dtype is dt and b.dtype is dt:  # the common case, first
+            self._run(a, b, out, algorithm, dt)
+            return
         if not dt.isnative:  # kernels exist for native byte order only
             tmp = np.empty(out.shape, dt.newbyteorder("="))
             self.matmul(a, b, tmp, algorithm)
@@ -144,26 +225,8 @@ class CPUBackend(Backend):
         self._run(a, b, out, algorithm, dt)
 
     def _run(self, a, b, out, algorithm, dt):
-        nbatch, m, kk = a.shape
-        n = b.shape[2]
-        per = m * n * kk
-        work = nbatch * per
-        if work <= params.TINY_WORK:
-            # no threads, no packing: the call costs little more than dispatch
-            self._kernel("naive_serial", dt)(a, b, out)
-            return
         if algorithm == "auto":
-            blk = params.AUTO_BLOCKING[dt]
-            nth = numba.get_num_threads()
-            args = (a, b, out, blk.mc, blk.nc, blk.kc, nth)
-            if work <= params.SERIAL_WORK or nth == 1:
-                return self._kernel("auto_serial", dt)(*args)
-            if per <= params.TINY_WORK:  # many tiny products: rows in parallel
-                kind, args = "naive_parallel", (a, b, out)
-            elif nbatch >= 2 * nth or per <= params.SERIAL_WORK:
-                kind = "auto_batch"
-            else:
-                kind = "auto_parallel"
+            kind, args = self._plan(a, b, out, dt)
         elif algorithm == "tiled":
             t = params.TILED
             kind, args = "tiled_parallel", (a, b, out, t.tm, t.tn, t.tk)
@@ -172,7 +235,13 @@ class CPUBackend(Backend):
         else:
             raise ValueError(f"unknown algorithm {algorithm!r}; "
                              f"choose one of {self.algorithms}")
+        if algorithm != "auto" and a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] <= params.TINY_WORK:
+            kind, args = _slab(a, b, out, b.shape[2], 1, dt.itemsize)
+            kind = "slab_serial"
         fn = self._kernel(kind, dt)
+        if kind.endswith("serial"):
+            fn(*args)
+            return
         # Hand out loop iterations one at a time instead of one even share per
         # thread: a thread that loses its core for a while (a busy machine)
         # then no longer holds every other thread at the end of the loop.
@@ -189,6 +258,37 @@ class CPUBackend(Backend):
                 fn(*args)
         finally:
             numba.set_parallel_chunksize(old)
+
+    def _plan(self, a, b, out, dt):
+        """The ``"auto"`` path for this shape and layout: ``(kernel kind, args)``.
+
+        Thresholds live in :mod:`.params`, with what was measured for them.
+        """
+        nbatch, m, kk = a.shape
+        n = b.shape[2]
+        size = dt.itemsize
+        per = m * n * kk
+        work = nbatch * per
+        if work <= params.TINY_WORK:
+            # low latency: no threads, no packing
+            return "slab_serial", _slab(a, b, out, n, 1, size)[1]
+        nth = numba.get_num_threads()
+        if min(m, n) <= params.NARROW and per >= params.NARROW_MIN_WORK:
+            return _plan_narrow(a, b, out, m, n, size)
+        if per <= params.SMALL_PRODUCT and nbatch > 1:
+            # many small products: whole products, several per task, no packing
+            kind, args = _slab(a, b, out, n, max(1, params.SMALL_TASK // per), size)
+            if work <= params.SERIAL_WORK or nth == 1:
+                kind = "slab_serial"
+            return kind, args
+        blk = params.AUTO_BLOCKING[dt]
+        if work <= params.SERIAL_WORK or nth == 1:
+            return "auto_serial", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
+        if kk >= params.SPLITK_MIN_K and m * n <= params.SPLITK_MAX_MN and kk >= 4 * max(m, n):
+            return "auto_splitk", (a, b, out, blk.mc, blk.nc, blk.kc, params.SPLITK_CHUNK)
+        if nbatch >= 2 * nth:
+            return "auto_batch", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
+        return "auto_parallel", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
 
     def dtypes(self):
         return CONTRACT_DTYPES

@@ -29,6 +29,7 @@ import numpy as np
 from numba import prange, types
 from llvmlite import ir
 from numba.core import compiler
+from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload
 
 FASTMATH = {"contract"}
@@ -473,7 +474,37 @@ def auto_parallel(a, b, out, mc, nc, kc, nth):
                            s * per, min(npan, (s + 1) * per), p0, kb, bp)
 
 
-AUTO_DRIVERS = ("auto_serial", "auto_batch", "auto_parallel")
+def auto_splitk(a, b, out, mc, nc, kc, ks):
+    """Deep K: K cut into chunks of ``ks`` computed in parallel, then summed.
+
+    Each chunk's product goes to its own buffer; the buffers are added in
+    chunk order, so the result depends on ``ks`` (a shape rule, not the
+    thread count or timing): split-K with a deterministic reduction.
+    """
+    nb = a.shape[0]
+    M = a.shape[1]
+    K = a.shape[2]
+    N = b.shape[2]
+    nch = (K + ks - 1) // ks
+    part = np.empty((nch, nb, M, N), out.dtype)
+    for c in prange(nch):
+        k0 = c * ks
+        k1 = min(K, k0 + ks)
+        ac = a[:, :, k0:k1]
+        bc = b[:, k0:k1, :]
+        for bi in range(nb):
+            _one_serial(ac, bc, part[c], bi, mc, nc, kc)
+    for t in prange(nb * M):
+        bi = t // M
+        i = t - bi * M
+        for j in range(N):
+            s = part[0, bi, i, j]
+            for c in range(1, nch):
+                s = _add(s, part[c, bi, i, j])
+            out[bi, i, j] = s
+
+
+AUTO_DRIVERS = ("auto_serial", "auto_batch", "auto_parallel", "auto_splitk")
 
 
 def specialise(mr: int, nr: int, regs: bool) -> dict:
@@ -506,3 +537,144 @@ def specialise(mr: int, nr: int, regs: bool) -> dict:
         g["_block"] = g["_block_regs"]
     g["_one_serial"] = numba.njit(**JIT)(copy("_one_serial"))
     return {name: copy(name) for name in AUTO_DRIVERS}
+
+
+# --------------------------------------------------------------------------
+# shape-specific paths: small products, matrix-vector, split-K
+
+def _add(x, y):
+    """``x + y`` in the result type (``x | y`` for bool): sums of partial products."""
+
+
+@overload(_add)
+def _ol_add(x, y):
+    if isinstance(x, types.Boolean):
+        return lambda x, y: x | y
+    return lambda x, y: x + y
+
+
+@intrinsic
+def _unit(typingctx, arr):
+    """A 1-D array of any layout seen as contiguous (the caller knows its
+    stride is one element).  Numba cannot vectorise loops over "A"-layout
+    arrays (their stride is a runtime value); the same memory typed "C" can.
+    """
+    if not (isinstance(arr, types.Array) and arr.ndim == 1):
+        return None
+    ret = arr.copy(layout="C")
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, ret, args[0])
+
+    return ret(arr), codegen
+
+
+@numba.njit(**JIT)
+def _slab(a, b, out, bi, j0, j1, acc):
+    """out[bi, :, j0:j1] = a[bi] @ b[bi, :, j0:j1], walking K outermost.
+
+    Each row of B (one K step) is read once and used for every row of the
+    slab, accumulated in ``acc`` (M x slab width, private): the inner loop
+    runs along N over two unit-stride rows and vectorises.  ``b`` must be
+    unit-stride along N.  Every element is summed in K order, one
+    multiply-add at a time (same rounding as the packed kernel).
+    """
+    M = a.shape[1]
+    K = a.shape[2]
+    w = j1 - j0
+    z = _zero(a[0, 0, 0])
+    for i in range(M):
+        for jj in range(w):
+            acc[i, jj] = z
+    for p in range(K):
+        brow = _unit(b[bi, p, j0:j1])
+        for i in range(M):
+            av = a[bi, i, p]
+            arow = acc[i]
+            for jj in range(w):
+                arow[jj] = _mac(arow[jj], av, brow[jj])
+    for i in range(M):
+        for jj in range(w):
+            out[bi, i, j0 + jj] = acc[i, jj]
+
+
+def slab_serial(a, b, out, js, bs):
+    """Whole products one after another on one thread: the low-latency path."""
+    N = b.shape[2]
+    acc = np.empty((a.shape[1], min(js, N)), out.dtype)
+    for bi in range(a.shape[0]):
+        for j0 in range(0, N, js):
+            _slab(a, b, out, bi, j0, min(N, j0 + js), acc)
+
+
+def slab_parallel(a, b, out, js, bs):
+    """Tasks of ``bs`` (product x column slab) pieces shared among threads.
+
+    With ``js >= N`` that is batches of small products, many per task; with
+    a few rows and many columns it is the vector-matrix path (each task
+    streams its columns of B once).
+    """
+    N = b.shape[2]
+    nsl = (N + js - 1) // js
+    total = a.shape[0] * nsl
+    for t in prange((total + bs - 1) // bs):
+        acc = np.empty((a.shape[1], min(js, N)), out.dtype)
+        for u in range(t * bs, min(total, (t + 1) * bs)):
+            bi = u // nsl
+            j0 = (u - bi * nsl) * js
+            _slab(a, b, out, bi, j0, min(N, j0 + js), acc)
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+def _dot(x, y):
+    """sum(x * y) with vector partial sums (the loop is reassociated into
+    lanes by LLVM, like any BLAS dot: fixed order for a given length)."""
+    s = _zero(x[0])
+    for k in range(x.shape[0]):
+        s = _mac(s, x[k], y[k])
+    return s
+
+
+@numba.njit(**JIT)
+def _dot_rows(a, bt, out, bi, i0, i1):
+    """out[bi, i0:i1, :] by dot products of A's rows with the columns of B (``bt``: B transposed, contiguous)."""
+    for i in range(i0, i1):
+        row = _unit(a[bi, i])
+        for c in range(bt.shape[1]):
+            out[bi, i, c] = _dot(row, bt[bi, c])
+
+
+def dot_parallel(a, b, out, rs):
+    """Matrix-vector path (a few columns in B): blocks of ``rs`` rows of A
+    shared among threads, each row streamed from memory once.  A must be
+    unit-stride along K for the dot products to vectorise."""
+    nb = a.shape[0]
+    M = a.shape[1]
+    K = a.shape[2]
+    N = b.shape[2]
+    bt = np.empty((nb, N, K), b.dtype)
+    for bi in range(nb):
+        for c in range(N):
+            for p in range(K):
+                bt[bi, c, p] = b[bi, p, c]
+    nrb = (M + rs - 1) // rs
+    for t in prange(nb * nrb):
+        bi = t // nrb
+        i0 = (t - bi * nrb) * rs
+        _dot_rows(a, bt, out, bi, i0, min(M, i0 + rs))
+
+
+def tiny_2d(a, b, out):
+    """out = a @ b for one small 2-D product: the lowest-latency path (no
+    batch axis, no scratch buffer; every element summed in K order)."""
+    M = a.shape[0]
+    K = a.shape[1]
+    N = b.shape[1]
+    z = _zero(a[0, 0])
+    for i in range(M):
+        for j in range(N):
+            out[i, j] = z
+        for p in range(K):
+            av = a[i, p]
+            for j in range(N):
+                out[i, j] = _mac(out[i, j], av, b[p, j])

@@ -50,16 +50,45 @@ class Tiling:
     tk: int = 128
 
 
-# nr * itemsize = 128 bytes: two 512-bit (or four 256-bit) vectors per
-# accumulator row; mr = 8 rows gives 16 vector accumulators in registers.
-# Measured on Zen 4, one core, 1024^3: 8x32 float32 ~ 0.9x OpenBLAS, 8x16
-# float64 ~ 0.9x (12x32, 6x64, 14x32 and 6x32, 12x16, 8x24 were no better).
-# kc = 512: the accumulator tile is copied in and out once per kc step, so a
-# deep panel amortises that; mc * kc * itemsize stays well inside L2 (1 MiB).
-_B1 = Blocking(mr=8, nr=64, mc=128, nc=2048, kc=512)   # bool, int8, uint8
-_B2 = Blocking(mr=8, nr=64, mc=128, nc=2048, kc=512)   # int16, uint16
-_B4 = Blocking(mr=8, nr=32, mc=128, nc=2048, kc=512)   # float32, int32, uint32
-_B8 = Blocking(mr=8, nr=16, mc=64, nc=2048, kc=512)    # float64, int64, uint64, complex64
+def _has_wide_vectors() -> bool:
+    """True when the host has AVX-512 (32 vector registers of 512 bits)."""
+    try:
+        import llvmlite.binding as llvm
+
+        return bool(llvm.get_host_cpu_features().get("avx512f"))
+    except Exception:  # unknown host: the narrow tiles are safe everywhere
+        return False
+
+
+# The register tile must fit the vector register file, or the accumulators
+# spill and the micro-kernel runs at a third of its speed.
+#
+# AVX-512 (32 zmm): nr * itemsize = 128 bytes, two 512-bit vectors per
+# accumulator row; mr = 8 rows gives 16 vector accumulators.  Measured on
+# Zen 4, one core, 1024^3: 8x32 float32 ~ 0.9x OpenBLAS, 8x16 float64 ~ 0.9x
+# (12x32, 6x64, 14x32 and 6x32, 12x16, 8x24 were no better).
+#
+# AVX2 (16 ymm): nr * itemsize = 64 bytes, two 256-bit vectors per row;
+# mr = 6 rows gives 12 accumulators, leaving room for two B vectors and the
+# broadcast A value.  Measured on Zen 2, one core, 768^3: 6x16 float32
+# 90 GF/s and 6x8 float64 45 GF/s (both ~ peak; 4x24 / 4x12 the same, the
+# AVX-512 tiles 8x32 / 8x16 spill and reach 29 / 13 GF/s).  kc = 256 keeps a
+# B micro-panel (kc * nr * itemsize = 16 KiB) in half of the 32 KiB L1.
+#
+# kc: the accumulator tile is copied in and out once per kc step, so a deep
+# panel amortises that; mc * kc * itemsize stays well inside L2.
+WIDE_VECTORS = _has_wide_vectors()
+
+if WIDE_VECTORS:
+    _B1 = Blocking(mr=8, nr=64, mc=128, nc=2048, kc=512)   # bool, int8, uint8
+    _B2 = Blocking(mr=8, nr=64, mc=128, nc=2048, kc=512)   # int16, uint16
+    _B4 = Blocking(mr=8, nr=32, mc=128, nc=2048, kc=512)   # float32, int32, uint32
+    _B8 = Blocking(mr=8, nr=16, mc=64, nc=2048, kc=512)    # float64, int64, uint64, complex64
+else:
+    _B1 = Blocking(mr=6, nr=64, mc=144, nc=2048, kc=256)
+    _B2 = Blocking(mr=6, nr=32, mc=144, nc=2048, kc=256)
+    _B4 = Blocking(mr=6, nr=16, mc=144, nc=2048, kc=256)
+    _B8 = Blocking(mr=6, nr=8, mc=96, nc=2048, kc=256)
 _B16 = Blocking(mr=4, nr=8, mc=64, nc=1024, kc=256)    # complex128
 
 
@@ -91,3 +120,33 @@ SERIAL_WORK = 64 * 64 * 64
 def blocking_for(dtype) -> Blocking:
     """The blocking of the ``"auto"`` kernel for ``dtype``."""
     return AUTO_BLOCKING[np.dtype(dtype)]
+
+
+#: Matrix-vector paths: M or N at most this many (a vector, or a few columns
+#: or rows) with at least ``NARROW_MIN_WORK`` multiply-adds per product.  The
+#: product is memory-bound (each element of the big operand is used for at
+#: most NARROW outputs), so it streams that operand once along its unit
+#: stride instead of packing it into register tiles.
+NARROW = 8
+NARROW_MIN_WORK = 32 * 32 * 32
+#: Rows of A per task of the dot-product path, columns per task of the
+#: vector-matrix path (a slab of ``NARROW x NARROW_SLAB`` outputs stays in L1).
+NARROW_ROWS = 64
+NARROW_SLAB = 256
+
+#: Per-product work up to which products are computed whole, one per task,
+#: by the unpacked slab kernel (batches of tiny matrices: packing and a
+#: register tile cost more than they save).
+SMALL_PRODUCT = 32 * 32 * 32
+
+#: Split-K: K at least this deep (and at least 4x M and N), output at most
+#: this many elements -- too few row/column tasks for the threads, and K steps
+#: that would each need a parallel launch.  K is cut into chunks of
+#: SPLITK_CHUNK (a multiple of every kc) summed in chunk order: the result
+#: depends on the shape only, not on the thread count.
+SPLITK_MIN_K = 8192
+SPLITK_MAX_MN = 512 * 512
+SPLITK_CHUNK = 4096
+#: Multiply-adds per task of the small-products path (a few microseconds of
+#: work, so a parallel hand-out is paid for).
+SMALL_TASK = 32 * 32 * 32
