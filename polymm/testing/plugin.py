@@ -1,49 +1,72 @@
 """pytest plugin (entry point ``pytest11``): runs the conformance suite per backend.
 
 Tests that take the ``polymm_backend`` fixture are parametrized over the
-backends chosen with ``--polymm-backend`` or ``POLYMM_TEST_BACKEND``.
+backends chosen with ``--polymm-backend``, ``POLYMM_TEST_BACKEND`` or the ini
+option ``polymm_backend`` (in that order; default: every available backend).
+
+The plugin is installed into every pytest run of any project, so it does no
+work (no backend is loaded) unless a collected test asks for ``polymm_backend``.
+It never lets a run go green by mistake: a named backend that is unknown or
+unavailable is a usage error; an "all available" run reports the backends it
+left out and why; a run that collects the suite but can test no backend fails.
+Backends may declare known failures (``conformance_xfail``); they are marked
+``xfail(strict=True)`` with the backend's reason, so they show in the report and
+turn into failures the day they pass.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
 
 import pytest
+
+_DEFAULT = "all"
 
 
 def pytest_addoption(parser):
     parser.addoption(
         "--polymm-backend",
-        default=os.environ.get("POLYMM_TEST_BACKEND", "all"),
+        default=None,
         help="polymm backend(s) to run the conformance suite against: a name, a comma list, or 'all' "
-        "(every available backend; default, or $POLYMM_TEST_BACKEND)",
+        "(every available backend; default, or $POLYMM_TEST_BACKEND, or the ini option polymm_backend)",
     )
+    parser.addini("polymm_backend", "polymm backend(s) the conformance suite runs against (as --polymm-backend)",
+                  default=None)
+
+
+def _requested(config) -> str:
+    return (config.getoption("--polymm-backend") or os.environ.get("POLYMM_TEST_BACKEND")
+            or config.getini("polymm_backend") or _DEFAULT)
 
 
 def _chosen(config) -> list[str]:
+    """The backends to test, computed once per session; records those an 'all' run leaves out."""
+    cached = getattr(config, "_polymm_chosen", None)
+    if cached is not None:
+        return cached
     import polymm
 
-    value = config.getoption("--polymm-backend")
+    value = _requested(config)
     infos = {info.name: info for info in polymm.backends()}
     if value == "all":
-        return [name for name, info in infos.items() if info.available]
-    names = [v.strip() for v in value.split(",") if v.strip()]
-    for name in names:
-        if name not in infos:
-            raise pytest.UsageError(f"--polymm-backend: unknown backend {name!r}; known: {', '.join(infos)}")
-        if not infos[name].available:
-            raise pytest.UsageError(f"--polymm-backend: backend {name!r} is unavailable: {infos[name].reason}")
+        names = [name for name, info in infos.items() if info.available]
+        config._polymm_left_out = {name: info.reason for name, info in infos.items() if not info.available}
+    else:
+        names = [v.strip() for v in value.split(",") if v.strip()]
+        for name in names:
+            if name not in infos:
+                raise pytest.UsageError(f"--polymm-backend: unknown backend {name!r}; known: {', '.join(infos)}")
+            if not infos[name].available:
+                raise pytest.UsageError(f"--polymm-backend: backend {name!r} is unavailable: {infos[name].reason}")
+        config._polymm_left_out = {}
+    if not names:
+        reasons = "; ".join(f"{n}: {r}" for n, r in config._polymm_left_out.items()) or "none is installed"
+        raise pytest.UsageError(
+            "the polymm conformance suite was collected but no polymm backend can be tested "
+            f"(every known backend is unavailable: {reasons}); name one with --polymm-backend")
+    config._polymm_chosen = names
     return names
-
-
-def pytest_report_header(config):
-    import polymm
-
-    lines = []
-    for info in polymm.backends():
-        state = "available" if info.available else f"unavailable ({info.reason})"
-        lines.append(f"polymm backend {info.name}: {state}")
-    return lines
 
 
 def pytest_generate_tests(metafunc):
@@ -57,3 +80,51 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize(("polymm_backend", "polymm_algorithm"), pairs, ids=[f"{n}-{a}" for n, a in pairs])
     else:
         metafunc.parametrize("polymm_backend", names)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the failures each backend declares it expects (``conformance_xfail``) as strict xfails."""
+    if getattr(config, "_polymm_chosen", None) is None:
+        return
+    import polymm
+
+    declared = {name: dict(getattr(polymm.get_backend(name), "conformance_xfail", None) or {})
+                for name in config._polymm_chosen}
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("polymm_backend") if callspec else None
+        for pattern, reason in declared.get(backend, {}).items():
+            if fnmatch.fnmatchcase(item.name, pattern) or fnmatch.fnmatchcase(item.nodeid, pattern):
+                item.add_marker(pytest.mark.xfail(reason=f"declared by backend {backend!r}: {reason}", strict=True))
+
+
+def pytest_report_collectionfinish(config, start_path, items):
+    """What the suite tests, and what an 'all' run left out with the reasons (only when the suite ran)."""
+    if getattr(config, "_polymm_chosen", None) is None:
+        return []
+    lines = [f"polymm conformance suite: testing backend(s) {', '.join(config._polymm_chosen)}"]
+    for name, reason in config._polymm_left_out.items():
+        lines.append(f"polymm backend {name} left out (unavailable): {reason}")
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    left_out = getattr(config, "_polymm_left_out", None)
+    if left_out:
+        terminalreporter.section("polymm backends not tested")
+        for name, reason in left_out.items():
+            terminalreporter.line(f"{name}: unavailable: {reason}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Under pytest-xdist, hand what a worker tested and left out to the controller's summary."""
+    config = session.config
+    if hasattr(config, "workeroutput") and getattr(config, "_polymm_chosen", None) is not None:
+        config.workeroutput["polymm_left_out"] = config._polymm_left_out
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    left_out = getattr(node, "workeroutput", {}).get("polymm_left_out")
+    if left_out is not None:
+        node.config._polymm_left_out = left_out
