@@ -22,7 +22,6 @@ for backend in $backends; do
         exit 1
     fi
     name="benchmarks/cliffs/$backend-$host-$day-$label"
-    polymm bench --suite cliffs --backend "$backend" --json "$name.json" --plot "$name.png" 2>&1 | tee "$name.log"
-    rm -f "$name.log"
+    polymm bench --suite cliffs --backend "$backend" --json "$name.json" --plot "$name.png"
 done
 python scripts/cliffs_page.py
