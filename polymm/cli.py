@@ -191,6 +191,74 @@ def _overhead(names, args, console) -> int:
     return 0
 
 
+def _fuzz(args) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    import numpy as np
+
+    import polymm
+    from polymm.backend import CONTRACT_DTYPES
+    from polymm.testing import fuzz
+
+    err = Console(stderr=True)
+    report = Console(stderr=args.json, highlight=False, soft_wrap=True)  # never wrap a reproducer
+    if args.backend == "all":
+        names = [i.name for i in polymm.backends() if i.available]
+    else:
+        names = [n.strip() for n in args.backend.split(",") if n.strip()]
+        for name in names:
+            polymm.get_backend(name)  # clear error for unknown / unavailable names
+    dtypes = None
+    if args.dtypes:
+        dtypes = [np.dtype(d.strip()) for d in args.dtypes.split(",") if d.strip()]
+        outside = [str(d) for d in dtypes if d not in CONTRACT_DTYPES]
+        if outside:
+            raise ValueError(f"--dtypes: {', '.join(outside)} not in the contract ({', '.join(map(str, CONTRACT_DTYPES))})")
+    if args.case is not None and args.case < 0 or args.cases < 0:
+        raise ValueError("--case and --cases must not be negative")
+    total = len(names) * (1 if args.case is not None else args.cases)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[failures]} failed"), console=err, transient=True,
+                  disable=args.case is not None) as progress:
+        task = progress.add_task("fuzz", total=total, failures=0)
+        failed = 0
+
+        def on_case(name, index, outcome):
+            nonlocal failed
+            failed += outcome.status == "fail"
+            progress.update(task, advance=1, description=f"fuzz {name}", failures=failed)
+
+        summary = fuzz.run(names, args.cases, args.seed, dtypes=dtypes, case=args.case,
+                           time_budget=args.time_budget, max_failures=args.max_failures, on_case=on_case)
+    if args.case is not None:
+        for name in names:
+            drawn = fuzz.draw_case(args.seed, args.case, dtypes, polymm.get_backend(name).algorithms)
+            report.print(f"case {args.case} of seed {args.seed} on {name}: {drawn.describe()}", markup=False)
+            report.print(fuzz.case_code(drawn, name, polymm.get_backend(name).algorithms), markup=False)
+    for f in summary.failures:
+        report.print(f"[red]FAIL[/] {f.backend} case {f.index} (seed {f.seed}): {f.check}: ", end="")
+        report.print(f.message, markup=False)
+        report.print(f"  drawn:  {f.case}", markup=False)
+        report.print(f"  replay: {f.replay}", markup=False)
+        if f.reproducer:
+            verdict = "fails when run" if f.replays else "did NOT fail when run again (flaky?)"
+            report.print(f"  shrunk: {f.shrunk}; reproducer ({verdict}):", markup=False)
+            report.print("    " + f.reproducer.rstrip().replace("\n", "\n    "), markup=False)
+    kinds = ", ".join(f"{k} {v}" for k, v in sorted(summary.per_kind.items())) or "-"
+    per_dtype = ", ".join(f"{k} {v}" for k, v in sorted(summary.per_dtype.items())) or "-"
+    state = "[red]{} failed[/]".format(len(summary.failures)) if summary.failures else "[green]no failures[/]"
+    report.print(f"polymm fuzz: seed {args.seed}, {', '.join(names)}: {summary.cases} cases "
+                 f"({summary.valid} valid, {summary.invalid} invalid, {summary.refused} refused dtypes) "
+                 f"in {summary.seconds:.1f} s; {state}"
+                 + (f" (stopped early: {summary.stopped})" if summary.stopped else ""))
+    report.print(f"  valid, by result dtype: {per_dtype}", markup=False)
+    report.print(f"  invalid, by kind: {kinds}", markup=False)
+    if args.json:
+        print(json.dumps(summary.as_dict(), indent=2))
+    return 1 if summary.failures else 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="polymm", description="One matmul for every device.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -222,6 +290,18 @@ def main(argv=None) -> int:
                    help="measure per-call overhead on tiny inputs (4x4 on host, 64x64 on CUDA) instead")
     b.add_argument("--overhead-size", type=int, default=None, help="matrix size for --overhead")
     b.set_defaults(func=_bench)
+    fz = sub.add_parser("fuzz", help="check a backend on random valid and invalid problems against the reference; "
+                                     "failures are shrunk into runnable reproducers")
+    fz.add_argument("--backend", default="cpu", help="backend name(s), comma-separated, or 'all' available (default cpu)")
+    fz.add_argument("--cases", type=int, default=1000, help="cases per backend (default 1000)")
+    fz.add_argument("--seed", type=int, default=0, help="run seed; case I of seed S is the same on every run")
+    fz.add_argument("--case", type=int, default=None, metavar="I", help="replay only case I of --seed, and print its code")
+    fz.add_argument("--dtypes", default=None, help="operand dtypes to draw, comma-separated (default: every contract dtype)")
+    fz.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                    help="stop drawing new cases after this many seconds")
+    fz.add_argument("--max-failures", type=int, default=10, help="stop after this many failures (default 10)")
+    fz.add_argument("--json", action="store_true", help="print the summary as JSON (the report goes to stderr)")
+    fz.set_defaults(func=_fuzz)
     args = parser.parse_args(argv)
     if args.command == "bench":
         args.sizes_given, args.dtype_given = args.sizes is not None, args.dtype is not None

@@ -84,6 +84,10 @@ class Case:
     data_seed: int
     bad: str = ""               # what is wrong, for invalid kinds ("x1", a dtype name, ...)
 
+    def __post_init__(self):  # batches as tuples also when rebuilt from JSON lists
+        object.__setattr__(self, "batch1", tuple(self.batch1))
+        object.__setattr__(self, "batch2", tuple(self.batch2))
+
     @property
     def shape1(self) -> tuple[int, ...]:
         return (self.k,) if self.vec1 else self.batch1 + (self.m, self.k)
@@ -310,7 +314,7 @@ def _operand_code(name: str, shape, dtype: str, layout: str, specials: int) -> l
             base = (1,)
         view = f"np.broadcast_to({{}}, {tuple(shape)})"
     elif layout == "swap":
-        view = "{0}.astype({0}.dtype.newbyteorder())"
+        view = f"{{}}.astype(np.dtype({dtype!r}).newbyteorder())"  # byte-swapped
     make = f"random_array(rng, {tuple(base)}, {dtype!r})"
     size = int(np.prod(base)) if base else 1
     if not specials or size == 0:
@@ -677,6 +681,7 @@ class Failure:
     message: str
     case: str                  # the case as drawn, described
     shrunk: str = ""           # the shrunk case, described
+    shrunk_case: dict | None = None  # the shrunk case's fields (Case(**shrunk_case) rebuilds it)
     reproducer: str = ""       # runnable Python source of the shrunk case
     replays: bool | None = None
     replay: str = ""           # the command that replays the original case
@@ -728,11 +733,12 @@ def run(backends, cases: int = 1000, seed: int = 0, *, dtypes=None, case: int | 
     for name in backends:
         impl = polymm.get_backend(name)
         algorithms = tuple(impl.algorithms)
+        failed = 0
         for index in indices:
             if time_budget is not None and time.perf_counter() - start > time_budget:
                 summary.stopped = "time budget"
                 break
-            if len(summary.failures) >= max_failures:
+            if failed >= max_failures:  # per backend: one broken backend does not hide the others
                 summary.stopped = "max failures"
                 break
             drawn = draw_case(seed, index, dtypes, algorithms)
@@ -752,13 +758,15 @@ def run(backends, cases: int = 1000, seed: int = 0, *, dtypes=None, case: int | 
             if outcome.status == "fail":
                 failure = Failure(name, seed, index, outcome.check, outcome.message, drawn.describe(),
                                   replay=_replay_command(name, seed, index, dtypes))
-                if len(summary.failures) < shrink_failures:
+                if failed < shrink_failures:
                     small, small_outcome, _ = shrink(drawn, name, outcome)
                     failure.shrunk = small.describe()
+                    failure.shrunk_case = dataclasses.asdict(small)
                     failure.message = small_outcome.message if small is not drawn else failure.message
                     failure.reproducer = case_code(small, name, algorithms, small_outcome.check)
                     failure.replays = replays(failure.reproducer)
                 summary.failures.append(failure)
+                failed += 1
             if on_case is not None:
                 on_case(name, index, outcome)
     summary.seconds = time.perf_counter() - start
