@@ -275,8 +275,9 @@ class CPUBackend(Backend):
         nth = numba.get_num_threads()
         if min(m, n) <= params.NARROW and per >= params.NARROW_MIN_WORK:
             return _plan_narrow(a, b, out, m, n, size)
-        if per <= params.SMALL_PRODUCT and nbatch > 1:
-            # many small products: whole products, several per task, no packing
+        if per <= params.SMALL_PRODUCT:
+            # small products (one, or a batch): whole products, several per
+            # task, no packing (32^3: 4 us unpacked, 11 us packed)
             kind, args = _slab(a, b, out, n, max(1, params.SMALL_TASK // per), size)
             if work <= params.SERIAL_WORK or nth == 1:
                 kind = "slab_serial"
