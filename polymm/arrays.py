@@ -60,6 +60,10 @@ class ArrayKind:
     def writeable(self, x) -> bool:
         return True
 
+    def as_batch(self, x):
+        """A matrix as a batch of one (``x[None]``), for the dispatcher's short path."""
+        return x[None]
+
     def shares_memory(self, x, y) -> bool:
         raise NotImplementedError
 
@@ -128,20 +132,51 @@ class CupyKind(ArrayKind):
 
 
 class OpenCLKind(ArrayKind):
+    """PyOpenCL arrays.  ``pyopencl.array.Array(...)`` costs ~25 us per call
+    (NumPy reductions over the shape), more than a small kernel, so views and
+    results are made with PyOpenCL's own fast constructor; result buffers come
+    from a memory pool per queue (allocation is a driver call)."""
+
     name = "pyopencl"
+    #: Results larger than this are allocated directly, so a pool does not hold big blocks.
+    POOLED_BYTES = 32 << 20
 
     def __init__(self):
         import pyopencl.array as cl_array
 
         self.cl_array = cl_array
+        self._pools = {}
+        PLAIN_TYPES[cl_array.Array] = self
+        try:  # the fast constructor's keywords are PyOpenCL's own; fall back if they change
+            cl_array.Array(None, (0,), np.dtype("float32"), strides=(4,), _fast=True, _size=0,
+                           _context=None, _queue=None)
+            self._fast = True
+        except TypeError:
+            self._fast = False
+
+    def _array(self, queue, shape, dtype, strides, data, offset, allocator=None):
+        if self._fast:
+            size = 1
+            for n in shape:
+                size *= n
+            return self.cl_array.Array(None, shape, dtype, strides=strides, data=data, offset=offset,
+                                       allocator=allocator, _fast=True, _size=size,
+                                       _context=queue.context, _queue=queue)
+        return self.cl_array.Array(queue, shape, dtype, strides=strides, data=data, offset=offset,
+                                   allocator=allocator)
+
+    def as_batch(self, x):
+        if self._fast:
+            return self.cl_array.Array(None, (1,) + x.shape, x.dtype, strides=(0,) + x.strides,
+                                       data=x.base_data, offset=x.offset, allocator=x.allocator,
+                                       events=x.events, _fast=True, _size=x.size,
+                                       _context=x.context, _queue=x.queue)
+        return x[None]
 
     def view(self, x, shape, elem_strides, offset=0):
         size = x.dtype.itemsize
-        return self.cl_array.Array(
-            x.queue, shape, x.dtype,
-            strides=tuple(s * size for s in elem_strides),
-            data=x.base_data, offset=x.offset + offset * size,
-        )
+        return self._array(x.queue, tuple(shape), x.dtype, tuple(s * size for s in elem_strides),
+                           x.base_data, x.offset + offset * size, x.allocator)
 
     def contiguous(self, x):
         if not x.flags.c_contiguous:
@@ -149,7 +184,29 @@ class OpenCLKind(ArrayKind):
         return x
 
     def empty(self, shape, dtype, like):
-        return self.cl_array.empty(like.queue, shape, dtype)
+        queue = like.queue
+        dtype = np.dtype(dtype)
+        shape = tuple(shape)
+        nbytes = dtype.itemsize
+        for n in shape:
+            nbytes *= n
+        if nbytes == 0 or nbytes > self.POOLED_BYTES or like.allocator is not None or not self._fast:
+            return self.cl_array.empty(queue, shape, dtype, allocator=like.allocator)
+        pool = self._pools.get(queue)
+        if pool is None:
+            from pyopencl.tools import ImmediateAllocator, MemoryPool
+
+            pool = self._pools[queue] = MemoryPool(ImmediateAllocator(queue))
+        if len(shape) == 2:
+            strides = (shape[1] * dtype.itemsize, dtype.itemsize)
+        else:
+            strides, step = [], dtype.itemsize
+            for n in reversed(shape):
+                strides.append(step)
+                step *= max(n, 1)
+            strides = tuple(reversed(strides))
+        return self.cl_array.Array(None, shape, dtype, strides=strides, data=pool(nbytes), _fast=True,
+                                   _size=nbytes // dtype.itemsize, _context=like.context, _queue=queue)
 
     def zeros(self, shape, dtype, like):
         return self.cl_array.zeros(like.queue, shape, dtype)
