@@ -47,15 +47,20 @@ import numpy as np
 
 __all__ = [
     "KernelParams", "KERNELS", "DIALECTS", "render", "kernel_name", "launch_geometry",
-    "local_mem_bytes", "fast_path", "value_itemsize",
+    "local_mem_bytes", "fast_path", "value_itemsize", "HELPER_KERNELS",
 ]
 
 DIALECTS = ("cuda", "opencl")
 #: Kernel names accepted by :func:`render` (``tiled-dynamic`` is ``tiled.c``
 #: rendered with ``PM_DYNAMIC_LOCAL``).
-KERNELS = ("naive", "tiled", "tiled-dynamic", "regblock")
+KERNELS = ("naive", "tiled", "tiled-dynamic", "regblock", "matvec", "pack", "sum-slices")
 _BODY_FILES = {"naive": "naive.c", "tiled": "tiled.c", "tiled-dynamic": "tiled.c",
-               "regblock": "regblock.c"}
+               "regblock": "regblock.c", "matvec": "matvec.c", "pack": "pack.c",
+               "sum-slices": "sum_slices.c"}
+#: Helper kernels with their own interfaces (not PM_ARGS): ``pack`` copies a
+#: strided ``(batch, rows, cols)`` view to contiguous memory, ``sum-slices``
+#: adds split-K partial products in a fixed order (see their sources).
+HELPER_KERNELS = ("pack", "sum-slices")
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,14 @@ class KernelParams:
     ``kwg``; ``pack_b``: copy each KWG x NR chunk of B to contiguous private
     memory first (CPU shape; avoids cache-set conflicts); ``maxrreg``: register cap per work-item for
     backends that can set one at build time (0: the compiler's choice; not
-    part of the source).
+    part of the source); ``bpg``: batch entries per work-group of the CPU
+    shape (small matrices: several per group, so per-group overhead is
+    shared; :func:`launch_geometry` uses the largest divisor of the batch
+    not above it).
+
+    ``matvec`` reads the same words: ``mr`` rows x ``nwg`` columns of dot
+    products per work-item, ``vw`` the vector width along K, ``mdimc``
+    work-items per group.
     """
 
     ts: int = 16
@@ -91,6 +103,7 @@ class KernelParams:
     nr: int = 0
     pack_b: bool = False
     maxrreg: int = 0
+    bpg: int = 1
 
     @property
     def wptm(self) -> int:
@@ -108,6 +121,8 @@ class KernelParams:
         if kernel in ("tiled", "tiled-dynamic"):
             if self.ts < 1:
                 raise ValueError(f"ts must be positive: {self}")
+        if kernel == "matvec" and (self.mr < 1 or self.nwg < 1 or self.vw < 1):
+            raise ValueError(f"matvec needs positive mr, nwg, vw: {self}")
         if kernel != "regblock":
             return
         if self.mwg % self.mdimc or self.nwg % self.ndimc:
@@ -142,6 +157,10 @@ _DTYPES = {
     "complex64": ("COMPLEX", "float2", "float2"),
     "complex128": ("COMPLEX", "double2", "double2"),
 }
+# Raw-bits element types of the pack kernel, by item size: (OpenCL, CUDA).
+_COPY_TYPES = {1: ("uchar", "unsigned char"), 2: ("ushort", "unsigned short"),
+               4: ("uint", "unsigned int"), 8: ("ulong", "unsigned long long"),
+               16: ("ulong2", "ulonglong2")}
 # Fast (vector) paths exist for these; GVEC type per dialect is the same name.
 _VECTOR_DTYPES = {"float32": "float", "float64": "double"}
 
@@ -222,6 +241,9 @@ def render(dialect: str, kernel: str, dtype, params: KernelParams | None = None,
         PM_RB_LOCAL="1" if params.use_local else "0",
         PM_RB_VEC_A="1" if (vec_a and vector_ok) else "0",
         PM_RB_VEC_B="1" if (vec_b and vector_ok) else "0",
+        PM_MV_VEC="1" if (kernel == "matvec" and vec_a and vec_b and vector_ok) else "0",
+        COPY_T=_COPY_TYPES[dtype.itemsize][0 if dialect == "opencl" else 1],
+        BPG=str(params.bpg),
         PM_RB_VEC_LOCAL="1" if (vector_ok and vec_a and vec_b and params.use_local
                                  and params.vw == params.gvw and params.pad % params.gvw == 0) else "0",
     )
@@ -266,8 +288,20 @@ def launch_geometry(kernel: str, params: KernelParams | None, M: int, N: int, B:
         ts = params.ts
         local = (ts, ts, 1)
         glob = (_ceil_div(N, ts) * ts, _ceil_div(M, ts) * ts, B)
+    elif kernel == "matvec":
+        local = (params.mdimc, 1, 1)
+        glob = (_ceil_div(_ceil_div(M, params.mr), params.mdimc) * params.mdimc, _ceil_div(N, params.nwg), B)
+    elif kernel == "pack":  # M rows, N columns
+        local = (16, 1, 1)
+        glob = (_ceil_div(N, 16) * 16, M, B)
+    elif kernel == "sum-slices":  # M elements per slice
+        local = (64, 1, 1)
+        glob = (_ceil_div(M, 64) * 64, 1, 1)
     else:
-        local = (params.ndimc, params.mdimc, 1)
+        bpg = 1
+        if not params.use_local:
+            bpg = max(d for d in range(1, min(params.bpg, B) + 1) if B % d == 0)
+        local = (params.ndimc, params.mdimc, bpg)
         glob = (_ceil_div(N, params.nwg) * params.ndimc, _ceil_div(M, params.mwg) * params.mdimc, B)
     return glob, local
 
@@ -284,8 +318,10 @@ def local_mem_bytes(kernel: str, dtype, params: KernelParams | None = None) -> i
 
 
 def fast_path(dialect: str, dtype, params: KernelParams, M: int, N: int, K: int, batch: int,
-              a_off: int, a_strides, b_off: int, b_strides) -> dict[str, bool]:
-    """Which regblock vector paths are valid for these operands (``render`` keywords).
+              a_off: int, a_strides, b_off: int, b_strides, kernel: str = "regblock") -> dict[str, bool]:
+    """Which vector paths of ``kernel`` are valid for these operands (``render`` keywords).
+
+    ``matvec``: both flags exactly when A and B are contiguous along K (OpenCL).
 
     ``a_strides = (a_sb, a_sm, a_sk)`` and ``b_strides = (b_sb, b_sk, b_sn)`` in
     elements.  The local-memory (GPU) shape reads ``gvw``-element vectors, so
@@ -297,6 +333,9 @@ def fast_path(dialect: str, dtype, params: KernelParams, M: int, N: int, K: int,
     if dtype.name not in _VECTOR_DTYPES:
         return {"vec_a": False, "vec_b": False}
     a_sb, a_sm, a_sk = a_strides
+    if kernel == "matvec":  # both operands contiguous along K
+        both = dialect == "opencl" and a_sk == 1 and b_strides[1] == 1
+        return {"vec_a": both, "vec_b": both}
     b_sb, b_sk, b_sn = b_strides
     if not params.use_local:
         return {"vec_a": False, "vec_b": dialect == "opencl" and b_sn == 1}

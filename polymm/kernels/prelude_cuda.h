@@ -8,6 +8,7 @@
 #define BARRIER() __syncthreads()
 #define LOCAL_ID(d) ((int)((d) == 0 ? threadIdx.x : (d) == 1 ? threadIdx.y : threadIdx.z))
 #define GROUP_ID(d) ((int)((d) == 0 ? blockIdx.x : (d) == 1 ? blockIdx.y : blockIdx.z))
+#define LOCAL_SIZE(d) ((int)((d) == 0 ? blockDim.x : (d) == 1 ? blockDim.y : blockDim.z))
 #define GLOBAL_ID(d) (GROUP_ID(d) * (int)((d) == 0 ? blockDim.x : (d) == 1 ? blockDim.y : blockDim.z) + LOCAL_ID(d))
 #define INDEX_T long long
 #define RESTRICT __restrict__

@@ -13,6 +13,7 @@
 #define LOCAL_ID(d) ((int)get_local_id(d))
 #define GROUP_ID(d) ((int)get_group_id(d))
 #define GLOBAL_ID(d) ((int)get_global_id(d))
+#define LOCAL_SIZE(d) ((int)get_local_size(d))
 #define INDEX_T long
 #define RESTRICT restrict
 #define DEVICE_FN inline

@@ -184,7 +184,7 @@ KERNEL void polymm_regblock(PM_ARGS)
     const int m0 = GLOBAL_ID(1) * WPTM;
     const int n0 = GLOBAL_ID(0) * WPTN;
     if (m0 >= M || n0 >= N) return;
-    const INDEX_T batch = GROUP_ID(2);
+    const INDEX_T batch = GLOBAL_ID(2);   /* BPG batch entries per work-group */
     const INDEX_T b_base = b_off + batch * b_sb;
     INDEX_T a_row[WPTM];
     PM_UNROLL

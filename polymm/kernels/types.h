@@ -5,6 +5,7 @@
  *   LOAD(p, i)          element i of global array p, as VAL_T
  *   ACC_INIT(acc)       acc = additive identity
  *   ACC_MADD(acc, a, b) acc += a * b   (or acc |= a & b for bool)
+ *   ACC_ADD(acc, v)     acc += v           (or acc |= v for bool)
  *   STORE(p, i, acc)    p[i] = acc converted to ELEM_T
  */
 #if PM_KIND_BOOL
@@ -12,6 +13,7 @@
 #define LOAD(p, i) ((VAL_T)((p)[i] != 0))
 #define ACC_INIT(acc) ((acc) = 0)
 #define ACC_MADD(acc, a, b) ((acc) |= ((a) & (b)))
+#define ACC_ADD(acc, v) ((acc) |= (v))
 #define STORE(p, i, acc) ((p)[i] = (ELEM_T)((acc) != 0))
 #elif PM_KIND_INT
 /* Accumulate in an unsigned type at least as wide: wrap-around is defined
@@ -19,17 +21,20 @@
 #define LOAD(p, i) ((VAL_T)(p)[i])
 #define ACC_INIT(acc) ((acc) = 0)
 #define ACC_MADD(acc, a, b) ((acc) += (a) * (b))
+#define ACC_ADD(acc, v) ((acc) += (v))
 #define STORE(p, i, acc) ((p)[i] = (ELEM_T)(acc))
 #elif PM_KIND_HALF
 /* float16 in memory, float32 everywhere else. */
 #define LOAD(p, i) HALF_LOAD(p, i)
 #define ACC_INIT(acc) ((acc) = 0.0f)
 #define ACC_MADD(acc, a, b) ((acc) = (a) * (b) + (acc))
+#define ACC_ADD(acc, v) ((acc) = (acc) + (v))
 #define STORE(p, i, acc) HALF_STORE(p, i, acc)
 #elif PM_KIND_FLOAT
 #define LOAD(p, i) ((p)[i])
 #define ACC_INIT(acc) ((acc) = 0)
 #define ACC_MADD(acc, a, b) ((acc) = (a) * (b) + (acc))
+#define ACC_ADD(acc, v) ((acc) = (acc) + (v))
 #define STORE(p, i, acc) ((p)[i] = (acc))
 #elif PM_KIND_COMPLEX
 /* (x + iy): float2/double2, no conjugation. */
@@ -37,6 +42,7 @@
 #define ACC_INIT(acc) ((acc).x = 0, (acc).y = 0)
 #define ACC_MADD(acc, a, b) ((acc).x += (a).x * (b).x - (a).y * (b).y, \
                              (acc).y += (a).x * (b).y + (a).y * (b).x)
+#define ACC_ADD(acc, v) ((acc).x += (v).x, (acc).y += (v).y)
 #define STORE(p, i, acc) ((p)[i] = (acc))
 #else
 #error "polymm: no PM_KIND_* defined"

@@ -30,7 +30,8 @@ from . import params as _params
 __all__ = ["OpenCLBackend", "KernelBuildError", "set_queue", "using_queue", "default_queue",
            "list_devices"]
 
-_FP64_DTYPES = (np.dtype("float64"), np.dtype("complex128"))
+_FP64_DTYPES = frozenset((np.dtype("float64"), np.dtype("complex128")))
+_CONTRACT_SET = frozenset(CONTRACT_DTYPES)
 
 
 class KernelBuildError(RuntimeError):
@@ -172,8 +173,66 @@ def _upload(queue, x: np.ndarray):
     return cl_array.Array(queue, x.shape, x.dtype, strides=x.strides, data=buffer.data, offset=-low)
 
 
+class _QueueFacts:
+    """What the backend needs to know about a queue's device, asked once:
+    device queries are driver calls (``queue.device``, ``.extensions`` cost
+    microseconds each), far too slow for every product."""
+
+    __slots__ = ("queue", "device", "program_key", "fp64", "nvidia", "in_order", "pool", "name")
+
+    def __init__(self, queue):
+        import pyopencl as cl
+        from pyopencl.tools import ImmediateAllocator, MemoryPool
+
+        device = queue.device
+        self.queue = queue
+        self.device = device
+        self.program_key = (queue.context.int_ptr, device.int_ptr)
+        self.fp64 = _has_fp64(device)
+        self.nvidia = "nvidia" in device.vendor.lower()
+        self.in_order = not (queue.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+        self.pool = MemoryPool(ImmediateAllocator(queue))  # scratch: packed operands, split-K partials
+        self.name = device.name.strip()
+
+
+class _Step:
+    """One kernel launch of a plan: a ``cl.Kernel`` of its own whose scalar
+    arguments were set when the plan was made; per call only the buffers
+    (``slots``: (argument index, 0 = A / 1 = B / 2 = C / 3+ = scratch)) change."""
+
+    __slots__ = ("kernel", "slots", "global_size", "local_size")
+
+    def __init__(self, kernel, slots, global_size, local_size):
+        self.kernel, self.slots = kernel, slots
+        self.global_size, self.local_size = global_size, local_size
+
+
+class _Plan:
+    __slots__ = ("steps", "scratch", "choice", "last_choice")
+
+    def __init__(self, steps, scratch, choice, flags):
+        self.steps, self.scratch, self.choice = steps, scratch, choice
+        self.last_choice = (choice.kernel, choice.params, flags)
+
+
+_I32, _I64 = np.int32, np.int64
+_PM_ARG_TYPES = [_I32, _I32, _I32, None, _I64, _I64, _I64, _I64, None, _I64, _I64, _I64, _I64, None, _I64]
+_PACK_ARG_TYPES = [_I32, _I32, None, _I64, _I64, _I64, _I64, None, _I64]
+_SUM_ARG_TYPES = [_I32, _I64, None, None, _I64]
+#: Plans kept per backend; when full the cache starts again (shapes in a program are few).
+_PLAN_CACHE_SIZE = 1024
+
+
 class OpenCLBackend(Backend):
-    """The ``opencl`` polymm backend (entry point ``polymm.backends``)."""
+    """The ``opencl`` polymm backend (entry point ``polymm.backends``).
+
+    A call looks up a *plan* by (queue, dtype, algorithm, shapes, strides,
+    offsets): the kernel launches :func:`polymm_opencl.params.auto_choice`
+    picked, each with its scalar arguments already set.  So a repeated
+    product costs a dictionary look-up, three buffer arguments and an
+    enqueue per launch; no device queries, no event lists on an in-order
+    queue whose operands live on it.
+    """
 
     name = "opencl"
     array_library = "pyopencl"
@@ -188,8 +247,12 @@ class OpenCLBackend(Backend):
             raise BackendUnavailable("no OpenCL platform with a device was found "
                                      "(install pocl-binary-distribution for a CPU device)")
         _pick_device()  # an unmatched POLYMM_OPENCL_DEVICE makes the backend unavailable
-        self._kernels: dict = {}
-        self._lock = threading.Lock()
+        self._programs: dict = {}
+        self._facts: dict = {}
+        self._plans: dict = {}
+        self._lock = threading.Lock()  # a cl.Kernel's arguments are shared state
+        self.last_event = None
+        self.last_choice = None
 
     # ---- what the core asks -------------------------------------------------------------
     def devices(self) -> list[str]:
@@ -198,18 +261,23 @@ class OpenCLBackend(Backend):
     def dtypes(self):
         return CONTRACT_DTYPES
 
+    def _facts_for(self, queue) -> _QueueFacts:
+        facts = self._facts.get(queue)
+        if facts is None:
+            facts = self._facts[queue] = _QueueFacts(queue)
+        return facts
+
     def _queue_for(self, operand):
         queue = getattr(operand, "queue", None)
         return queue if queue is not None else default_queue()
 
     def check_dtype(self, dtype, operand) -> None:
-        dtype = np.dtype(dtype)
-        if dtype not in CONTRACT_DTYPES:
+        if dtype not in _CONTRACT_SET:
             raise TypeError(f"backend 'opencl' does not support dtype {dtype}")
         if dtype in _FP64_DTYPES:
-            device = self._queue_for(operand).device
-            if not _has_fp64(device):
-                raise TypeError(f"OpenCL device {device.name.strip()!r} has no fp64 support "
+            facts = self._facts_for(self._queue_for(operand))
+            if not facts.fp64:
+                raise TypeError(f"OpenCL device {facts.name!r} has no fp64 support "
                                 f"(cl_khr_fp64), so it cannot compute {dtype}")
 
     def from_numpy(self, x):
@@ -218,84 +286,189 @@ class OpenCLBackend(Backend):
     def to_numpy(self, x):
         return x.get()
 
+    def synchronize(self) -> None:
+        if self.last_event is not None:
+            self.last_event.wait()
+
     # ---- kernels ------------------------------------------------------------------------
-    def _kernel(self, queue, kernel, dtype, params, vec_a=False, vec_b=False):
-        """The built ``cl.Kernel``; programs are built once per (context, device, variant)."""
+    def _program(self, facts, kernel, dtype, params, vec_a=False, vec_b=False):
+        """The built program; built once per (context, device, variant)."""
         import pyopencl as cl
 
-        key = (queue.context.int_ptr, queue.device.int_ptr, kernel, dtype.str, params, vec_a, vec_b)
-        found = self._kernels.get(key)
+        key = (facts.program_key, kernel, dtype.str, params, vec_a, vec_b)
+        found = self._programs.get(key)
         if found is not None:
             return found
+        queue = facts.queue
         source = render("opencl", kernel, dtype, params, vec_a=vec_a, vec_b=vec_b)
         options = []
-        if params is not None and params.maxrreg and "nvidia" in queue.device.vendor.lower():
+        if params is not None and params.maxrreg and facts.nvidia:
             options.append(f"-cl-nv-maxrregcount={params.maxrreg}")
         try:
-            program = cl.Program(queue.context, source).build(options=options, devices=[queue.device])
+            program = cl.Program(queue.context, source).build(options=options, devices=[facts.device])
         except cl.RuntimeError as exc:  # build failure: PyOpenCL's message holds the log
             raise KernelBuildError(
                 f"polymm: building the OpenCL {kernel} kernel for {dtype} on "
-                f"{queue.device.name.strip()} failed ({params}):\n{exc}") from exc
+                f"{facts.name} failed ({params}):\n{exc}") from exc
         try:
-            built = cl.Kernel(program, kernel_name(kernel))
+            cl.Kernel(program, kernel_name(kernel))
         except cl.Error as exc:  # e.g. PoCL silently dropping a kernel it cannot lower
-            log = program.get_build_info(queue.device, cl.program_build_info.LOG)
+            log = program.get_build_info(facts.device, cl.program_build_info.LOG)
             raise KernelBuildError(
                 f"polymm: the OpenCL {kernel} kernel for {dtype} is missing from the program built on "
-                f"{queue.device.name.strip()} ({params}): {exc}\ncompiler log:\n{log}") from exc
-        self._kernels[key] = built
-        return built
+                f"{facts.name} ({params}): {exc}\ncompiler log:\n{log}") from exc
+        self._programs[key] = program
+        return program
 
-    def choose(self, device, algorithm, dtype, M, N, K):
-        """``(kernel, params)`` for an algorithm name on ``device``."""
+    def _kernel_step(self, facts, kernel, dtype, params, flags, arg_types, args, slots, geometry):
+        """A :class:`_Step` whose own ``cl.Kernel`` has ``args`` set (buffers left to each call)."""
+        import pyopencl as cl
+
+        program = self._program(facts, kernel, dtype, params, **flags)
+        built = cl.Kernel(program, kernel_name(kernel))
+        built.set_scalar_arg_dtypes(arg_types)
+        built.set_args(*args)
+        return _Step(built, slots, *geometry)
+
+    def choose(self, device, algorithm, dtype, M, N, K, batch=1, a_strides=None, b_strides=None):
+        """The :class:`~polymm_opencl.params.Choice` for an algorithm name on ``device``
+        (iterates as ``(kernel, params)``)."""
         if algorithm == "naive":
-            return "naive", None
+            return _params.Choice("naive", None, "asked for naive")
         if algorithm in ("tiled", "tiled-dynamic"):
-            return algorithm, _params.tiled_params(device, dtype)
-        return _params.auto_choice(device, dtype, M, N, K)
+            return _params.Choice(algorithm, _params.tiled_params(device, dtype), f"asked for {algorithm}")
+        return _params.auto_choice(device, dtype, M, N, K, batch=batch, a_strides=a_strides,
+                                   b_strides=b_strides)
 
     def matmul(self, a, b, out, algorithm: str) -> None:
-        batch, M, K = a.shape
-        kernel, params = self.choose(out.queue.device, algorithm, np.dtype(out.dtype), M, b.shape[2], K)
-        self.launch(a, b, out, kernel, params)
+        queue = out.queue
+        facts = self._facts.get(queue) or self._facts_for(queue)
+        key = (queue, out.dtype, algorithm, a.shape, b.shape, a.strides, b.strides,
+               a.offset, b.offset, out.offset)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._make_plan(facts, a, b, out, algorithm, None)
+            if len(self._plans) >= _PLAN_CACHE_SIZE:
+                self._plans.clear()
+            self._plans[key] = plan
+        self._run(facts, plan, a, b, out)
 
     def launch(self, a, b, out, kernel: str, params: KernelParams | None):
         """Enqueue ``kernel`` with ``params`` on ``out``'s queue; returns the event.
 
-        ``a``, ``b``, ``out`` as in :meth:`matmul`.  The regblock fast paths are
+        ``a``, ``b``, ``out`` as in :meth:`matmul`.  The vector fast paths are
         used exactly when :func:`polymm.kernels.fast_path` allows them.
         """
+        facts = self._facts_for(out.queue)
+        plan = self._make_plan(facts, a, b, out, None, _params.Choice(kernel, params, "explicit"))
+        return self._run(facts, plan, a, b, out)
+
+    def _run(self, facts, plan, a, b, out):
+        from pyopencl import enqueue_nd_range_kernel as enqueue
+
+        queue = facts.queue
+        buffers = [a.base_data, b.base_data, out.base_data]
+        if plan.scratch:
+            buffers += [facts.pool(nbytes) for nbytes in plan.scratch]
+        # On an in-order queue that holds all three arrays, order is implied.
+        chain = not facts.in_order
+        wait_for = None
+        if chain or a.queue is not queue or b.queue is not queue:
+            wait_for = (a.events + b.events + out.events) or None
+        with self._lock:
+            for step in plan.steps:
+                kernel = step.kernel
+                for index, slot in step.slots:
+                    kernel.set_arg(index, buffers[slot])
+                event = enqueue(queue, kernel, step.global_size, step.local_size, None, wait_for)
+                if chain:
+                    wait_for = [event]
+        out.add_event(event)
+        if chain and plan.scratch:
+            event.wait()  # out-of-order queue: scratch goes back to the pool only when done
+        self.last_event = event
+        self.last_choice = plan.last_choice
+        self.last_plan = plan.choice
+        return event
+
+    def _make_plan(self, facts, a, b, out, algorithm, choice) -> _Plan:
+        """Turn a choice (packing, swap, split-K, kernel) into launches with their arguments."""
         import pyopencl as cl
 
-        queue = out.queue
         dtype = np.dtype(out.dtype)
+        size = dtype.itemsize
         batch, M, K = a.shape
         N = b.shape[2]
-        size = dtype.itemsize
-        a_off, b_off, c_off = a.offset // size, b.offset // size, out.offset // size
-        a_strides = tuple(s // size for s in a.strides)
-        b_strides = tuple(s // size for s in b.strides)
-        flags = {}
-        if kernel == "regblock":
-            flags = fast_path("opencl", dtype, params, M, N, K, batch, a_off, a_strides, b_off, b_strides)
-        built = self._kernel(queue, kernel, dtype, params, **flags)
-        global_size, local_size = launch_geometry(kernel, params, M, N, batch)
-        args = [np.int32(M), np.int32(N), np.int32(K),
-                a.base_data, np.int64(a_off), *(np.int64(s) for s in a_strides),
-                b.base_data, np.int64(b_off), *(np.int64(s) for s in b_strides),
-                out.base_data, np.int64(c_off)]
-        if kernel == "tiled-dynamic":
-            args.append(cl.LocalMemory(local_mem_bytes(kernel, dtype, params)))
-        wait_for = list(a.events) + list(b.events) + list(out.events)
-        with self._lock:  # a cl.Kernel's arguments are shared state
-            built.set_args(*args)
-            event = cl.enqueue_nd_range_kernel(queue, built, global_size, local_size,
-                                               wait_for=wait_for or None)
-        out.add_event(event)
-        self.last_event = event
-        self.last_choice = (kernel, params, flags)
-        return event
+        # operands as (slot, offset, batch stride, row stride, column stride) in elements
+        A = (0, a.offset // size, *(s // size for s in a.strides))
+        B = (1, b.offset // size, *(s // size for s in b.strides))
+        c_off = out.offset // size
+        if choice is None:
+            choice = self.choose(facts.device, algorithm, dtype, M, N, K, batch, A[2:], B[2:])
+        steps, scratch = [], []
+
+        def new_scratch(elements):
+            scratch.append(max(1, elements) * size)
+            return 2 + len(scratch)
+
+        def pack(op, rows, cols, transpose):
+            """Copy operand ``op`` (rows x cols per batch entry) to contiguous scratch;
+            ``transpose`` stores it as cols x rows.  Returns the new operand."""
+            slot, off, sb, sr, sc = op
+            copies = batch if sb else 1
+            if transpose:
+                rows, cols, sr, sc = cols, rows, sc, sr
+            dst = new_scratch(copies * rows * cols)
+            steps.append(self._kernel_step(
+                facts, "pack", dtype, None, {}, _PACK_ARG_TYPES,
+                [rows, cols, None, off, sb, sr, sc, None, 0], [(2, slot), (7, dst)],
+                launch_geometry("pack", None, rows, cols, copies)))
+            new_sb = rows * cols if sb else 0
+            return (dst, 0, new_sb, 1, cols) if transpose else (dst, 0, new_sb, cols, 1)
+
+        if choice.swap:  # C^T = B^T A^T, stored alike because M or N is 1
+            A, B = (B[0], B[1], B[2], B[4], B[3]), (A[0], A[1], A[2], A[4], A[3])
+            M, N = N, M
+        if choice.pack_a:
+            A = pack(A, M, K, False)
+        if choice.pack_b:
+            B = pack(B, K, N, choice.pack_b == "transposed")
+
+        kernel, params = choice.kernel, choice.params
+
+        def product(A, B, C_slot, c_off, batch, K):
+            flags = {}
+            if kernel in ("regblock", "matvec"):
+                flags = fast_path("opencl", dtype, params, M, N, K, batch, A[1], A[2:], B[1], B[2:],
+                                  kernel=kernel)
+            args = [M, N, K, None, *A[1:], None, *B[1:], None, c_off]
+            types = _PM_ARG_TYPES
+            if kernel == "tiled-dynamic":
+                args.append(cl.LocalMemory(local_mem_bytes(kernel, dtype, params)))
+                types = types + [None]
+            steps.append(self._kernel_step(
+                facts, kernel, dtype, params, flags, types, args, [(3, A[0]), (8, B[0]), (13, C_slot)],
+                launch_geometry(kernel, params, M, N, batch)))
+            return flags
+
+        if choice.splits > 1:  # split-K: slices of K as a batch into scratch, then summed in order
+            depth = -(-K // choice.splits)
+            full = K // depth
+            rest = K - full * depth
+            count = M * N
+            parts = new_scratch((full + (rest > 0)) * count)
+            flags = product((A[0], A[1], depth * A[4], A[3], A[4]), (B[0], B[1], depth * B[3], B[3], B[4]),
+                            parts, 0, full, depth)
+            if rest:
+                product((A[0], A[1] + full * depth * A[4], 0, A[3], A[4]),
+                        (B[0], B[1] + full * depth * B[3], 0, B[3], B[4]), parts, full * count, 1, rest)
+            steps.append(self._kernel_step(
+                facts, "sum-slices", dtype, None, {}, _SUM_ARG_TYPES,
+                [full + (rest > 0), count, None, None, c_off], [(2, parts), (3, 2)],
+                launch_geometry("sum-slices", None, count, 1, 1)))
+        else:
+            flags = product(A, B, 2, c_off, batch, K)
+        return _Plan(steps, scratch, choice, flags)
 
 
 __all__ += ["KernelParams"]

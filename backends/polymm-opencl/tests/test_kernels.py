@@ -23,6 +23,7 @@ cl_array = pytest.importorskip("pyopencl.array")
 DTYPES = [d.name for d in CONTRACT_DTYPES]
 CPU_SHAPE = KernelParams(mwg=12, nwg=16, kwg=8, mdimc=2, ndimc=1, vw=8, mr=6, use_local=False)
 GPU_SHAPE = KernelParams(mwg=32, nwg=32, kwg=8, mdimc=8, ndimc=8, vw=2, gvw=2, pad=1)
+MATVEC_SHAPE = KernelParams(mr=3, nwg=2, vw=8, mdimc=4, use_local=False)
 #: (kernel, params, render flags): every code path of every body.
 VARIANTS = [
     ("naive", None, {}),
@@ -33,13 +34,19 @@ VARIANTS = [
     ("regblock", CPU_SHAPE, {}),
     ("regblock", CPU_SHAPE, {"vec_b": True}),
     ("regblock", CPU_SHAPE.replace(nwg=32, nr=16, pack_b=True), {"vec_b": True}),
+    ("regblock", CPU_SHAPE.replace(mwg=6, mdimc=1, nwg=8, bpg=3), {"vec_b": True}),
+    ("matvec", MATVEC_SHAPE, {}),
+    ("matvec", MATVEC_SHAPE, {"vec_a": True, "vec_b": True}),
 ]
+#: The helper kernels (own interfaces), rendered and compiled beside the products.
+HELPERS = [("pack", None, {}), ("sum-slices", None, {})]
 
 
 def _variant_id(v):
     kernel, params, flags = v
     shape = "" if params is None else ("-local" if params.use_local else "-cpu")
     shape += "-packed" if params is not None and params.pack_b else ""
+    shape += f"-bpg{params.bpg}" if params is not None and params.bpg > 1 else ""
     return kernel + shape + "".join(f"-{k}" for k in flags)
 
 
@@ -55,7 +62,7 @@ def test_opencl_sources_build(queue, dtype):
     device = queue.device
     if dtype in ("float64", "complex128") and "cl_khr_fp64" not in device.extensions:
         pytest.skip(f"{device.name} has no fp64")
-    for kernel, params, flags in VARIANTS:
+    for kernel, params, flags in VARIANTS + HELPERS:
         if params is not None and not params.use_local and dtype == "float64":
             params = params.replace(vw=4)
         source = render("opencl", kernel, dtype, params, **flags)
@@ -74,7 +81,7 @@ def test_cuda_sources_compile():
                                 capture_output=True, text=True)
         return dtype, kernel, flags, result.returncode, result.stderr
 
-    jobs = [(d, v) for d in DTYPES for v in VARIANTS]
+    jobs = [(d, v) for d in DTYPES for v in VARIANTS + HELPERS]
     with ThreadPoolExecutor(max_workers=4) as pool:
         failures = [r for r in pool.map(compile_one, jobs) if r[3] != 0]
     assert not failures, "\n".join(f"{d} {k} {f}:\n{err[:2000]}" for d, k, f, _, err in failures)
@@ -212,3 +219,92 @@ def test_fp64_refused_by_name_on_devices_without_it(monkeypatch):
     with pytest.raises(TypeError, match="fp64"):
         backend.check_dtype(np.dtype("complex128"), np.ones(2))
     backend.check_dtype(np.dtype("float16"), np.ones(2))  # float16 works everywhere
+
+
+def test_batches_per_group_divide_the_batch():
+    p = KernelParams(mwg=8, nwg=8, mdimc=1, ndimc=1, vw=8, mr=4, use_local=False, bpg=16)
+    assert launch_geometry("regblock", p, 8, 8, 1000) == ((1, 1, 1000), (1, 1, 10))
+    assert launch_geometry("regblock", p, 8, 8, 7)[1] == (1, 1, 7)
+
+
+@pytest.mark.parametrize("shape,layout,expect", [
+    ((4096, 4096, 1), "c", {"kernel": "matvec"}),
+    ((4096, 4096, 4), "c", {"kernel": "matvec", "pack_b": "transposed"}),
+    ((1, 4096, 4096), "c", {"kernel": "regblock"}),
+    ((1, 4096, 4096), "f", {"kernel": "matvec", "swap": True}),
+    ((128, 65536, 128), "c", {"kernel": "regblock", "splits": lambda s: s > 1}),
+    ((1024, 1024, 1024), "t", {"kernel": "regblock", "pack_b": "rows", "pack_a": False}),
+    ((1024, 1024, 1024), "c", {"kernel": "regblock", "pack_b": "", "splits": 1}),
+])
+def test_cpu_planner_choices(queue, shape, layout, expect):
+    from polymm_opencl import params
+
+    if not params._is_cpu(queue.device):
+        pytest.skip("the CPU planner")
+    M, K, N = shape
+    a_strides = {"c": (M * K, K, 1), "f": (M * K, 1, M), "t": (M * K, 1, M)}[layout]
+    b_strides = {"c": (K * N, N, 1), "f": (K * N, 1, K), "t": (K * N, 1, K)}[layout]
+    choice = params.auto_choice(queue.device, np.float32, M, N, K, 1, a_strides, b_strides)
+    assert choice.reason
+    for field, wanted in expect.items():
+        value = getattr(choice, field)
+        assert wanted(value) if callable(wanted) else value == wanted, (field, choice)
+
+
+def test_batched_small_matrices_share_work_groups(queue):
+    from polymm_opencl import params
+
+    if not params._is_cpu(queue.device):
+        pytest.skip("the CPU planner")
+    choice = params.auto_choice(queue.device, np.float32, 8, 8, 8, 4096)
+    assert choice.kernel == "regblock" and choice.params.bpg > 1
+
+
+def test_split_k_is_deterministic_and_right(queue):
+    import polymm
+
+    rng = np.random.default_rng(3)
+    x = cl_array.to_device(queue, rng.standard_normal((9, 20011)).astype(np.float32))
+    y = cl_array.to_device(queue, rng.standard_normal((20011, 7)).astype(np.float32))
+    first = polymm.matmul(x, y, backend="opencl").get()
+    backend = polymm.get_backend("opencl")
+    if backend.last_plan.splits == 1:
+        pytest.skip("this device does not split K here")
+    for _ in range(3):
+        np.testing.assert_array_equal(polymm.matmul(x, y, backend="opencl").get(), first)
+    expected = x.get().astype(np.float64) @ y.get().astype(np.float64)
+    np.testing.assert_allclose(first, expected, rtol=1e-4, atol=1e-3)
+
+
+def test_repeated_products_reuse_their_plan(queue):
+    import polymm
+
+    backend = polymm.get_backend("opencl")
+    a = cl_array.to_device(queue, np.ones((16, 16), np.float32))
+    polymm.matmul(a, a)
+    plans = dict(backend._plans)
+    for _ in range(3):
+        c = polymm.matmul(a, a)
+    assert backend._plans == plans
+    np.testing.assert_array_equal(c.get(), np.full((16, 16), 16, np.float32))
+
+
+@pytest.mark.parametrize("view", ["transposed", "fortran", "negative", "step"])
+def test_device_views_are_packed_not_slow(queue, view):
+    import polymm
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((96, 192)).astype(np.float32)
+    a, b = {"transposed": (x[:, :96].T, x[:, 96:].T), "fortran": (np.asfortranarray(x[:, :96]), np.asfortranarray(x[:, 96:])),
+            "negative": (x[::-1, :96], x[::-1, 96:]), "step": (x[:, ::2], x[:, ::2].T)}[view]
+    backend = polymm.get_backend("opencl")
+    c = polymm.matmul(backend.from_numpy(a), backend.from_numpy(b))
+    np.testing.assert_allclose(c.get(), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    if polymm_params_is_cpu(queue):
+        assert backend.last_choice[2]["vec_b"]  # the vector path, after packing where needed
+
+
+def polymm_params_is_cpu(queue):
+    from polymm_opencl import params
+
+    return params._is_cpu(queue.device)

@@ -1,0 +1,87 @@
+/* matvec: products with few columns (matrix-vector, N up to a few).  Each
+ * work-item forms MR x NWG dot products along K: dimension 0 runs over groups
+ * of MR rows, 1 over groups of NWG columns, 2 over the batch.  Register
+ * blocking along M and N buys nothing here (every element of A is used
+ * NWG times at most), so the work is a stream through A at memory speed.
+ *
+ * PM_MV_VEC (rendered only when a_sk == 1 and b_sk == 1; kernels.fast_path)
+ * with PM_VECTOR_MATH (OpenCL, float32/64): VW-wide partial sums along K,
+ * their lanes added in a fixed order at the end, the K tail scalar.
+ * Otherwise a scalar loop over K for any dtype and any strides.  Rows and
+ * columns past the edges are clamped for loading and never stored. */
+KERNEL void polymm_matvec(PM_ARGS)
+{
+    const int m0 = GLOBAL_ID(0) * MR;
+    const int n0 = GLOBAL_ID(1) * NWG;
+    const INDEX_T batch = GLOBAL_ID(2);
+    if (m0 >= M || n0 >= N) return;
+    INDEX_T a_row[MR];
+    PM_UNROLL
+    for (int i = 0; i < MR; ++i) {
+        const int m = (m0 + i < M) ? m0 + i : M - 1;
+        a_row[i] = a_off + batch * a_sb + (INDEX_T)m * a_sm;
+    }
+    INDEX_T b_col[NWG];
+    PM_UNROLL
+    for (int j = 0; j < NWG; ++j) {
+        const int n = (n0 + j < N) ? n0 + j : N - 1;
+        b_col[j] = b_off + batch * b_sb + (INDEX_T)n * b_sn;
+    }
+    ACC_T acc[MR][NWG];
+    PM_UNROLL
+    for (int i = 0; i < MR; ++i) {
+        PM_UNROLL
+        for (int j = 0; j < NWG; ++j) ACC_INIT(acc[i][j]);
+    }
+    int k = 0;
+#if PM_MV_VEC && PM_VECTOR_MATH
+    {
+        VEC_T vacc[MR][NWG];
+        PM_UNROLL
+        for (int i = 0; i < MR; ++i) {
+            PM_UNROLL
+            for (int j = 0; j < NWG; ++j) vacc[i][j] = (VEC_T)(0);
+        }
+        for (; k + VW <= K; k += VW) {
+            VEC_T b_vec[NWG];
+            PM_UNROLL
+            for (int j = 0; j < NWG; ++j) b_vec[j] = VLOADN(B + b_col[j] + k);
+            PM_UNROLL
+            for (int i = 0; i < MR; ++i) {
+                const VEC_T a_vec = VLOADN(A + a_row[i] + k);
+                PM_UNROLL
+                for (int j = 0; j < NWG; ++j) vacc[i][j] = a_vec * b_vec[j] + vacc[i][j];
+            }
+        }
+        PM_UNROLL
+        for (int i = 0; i < MR; ++i) {
+            PM_UNROLL
+            for (int j = 0; j < NWG; ++j) {
+                PM_UNROLL
+                for (int q = 0; q < VW; ++q) acc[i][j] += ((ELEM_T*)&vacc[i][j])[q];
+            }
+        }
+    }
+#endif
+    for (; k < K; ++k) {
+        VAL_T b_reg[NWG];
+        PM_UNROLL
+        for (int j = 0; j < NWG; ++j) b_reg[j] = LOAD(B, b_col[j] + (INDEX_T)k * b_sk);
+        PM_UNROLL
+        for (int i = 0; i < MR; ++i) {
+            const VAL_T a_val = LOAD(A, a_row[i] + (INDEX_T)k * a_sk);
+            PM_UNROLL
+            for (int j = 0; j < NWG; ++j) ACC_MADD(acc[i][j], a_val, b_reg[j]);
+        }
+    }
+    PM_UNROLL
+    for (int i = 0; i < MR; ++i) {
+        if (m0 + i < M) {
+            const INDEX_T c_row = c_off + (batch * M + m0 + i) * (INDEX_T)N;
+            PM_UNROLL
+            for (int j = 0; j < NWG; ++j) {
+                if (n0 + j < N) STORE(C, c_row + n0 + j, acc[i][j]);
+            }
+        }
+    }
+}
