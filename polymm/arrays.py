@@ -60,10 +60,6 @@ class ArrayKind:
     def writeable(self, x) -> bool:
         return True
 
-    def as_batch(self, x):
-        """A matrix as a batch of one (``x[None]``), for the dispatcher's short path."""
-        return x[None]
-
     def shares_memory(self, x, y) -> bool:
         raise NotImplementedError
 
@@ -164,14 +160,6 @@ class OpenCLKind(ArrayKind):
                                        _context=queue.context, _queue=queue)
         return self.cl_array.Array(queue, shape, dtype, strides=strides, data=data, offset=offset,
                                    allocator=allocator)
-
-    def as_batch(self, x):
-        if self._fast:
-            return self.cl_array.Array(None, (1,) + x.shape, x.dtype, strides=(0,) + x.strides,
-                                       data=x.base_data, offset=x.offset, allocator=x.allocator,
-                                       events=x.events, _fast=True, _size=x.size,
-                                       _context=x.context, _queue=x.queue)
-        return x[None]
 
     def view(self, x, shape, elem_strides, offset=0):
         size = x.dtype.itemsize

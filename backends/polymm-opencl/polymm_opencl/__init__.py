@@ -173,6 +173,14 @@ def _upload(queue, x: np.ndarray):
     return cl_array.Array(queue, x.shape, x.dtype, strides=x.strides, data=buffer.data, offset=-low)
 
 
+def _batch_views():
+    """``x -> x`` as a batch of one (a ``(1, M, N)`` view), for making plans of 2-D calls."""
+    from polymm.arrays import kind_named
+
+    kind = kind_named("pyopencl")
+    return lambda x: kind.view(x, (1,) + tuple(x.shape), (0,) + kind.elem_strides(x))
+
+
 class _QueueFacts:
     """What the backend needs to know about a queue's device, asked once:
     device queries are driver calls (``queue.device``, ``.extensions`` cost
@@ -352,6 +360,21 @@ class OpenCLBackend(Backend):
                 self._plans.clear()
             self._plans[key] = plan
         self._run(facts, plan, a, b, out)
+
+    def matmul_2d(self, x1, x2, out, algorithm: str) -> None:
+        """The dispatcher's short path: plain matrices, no batch-of-one views to build."""
+        queue = out.queue
+        facts = self._facts.get(queue) or self._facts_for(queue)
+        key = (queue, out.dtype, algorithm, x1.shape, x2.shape, x1.strides, x2.strides,
+               x1.offset, x2.offset, out.offset)
+        plan = self._plans.get(key)
+        if plan is None:
+            kind = _batch_views()
+            plan = self._make_plan(facts, kind(x1), kind(x2), kind(out), algorithm, None)
+            if len(self._plans) >= _PLAN_CACHE_SIZE:
+                self._plans.clear()
+            self._plans[key] = plan
+        self._run(facts, plan, x1, x2, out)
 
     def launch(self, a, b, out, kernel: str, params: KernelParams | None):
         """Enqueue ``kernel`` with ``params`` on ``out``'s queue; returns the event.
