@@ -291,9 +291,9 @@ def launch_geometry(kernel: str, params: KernelParams | None, M: int, N: int, B:
     elif kernel == "matvec":
         local = (params.mdimc, 1, 1)
         glob = (_ceil_div(_ceil_div(M, params.mr), params.mdimc) * params.mdimc, _ceil_div(N, params.nwg), B)
-    elif kernel == "pack":  # M rows, N columns
-        local = (16, 1, 1)
-        glob = (_ceil_div(N, 16) * 16, M, B)
+    elif kernel == "pack":  # M rows, N columns, a TS x TS tile per work-item
+        local = (8, 1, 1)
+        glob = (_ceil_div(_ceil_div(N, params.ts), 8) * 8, _ceil_div(M, params.ts), B)
     elif kernel == "sum-slices":  # M elements per slice
         local = (64, 1, 1)
         glob = (_ceil_div(M, 64) * 64, 1, 1)

@@ -15,8 +15,9 @@
  *   that role); each work-item computes a contiguous WPTM x WPTN block straight
  *   from global memory.  PM_RB_VEC_B with PM_VECTOR_MATH (OpenCL, float32/64)
  *   does it with VW-wide vector types, which the CPU compiler maps onto SIMD
- *   registers, whenever the block lies wholly inside C; MR x NR at a time, K in
- *   chunks of KWG.
+ *   registers, MR x NR at a time, K in chunks of KWG; at the N edge, the
+ *   whole NR slices still take vectors and the last columns (fewer than NR)
+ *   are scalar, MR rows at a time.
  * Rows beyond M are clamped for loading and skipped when storing, zero-filled
  * tiles cover the K and N edges: any M, N, K and any strides work. */
 #define WPTM (MWG / MDIMC)
@@ -194,14 +195,17 @@ KERNEL void polymm_regblock(PM_ARGS)
     }
 
 #if PM_RB_VEC_B && PM_VECTOR_MATH
-    if (n0 + WPTN <= N) {
+    /* Whole NR-column slices with vectors; the last few columns of C (fewer
+     * than NR) one at a time below. */
+    const int n_vec = (N - n0 >= WPTN) ? WPTN : ((N - n0) / NR) * NR;
+    {
         /* BLIS-like loop order without packing: for each K chunk of KWG, run
          * the MR x WPTN register kernel over the work-item's rows in MR-row
          * slices; the KWG x WPTN slice of B stays in L1 across the slices and
          * partial sums wait in C itself between chunks. */
         for (int k0 = 0; k0 < K; k0 += KWG) {
             const int k_end = (k0 + KWG < K) ? k0 + KWG : K;
-            for (int c = 0; c < WPTN; c += NR) {      /* NR-column slices: B chunk in L1 */
+            for (int c = 0; c < n_vec; c += NR) {     /* NR-column slices: B chunk in L1 */
 #if PM_RB_PACK_B
                 /* Copy the KWG x NR chunk of B to contiguous private memory once:
                  * B's rows are N apart, so with N a large power of two they all
@@ -257,10 +261,31 @@ KERNEL void polymm_regblock(PM_ARGS)
                 }
             }
         }
-        return;
     }
+    {
+        const int n_end = (n0 + WPTN < N) ? n0 + WPTN : N;
+        for (int n = n0 + n_vec; n < n_end; ++n) {
+            GLOBAL const ELEM_T* b_ptr = B + b_base + n;
+            for (int r = 0; r < WPTM; r += MR) {
+                if (m0 + r >= M) break;
+                ELEM_T acc[MR];
+                PM_UNROLL
+                for (int i = 0; i < MR; ++i) acc[i] = 0;
+                for (int k = 0; k < K; ++k) {
+                    const ELEM_T b_val = b_ptr[(INDEX_T)k * b_sk];
+                    PM_UNROLL
+                    for (int i = 0; i < MR; ++i) acc[i] = A[a_row[r + i] + (INDEX_T)k * a_sk] * b_val + acc[i];
+                }
+                PM_UNROLL
+                for (int i = 0; i < MR; ++i) {
+                    if (m0 + r + i < M) C[c_off + (batch * M + m0 + r + i) * (INDEX_T)N + n] = acc[i];
+                }
+            }
+        }
+    }
+    return;
 #endif
-    /* Scalar path: any dtype, any strides, blocks that straddle the N edge. */
+    /* Scalar path: any dtype, any strides (the vector build covers all its blocks above). */
     INDEX_T b_col[WPTN];
     PM_UNROLL
     for (int j = 0; j < WPTN; ++j) {

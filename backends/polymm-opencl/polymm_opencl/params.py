@@ -203,6 +203,9 @@ def _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params) -> Choice:
         splits = max(2, min(32, -(-16 // blocks), K // 2048))
         return Choice("regblock", deep, f"deep K={K}: {splits} slices of K, added in order",
                       pack_a=pack_a, pack_b=pack_b, splits=splits)
+    # A is read a scalar at a time along K: with K-steps far apart (A transposed)
+    # they all land in one cache set, so it is worth a copy too.
+    pack_a = a_sk != 1
     reason = "table regblock (CPU shape)"
     if pack_a or pack_b:
         reason += ", strided operands packed first"

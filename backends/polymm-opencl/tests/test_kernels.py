@@ -233,7 +233,7 @@ def test_batches_per_group_divide_the_batch():
     ((1, 4096, 4096), "c", {"kernel": "regblock"}),
     ((1, 4096, 4096), "f", {"kernel": "matvec", "swap": True}),
     ((128, 65536, 128), "c", {"kernel": "regblock", "splits": lambda s: s > 1}),
-    ((1024, 1024, 1024), "t", {"kernel": "regblock", "pack_b": "rows", "pack_a": False}),
+    ((1024, 1024, 1024), "t", {"kernel": "regblock", "pack_b": "rows", "pack_a": True}),
     ((1024, 1024, 1024), "c", {"kernel": "regblock", "pack_b": "", "splits": 1}),
 ])
 def test_cpu_planner_choices(queue, shape, layout, expect):
