@@ -41,6 +41,13 @@ PATH_SHAPES = [
     ("batch-broadcast-a", (1, 16, 16), (200, 16, 16)),
     ("batch-broadcast-b", (200, 16, 16), (16, 16)),
     ("batch-broadcast-both", (20, 1, 8, 8), (1, 30, 8, 8)),
+    # shape-compiled small-product kernels: K at its limit and past it, N over
+    # one register tile (overlapping last tile), one row, one column
+    ("small-k256", (3, 20, 256), (3, 256, 40)),
+    ("small-k257", (3, 20, 257), (257, 40)),
+    ("small-m1", (200, 1, 24), (200, 24, 24)),
+    ("small-n1", (200, 24, 24), (24, 1)),
+    ("small-65x64", (4, 65, 64), (4, 64, 64)),
     # matrix-vector, vector-matrix, and a few columns or rows
     ("gemv", (300, 257), (257,)),
     ("gevm", (257,), (257, 300)),

@@ -23,6 +23,8 @@ __version__ = "0.1.0"
 
 _F16 = np.dtype("float16")
 _F32 = np.dtype("float32")
+#: dtypes of the small-product kernels compiled per shape
+_SMALL_DT = frozenset((_F32, np.dtype("float64")))
 _DTYPES = frozenset(CONTRACT_DTYPES)
 #: dtypes computed as they are (native byte order, not float16)
 _DIRECT = frozenset(d for d in CONTRACT_DTYPES if d != _F16)
@@ -125,6 +127,7 @@ class CPUBackend(Backend):
         self._fns: dict = {}
         self._lock = threading.Lock()
         self._specs: dict = {}
+        self._small: dict = {}  # (dtype, m, n, parallel) -> compiled small-product kernel
         self._serialise = True  # until the threading layer is known
 
     # -- description -----------------------------------------------------
@@ -155,7 +158,12 @@ class CPUBackend(Backend):
 
         i8 = types.int64
         sig = _sig
-        if kind in ("naive_serial", "naive_parallel"):
+        if "/small_" in kind:  # "N/NR/MR/small_serial": N and the tile frozen
+            n, nr, mr, name = kind.split("/")
+            k.VBYTES = params.VECTOR_BYTES
+            py = k.specialise_small(int(n), int(nr), int(mr))[name]
+            py, extra, sig = py, (i8,), _sig_any_out
+        elif kind in ("naive_serial", "naive_parallel"):
             py, extra = getattr(k, kind), ()
         elif kind in ("slab_serial", "slab_parallel"):
             py, extra, sig = getattr(k, kind), (i8, i8), _sig_any_out
@@ -175,6 +183,11 @@ class CPUBackend(Backend):
                 self._specs[key] = spec
             py, extra = spec[kind], (i8, i8, i8, i8)
         parallel = not kind.endswith("serial") and kind != "tiny_2d"
+        if "/small_" in kind:
+            with _compile_env():
+                fn = numba.njit([sig(dtype, *extra)], parallel=parallel, **k.JIT)(py)
+            (cres,) = fn.overloads.values()
+            return cres.entry_point
         with _compile_env():
             fn = numba.njit([sig(dtype, *extra)], parallel=parallel, **k.JIT)(py)
         # the compiled entry point skips the dispatcher's type checks (about
@@ -193,13 +206,34 @@ class CPUBackend(Backend):
         at 4x4 every microsecond of Python is most of the cost."""
         dt = out.dtype
         m, k = a.shape
-        if m * k * b.shape[1] <= params.TINY_WORK and dt in _DIRECT:
+        n = b.shape[1]
+        if m * k * n <= params.TINY_WORK and dt in _DIRECT:
             fn = self._fns.get(("tiny_2d", dt))
             if fn is None:
                 fn = self._kernel("tiny_2d", dt)
             fn(a, b, out)
             return
+        if (algorithm == "auto" and dt in _SMALL_DT and m <= params.SMALL_MN and n <= params.SMALL_MN
+                and k <= params.SMALL_K and m * k * n <= params.SERIAL_WORK and b.strides[1] == dt.itemsize
+                and a.dtype is dt and b.dtype is dt):
+            # one small product: the shape-compiled kernel, no planner
+            self._small_kernel(dt, m, n, False)(a[None], b[None], out[None], 1)
+            return
         self.matmul(a[None], b[None], out[None], algorithm)
+
+    def _small_kernel(self, dt, m, n, parallel):
+        """The small-product kernel compiled for N columns and this (dtype, M, N)'s tile."""
+        return self._kernel(self._small_kind(dt, m, n, parallel), dt)
+
+    def _small_kind(self, dt, m, n, parallel):
+        """Kind name ``"N/NR/MR/small_serial|parallel"`` of the small-product kernel."""
+        key = (dt, m, n, parallel)
+        kind = self._small.get(key)
+        if kind is None:
+            nr, mr = params.small_tile(dt.itemsize, m, n)
+            kind = f"{n}/{nr}/{mr}/small_{'parallel' if parallel else 'serial'}"
+            self._small[key] = kind
+        return kind
 
     def matmul(self, a, b, out, algorithm: str) -> None:
         dt = out.dtype
@@ -273,6 +307,16 @@ class CPUBackend(Backend):
             # low latency: no threads, no packing
             return "slab_serial", _slab(a, b, out, n, 1, size)[1]
         nth = numba.get_num_threads()
+        if (dt in _SMALL_DT and m <= params.SMALL_MN and n <= params.SMALL_MN and kk <= params.SMALL_K
+                and not (a.strides[0] | a.strides[1] | a.strides[2] | b.strides[0] | b.strides[1]) % size
+                and out.strides[2] == size):
+            # small products (a batch, broadcast or not, or one): register
+            # tiles compiled for this N, whole products per task, no packing
+            if b.strides[2] != size:
+                b = np.ascontiguousarray(b)
+            parallel = work > params.SERIAL_WORK and nth > 1
+            kind = self._small_kind(dt, m, n, parallel)
+            return kind, (a, b, out, max(1, params.SMALL_TASK // per))
         if min(m, n) <= params.NARROW and per >= params.NARROW_MIN_WORK:
             return _plan_narrow(a, b, out, m, n, size)
         if per <= params.SMALL_PRODUCT:

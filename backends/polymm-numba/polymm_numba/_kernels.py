@@ -678,3 +678,194 @@ def tiny_2d(a, b, out):
             av = a[i, p]
             for j in range(N):
                 out[i, j] = _mac(out[i, j], av, b[p, j])
+
+
+# --------------------------------------------------------------------------
+# small products with N (and the row tile) as compile-time constants: batches
+# of tiny matrices, broadcast batches, single small products
+
+#: Bytes of one native vector register (AVX-512: 64, AVX2: 32); set by the
+#: backend from params before anything here compiles.
+VBYTES = 32
+
+
+@intrinsic
+def _small_regs(typingctx, a, aoff, sai, sap, b, boff, ldb, c, coff, ldc, kc, mr, nr):
+    """``c[mr x nr tile] = a[mr x kc] @ b[kc x nr]`` with the tile in vector registers.
+
+    Any element strides for A (``sai`` rows, ``sap`` along K, 0 and negative
+    included), B unit-stride along N (rows ``ldb`` apart), C rows ``ldc``
+    apart; offsets in elements from each array's data pointer.  ``mr`` and
+    ``nr`` are literals: the loop over K is the only loop, the tile's
+    ``mr * nr / vw`` accumulators are SSA vectors (registers), each K step
+    loads the row of B as ``nr / vw`` vectors and broadcasts one A value per
+    row.  Floats use ``contract`` only (FMA; sums in K order, no
+    reassociation), integers wrap in their own width, bool is or-of-ands.
+    """
+    if not (isinstance(mr, types.IntegerLiteral) and isinstance(nr, types.IntegerLiteral)):
+        return None
+    dt = a.dtype
+    if not isinstance(dt, (types.Float, types.Integer, types.Boolean)):
+        return None
+    nmr, nnr = mr.literal_value, nr.literal_value
+    sig = types.void(a, aoff, sai, sap, b, boff, ldb, c, coff, ldc, kc, mr, nr)
+
+    def codegen(context, builder, signature, args):
+        ety = context.get_data_type(dt)
+        size = context.get_abi_sizeof(ety)
+        vw = max(1, min(nnr, VBYTES // size))
+        while nnr % vw:
+            vw //= 2
+        nv = nnr // vw
+        vty = ir.VectorType(ety, vw)
+        i64 = ir.IntType(64)
+        i32 = ir.IntType(32)
+
+        def k64(x):
+            return ir.Constant(i64, x)
+
+        def i(n):
+            return context.cast(builder, args[n], signature.args[n], types.int64)
+
+        a_ptr = context.make_array(signature.args[0])(context, builder, args[0]).data
+        b_ptr = context.make_array(signature.args[4])(context, builder, args[4]).data
+        c_ptr = context.make_array(signature.args[7])(context, builder, args[7]).data
+        aoffv, saiv, sapv, boffv, ldbv, coffv, ldcv, kcv = (i(n) for n in (1, 2, 3, 5, 6, 8, 9, 10))
+
+        def vptr(base, idx):
+            return builder.bitcast(builder.gep(base, [idx]), vty.as_pointer())
+
+        if isinstance(dt, types.Float):
+            def mac(acc, x, y):
+                return builder.fadd(acc, builder.fmul(x, y, flags=("contract",)),
+                                    flags=("contract",))
+        elif isinstance(dt, types.Integer):
+            def mac(acc, x, y):
+                return builder.add(acc, builder.mul(x, y))
+        else:
+            def mac(acc, x, y):
+                return builder.or_(acc, builder.and_(x, y))
+
+        zero = ir.Constant(vty, None)
+        pre = builder.block
+        loop = builder.append_basic_block("small.loop")
+        done = builder.append_basic_block("small.done")
+        builder.cbranch(builder.icmp_signed(">", kcv, k64(0)), loop, done)
+
+        builder.position_at_end(loop)
+        p = builder.phi(i64)
+        p.add_incoming(k64(0), pre)
+        phis = []
+        for _ in range(nmr * nv):
+            ph = builder.phi(vty)
+            ph.add_incoming(zero, pre)
+            phis.append(ph)
+        brow = builder.add(boffv, builder.mul(p, ldbv))
+        bvec = [builder.load(vptr(b_ptr, builder.add(brow, k64(v * vw))), align=1)
+                for v in range(nv)]
+        acol = builder.add(aoffv, builder.mul(p, sapv))
+        undef = ir.Constant(vty, ir.Undefined)
+        bcast = ir.Constant(ir.VectorType(i32, vw), [0] * vw)
+        new = []
+        for r in range(nmr):
+            x = builder.load(builder.gep(a_ptr, [builder.add(acol, builder.mul(k64(r), saiv))]))
+            xv = builder.shuffle_vector(builder.insert_element(undef, x, ir.Constant(i32, 0)),
+                                        undef, bcast)
+            for v in range(nv):
+                new.append(mac(phis[r * nv + v], xv, bvec[v]))
+        pn = builder.add(p, k64(1))
+        last = builder.block
+        p.add_incoming(pn, last)
+        for ph, x in zip(phis, new):
+            ph.add_incoming(x, last)
+        builder.cbranch(builder.icmp_signed("<", pn, kcv), loop, done)
+
+        builder.position_at_end(done)
+        res = []
+        for k_, x in enumerate(new):
+            ph = builder.phi(vty)
+            ph.add_incoming(zero, pre)
+            ph.add_incoming(x, last)
+            res.append(ph)
+        for k_, ph in enumerate(res):
+            r, v = divmod(k_, nv)
+            idx = builder.add(coffv, builder.add(builder.mul(k64(r), ldcv), k64(v * vw)))
+            builder.store(ph, vptr(c_ptr, idx), align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+# Placeholders of the small-product kernels (see ``specialise_small``): N is
+# the product's column count, SNR the register tile's width (N in chunks of
+# SNR, the last chunk overlapping the one before), SMR its height (rows in
+# tiles of SMR, the last overlapping likewise).  Overlapping tiles recompute
+# a few outputs with the same operations in the same order, so they store
+# the same values: no edge code, every tile a full constant-size one.
+SN = 8
+SNR = 8
+SMR = 8
+
+
+def _small_one(a, b, out, bi, sa0, sa1, sa2, sb0, sb1, sc0, sc1):
+    M = a.shape[1]
+    K = a.shape[2]
+    ao = bi * sa0
+    bo = bi * sb0
+    co = bi * sc0
+    i0 = 0
+    while True:
+        if i0 > M - SMR:
+            i0 = M - SMR
+        j0 = 0
+        while True:
+            if j0 > SN - SNR:
+                j0 = SN - SNR
+            _small_regs(a, ao + i0 * sa1, sa1, sa2, b, bo + j0, sb1,
+                        out, co + i0 * sc1 + j0, sc1, K, SMR, SNR)
+            if j0 == SN - SNR:
+                break
+            j0 += SNR
+        if i0 == M - SMR:
+            break
+        i0 += SMR
+
+
+def small_serial(a, b, out, bs):
+    """Small products one after another on one thread (``bs`` unused)."""
+    sz = a.itemsize
+    sa0, sa1, sa2 = a.strides[0] // sz, a.strides[1] // sz, a.strides[2] // sz
+    sb0, sb1 = b.strides[0] // sz, b.strides[1] // sz
+    sc0, sc1 = out.strides[0] // sz, out.strides[1] // sz
+    for bi in range(a.shape[0]):
+        _small_one(a, b, out, bi, sa0, sa1, sa2, sb0, sb1, sc0, sc1)
+
+
+def small_parallel(a, b, out, bs):
+    """Tasks of ``bs`` whole small products shared among threads."""
+    sz = a.itemsize
+    sa0, sa1, sa2 = a.strides[0] // sz, a.strides[1] // sz, a.strides[2] // sz
+    sb0, sb1 = b.strides[0] // sz, b.strides[1] // sz
+    sc0, sc1 = out.strides[0] // sz, out.strides[1] // sz
+    nb = a.shape[0]
+    for t in prange((nb + bs - 1) // bs):
+        for bi in range(t * bs, min(nb, (t + 1) * bs)):
+            _small_one(a, b, out, bi, sa0, sa1, sa2, sb0, sb1, sc0, sc1)
+
+
+def specialise_small(n: int, snr: int, smr: int) -> dict:
+    """Copies of the small-product drivers with N, the tile width and height frozen."""
+    g = dict(globals())
+    g.update(SN=n, SNR=snr, SMR=smr)
+    suffix = f"_n{n}_nr{snr}_mr{smr}_v{VBYTES}"
+
+    def copy(name):
+        f = globals()[name]
+        fn = _pytypes.FunctionType(f.__code__, g, name, f.__defaults__, f.__closure__)
+        fn.__qualname__ = name + suffix
+        fn.__module__ = f.__module__
+        fn.__doc__ = f.__doc__
+        return fn
+
+    g["_small_one"] = numba.njit(**JIT)(copy("_small_one"))
+    return {name: copy(name) for name in ("small_serial", "small_parallel")}
