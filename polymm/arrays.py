@@ -131,11 +131,10 @@ class OpenCLKind(ArrayKind):
     """PyOpenCL arrays.  ``pyopencl.array.Array(...)`` costs ~25 us per call
     (NumPy reductions over the shape), more than a small kernel, so views and
     results are made with PyOpenCL's own fast constructor; result buffers come
-    from a memory pool per queue (allocation is a driver call)."""
+    from a memory pool per queue, as CuPy's do (allocation is a driver call, and
+    a fresh large buffer is paged in again on every product)."""
 
     name = "pyopencl"
-    #: Results larger than this are allocated directly, so a pool does not hold big blocks.
-    POOLED_BYTES = 32 << 20
 
     def __init__(self):
         import pyopencl.array as cl_array
@@ -178,7 +177,7 @@ class OpenCLKind(ArrayKind):
         nbytes = dtype.itemsize
         for n in shape:
             nbytes *= n
-        if nbytes == 0 or nbytes > self.POOLED_BYTES or like.allocator is not None or not self._fast:
+        if nbytes == 0 or like.allocator is not None or not self._fast:
             return self.cl_array.empty(queue, shape, dtype, allocator=like.allocator)
         pool = self._pools.get(queue)
         if pool is None:

@@ -203,6 +203,12 @@ def _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params) -> Choice:
         splits = max(2, min(32, -(-16 // blocks), K // 2048))
         return Choice("regblock", deep, f"deep K={K}: {splits} slices of K, added in order",
                       pack_a=pack_a, pack_b=pack_b, splits=splits)
+    # Small K (outer products): C is the traffic; write long runs of each row.
+    if K <= 64 and N >= 256 and M >= 48:
+        outer = KernelParams(mwg=48, nwg=256, kwg=64, mdimc=1, ndimc=1, vw=width, mr=6, nr=2 * width,
+                             use_local=False)
+        return Choice("regblock", outer, f"K={K} <= 64: C written 256 columns at a time",
+                      pack_a=pack_a, pack_b=pack_b)
     # A is read a scalar at a time along K: with K-steps far apart (A transposed)
     # they all land in one cache set, so it is worth a copy too.
     pack_a = a_sk != 1
