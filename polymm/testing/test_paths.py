@@ -75,6 +75,15 @@ PATH_SHAPES = [
     ("wide-k33", (400, 33), (33, 401)),
     # bigger than one cache block in every direction, odd
     ("large-odd", (301, 523), (523, 277)),
+    # OpenCL CPU planner edges: small batches up to K=256, split-K from K=4096,
+    # the outer-product shape up to K=64, the split row strip from K=1024
+    ("batch-k256", (5, 16, 256), (5, 256, 16)),
+    ("batch-k257", (5, 16, 257), (5, 257, 16)),
+    ("deep-k-4095", (16, 4095), (4095, 16)),
+    ("deep-k-4096", (16, 4096), (4096, 16)),
+    ("outer-k64", (96, 64), (64, 300)),
+    ("outer-k65", (96, 65), (65, 300)),
+    ("m3-k1500", (3, 1500), (1500, 70)),
 ]
 
 
