@@ -314,7 +314,7 @@ class CPUBackend(Backend):
             # tiles compiled for this N, whole products per task, no packing
             if b.strides[2] != size:
                 b = np.ascontiguousarray(b)
-            parallel = work > params.SERIAL_WORK and nth > 1
+            parallel = work > params.SMALL_SERIAL_WORK and nth > 1
             kind = self._small_kind(dt, m, n, parallel)
             return kind, (a, b, out, max(1, params.SMALL_TASK // per))
         if min(m, n) <= params.NARROW and per >= params.NARROW_MIN_WORK:

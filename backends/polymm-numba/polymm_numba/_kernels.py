@@ -449,6 +449,13 @@ def auto_parallel(a, b, out, mc, nc, kc, nth):
     M = a.shape[1]
     K = a.shape[2]
     N = b.shape[2]
+    # row blocks of at most mc rows, as many as a multiple of the thread
+    # count and as even as whole MR-row panels allow: 1024 rows in blocks of
+    # 144 were 7 x 144 + 16, so one thread ran 576 rows and the other 448
+    nmb = (M + mc - 1) // mc
+    nmb = ((nmb + nth - 1) // nth) * nth
+    npm = (M + MR - 1) // MR
+    mc = ((npm + nmb - 1) // nmb) * MR
     nmb = (M + mc - 1) // mc
     for bi in range(a.shape[0]):
         for j0 in range(0, N, nc):

@@ -161,6 +161,12 @@ SMALL_TASK = 32 * 32 * 32
 #: 7 GF/s, 0.45x NumPy, batch-1024x32 float64 0.45x, broadcast-64x64x32 0.2x).
 SMALL_MN = 64
 SMALL_K = 256
+#: Up to this many multiply-adds per call the small-product kernel runs on
+#: one thread (~25 us float32, ~60 us float64 at 2M): a parallel launch
+#: saves half of that on a quiet machine, but on a busy one waking the
+#: second thread cost ~8 ms a call (broadcast-64x64x32, 64 calls of 2M each
+#: from the core: 504 ms parallel vs 6-20 ms, load 4).
+SMALL_SERIAL_WORK = 128 * 128 * 128
 #: Vector registers (AVX2 16, AVX-512 32): the tile's accumulators, the row
 #: of B and the broadcast A value must all fit, or they spill (a 3x32 float32
 #: tile, 12 + 4 + 1 = 17 ymm, ran at 41 GF/s on one Zen 2 core).
