@@ -55,8 +55,10 @@ def tolerance(x1: np.ndarray, x2: np.ndarray, dtype, k: int) -> np.ndarray:
     eps = float(np.finfo(compute).eps)
     mag = np.matmul(np.abs(x1).astype(np.float64), np.abs(x2).astype(np.float64))
     bound = (4.0 if dtype.kind == "c" else 2.0) * max(k, 1) * eps * mag
-    if dtype == np.float16:  # plus the final rounding to float16
-        bound = bound + float(np.finfo(np.float16).eps) * mag
+    if dtype == np.float16:
+        # plus the final rounding to float16: relative for normal results, and up to half the
+        # spacing of float16's subnormals (2**-25) for results in that range
+        bound = bound + float(np.finfo(np.float16).eps) * mag + float(np.finfo(np.float16).smallest_subnormal) / 2
     return bound + float(np.finfo(compute).tiny)
 
 
