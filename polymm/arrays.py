@@ -21,9 +21,6 @@ class ArrayKind:
 
     name = "?"
 
-    def dtype(self, x) -> np.dtype:
-        return np.dtype(x.dtype)
-
     def result_type(self, x1, x2) -> np.dtype:
         return np.result_type(x1.dtype, x2.dtype)
 

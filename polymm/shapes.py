@@ -7,7 +7,6 @@ every array library and every backend.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import prod
 
 
 @dataclass(frozen=True)
@@ -99,6 +98,3 @@ def collapse_batch(batch, *strides):
             p.append(st[axis])
     return tuple(dims), [tuple(p) for p in per]
 
-
-def batch_count(batch) -> int:
-    return prod(batch)
