@@ -64,6 +64,10 @@ PATH_SHAPES = [
     ("m3", (3, 300), (300, 129)),
     ("m8", (8, 257), (257, 300)),
     ("m9", (9, 257), (257, 300)),
+    # few rows, long K: split-K over whole rows of B (edges of the chunking)
+    ("m1-k1024", (1, 1024), (1024, 70)),
+    ("m5-k1100", (5, 1100), (1100, 300)),
+    ("batched-gevm-k1500", (3, 1, 1500), (3, 1500, 77)),
     # deep K (split-K and its reduction), with K not a multiple of any block
     ("deep-k", (8, 20000), (20000, 8)),
     ("deep-k-odd", (13, 9001), (9001, 11)),

@@ -101,6 +101,14 @@ def _plan_narrow(a, b, out, m, n, size):
         # B runs down its columns: out.T = b.T @ a.T has few columns
         bt, at, outt = _transposed(a, b, out)
         return "dot_parallel", (bt, at, outt, params.NARROW_ROWS)
+    kk = a.shape[2]
+    if kk >= params.NARROW_SPLITK_MIN_K:
+        # long K: each task streams whole rows of B (a contiguous range)
+        if b.strides[2] != size:
+            b = np.ascontiguousarray(b)
+        ks = max(params.NARROW_SPLITK_CHUNK, -(-kk // params.NARROW_SPLITK_PARTS))
+        js = max(params.NARROW_SLAB, params.NARROW_SPLITK_ACC // (m * size))
+        return "slab_splitk", (a, b, out, js, ks)
     return _slab(a, b, out, params.NARROW_SLAB, 1, size)
 
 
@@ -165,7 +173,7 @@ class CPUBackend(Backend):
             py, extra, sig = py, (i8,), _sig_any_out
         elif kind in ("naive_serial", "naive_parallel"):
             py, extra = getattr(k, kind), ()
-        elif kind in ("slab_serial", "slab_parallel"):
+        elif kind in ("slab_serial", "slab_parallel", "slab_splitk"):
             py, extra, sig = getattr(k, kind), (i8, i8), _sig_any_out
         elif kind == "tiny_2d":
             py, extra, sig = k.tiny_2d, (), _sig_2d
@@ -231,7 +239,8 @@ class CPUBackend(Backend):
         kind = self._small.get(key)
         if kind is None:
             nr, mr = params.small_tile(dt.itemsize, m, n)
-            kind = f"{n}/{nr}/{mr}/small_{'parallel' if parallel else 'serial'}"
+            mode = parallel if isinstance(parallel, str) else ("parallel" if parallel else "serial")
+            kind = f"{n}/{nr}/{mr}/small_{mode}"
             self._small[key] = kind
         return kind
 
@@ -307,13 +316,17 @@ class CPUBackend(Backend):
             # low latency: no threads, no packing
             return "slab_serial", _slab(a, b, out, n, 1, size)[1]
         nth = numba.get_num_threads()
-        if (dt in _SMALL_DT and m <= params.SMALL_MN and n <= params.SMALL_MN and kk <= params.SMALL_K
+        if (dt in _SMALL_DT and m <= params.SMALL_MN and n <= params.SMALL_MN
+                and (kk <= params.SMALL_K or kk >= params.SPLITK_MIN_K)
                 and not (a.strides[0] | a.strides[1] | a.strides[2] | b.strides[0] | b.strides[1]) % size
                 and out.strides[2] == size):
             # small products (a batch, broadcast or not, or one): register
             # tiles compiled for this N, whole products per task, no packing
             if b.strides[2] != size:
                 b = np.ascontiguousarray(b)
+            if kk > params.SMALL_K:
+                # deep K: chunks of K in parallel, summed in chunk order
+                return self._small_kind(dt, m, n, "splitk"), (a, b, out, params.SPLITK_CHUNK)
             parallel = work > params.SMALL_SERIAL_WORK and nth > 1
             kind = self._small_kind(dt, m, n, parallel)
             return kind, (a, b, out, max(1, params.SMALL_TASK // per))

@@ -133,6 +133,17 @@ NARROW_MIN_WORK = 32 * 32 * 32
 #: vector-matrix path (a slab of ``NARROW x NARROW_SLAB`` outputs stays in L1).
 NARROW_ROWS = 64
 NARROW_SLAB = 256
+#: Few rows times a tall B (K >= NARROW_SPLITK_MIN_K): tasks are chunks of K
+#: (at least NARROW_SPLITK_CHUNK rows of B, at most NARROW_SPLITK_PARTS of
+#: them: a function of K only, so the chunked sum is deterministic), each
+#: streaming whole rows of B; the partial rows are NARROW_SPLITK_ACC bytes
+#: wide slabs (L1/L2).  Column slabs of 256 (1 KiB rows 16 KiB apart in B)
+#: left the hardware prefetcher restarting on every row: gevm-4096 float32
+#: 0.58x, float64 0.79x NumPy (loaded machine).
+NARROW_SPLITK_MIN_K = 1024
+NARROW_SPLITK_CHUNK = 256
+NARROW_SPLITK_PARTS = 8
+NARROW_SPLITK_ACC = 32 * 1024
 
 #: Per-product work up to which products are computed whole, one per task,
 #: by the unpacked slab kernel (batches of tiny matrices: packing and a
