@@ -258,16 +258,23 @@ class _Backend:
 
             sync = cupy.cuda.get_current_stream().synchronize
             self.ref_name, self.ref_xp = "cupy.matmul", cupy
-            self.ours_clock, self.ref_clock = _host_clock(impl.synchronize), _host_clock(sync)
+            self.ours_clock, self.ref_clock = _host_clock(self._finish_queue), _host_clock(sync)
         else:
             self.ref_name, self.ref_xp = "numpy.matmul", np
-            self.ours_clock, self.ref_clock = _host_clock(impl.synchronize), _host_clock(lambda: None)
+            ours = self._finish_queue if impl.array_library == "pyopencl" else impl.synchronize
+            self.ours_clock, self.ref_clock = _host_clock(ours), _host_clock(lambda: None)
+
+    def _finish_queue(self):
+        """OpenCL: wait for everything on the operands' queue, whatever the backend tracks itself."""
+        self.queue.finish()
 
     def ours(self, base, layout):
         """Our operand: CuPy views are made on the device; others are uploaded as host views."""
         if self.impl.array_library == "cupy":
             return _view(self.ref_xp, self.impl.from_numpy(base), layout)
-        return self.impl.from_numpy(_view(np, base, layout))
+        operand = self.impl.from_numpy(_view(np, base, layout))
+        self.queue = getattr(operand, "queue", None)  # OpenCL: the queue every call of this cell runs on
+        return operand
 
     def reference(self, base, layout):
         return _view(self.ref_xp, self.ref_xp.asarray(base), layout)
