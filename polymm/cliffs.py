@@ -282,22 +282,31 @@ class _Backend:
 
 # -- measuring -----------------------------------------------------------------------------------
 
-def _interleaved(ours, ref, budget):
-    """Best and median per-call seconds of ``ours`` and ``ref``, sampled alternately.
+#: Seconds each side runs before the other takes over. A BLAS or OpenMP pool keeps its threads
+#: spinning for a while after a call (OpenBLAS: about 0.1 s by default), and on a small machine
+#: they take the cores from whoever runs next. A block outlasts that, and the best sample of a
+#: block, taken once the other side's threads have gone to sleep, is what counts.
+BLOCK_SECONDS = 0.2
 
-    Each sample runs enough calls to last ~10 ms; rounds alternate which side
+
+def _interleaved(ours, ref, budget):
+    """Best and median per-call seconds of ``ours`` and ``ref``, sampled in alternating blocks.
+
+    Each sample runs enough calls to last ~10 ms; each side runs a block of
+    samples (:data:`BLOCK_SECONDS`), then the other; rounds alternate which side
     goes first so drift (clocks, load from elsewhere) hits both alike.
     """
     once = [max(side.clock(side.call, 1), 1e-7) for side in (ours, ref)]  # warm-up included
     inner = [max(1, int(0.01 / t)) for t in once]
-    per_round = sum(i * t for i, t in zip(inner, once))
-    rounds = int(min(25, max(3, budget / per_round)))
+    block = [max(2, math.ceil(BLOCK_SECONDS / (i * t))) for i, t in zip(inner, once)]
+    per_round = sum(b * i * t for b, i, t in zip(block, inner, once))
+    rounds = int(min(25, max(2, budget / per_round)))
     samples = ([], [])
     for r in range(rounds):
         order = (0, 1) if r % 2 == 0 else (1, 0)
         for which in order:
             side = (ours, ref)[which]
-            samples[which].append(side.clock(side.call, inner[which]))
+            samples[which].extend(side.clock(side.call, inner[which]) for _ in range(block[which]))
     return [(min(s), float(np.median(s))) for s in samples], rounds
 
 
