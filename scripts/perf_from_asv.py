@@ -169,7 +169,7 @@ def plot(machine, gflops, refs):
         if pts:
             ax.plot(*zip(*pts), styles.get(b, ":"), marker=markers.get(a, "x"), label=f"{b} {a}")
     for lib, color in (("numpy", "black"), ("cupy", "dimgray")):
-        pts = sorted((n, v) for (l, n, d), v in refs.items() if l == lib and d == "float32")
+        pts = sorted((n, v) for (library, n, d), v in refs.items() if library == lib and d == "float32")
         if pts:
             ax.plot(*zip(*pts), ":", color=color, lw=2.5, label=f"{lib}.matmul (reference)")
     ax.set_xscale("log", base=2)

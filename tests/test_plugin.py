@@ -6,8 +6,6 @@ shapes what polymm reports: broken backends, a backend with declared expected fa
 
 from __future__ import annotations
 
-import pytest
-
 pytest_plugins = ["pytester"]
 
 SUITE = "from polymm.testing.test_conformance import test_every_dtype, rng  # noqa: F401\n"

@@ -117,7 +117,6 @@ def main():
 
         cub = record("cublas", lambda: cp.matmul(a2, b2), check=False)
         best = None
-        size = fastgemm.DTYPE_TAGS[np.dtype(dtype).name][2]
         modes = (True, False) if (args.both and np.dtype(dtype).name in fastgemm.ASYNC_DTYPES) else (None,)
         for cname in configs:
             for mode in modes:
