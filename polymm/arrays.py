@@ -140,8 +140,9 @@ class OpenCLKind(ArrayKind):
         self._pools = {}
         PLAIN_TYPES[cl_array.Array] = self
         try:  # the fast constructor's keywords are PyOpenCL's own; fall back if they change
-            cl_array.Array(None, (0,), np.dtype("float32"), strides=(4,), _fast=True, _size=0,
-                           _context=None, _queue=None)
+            cl_array.Array(
+                None, (0,), np.dtype("float32"), strides=(4,), _fast=True, _size=0, _context=None, _queue=None
+            )
             self._fast = True
         except TypeError:
             self._fast = False
@@ -151,16 +152,32 @@ class OpenCLKind(ArrayKind):
             size = 1
             for n in shape:
                 size *= n
-            return self.cl_array.Array(None, shape, dtype, strides=strides, data=data, offset=offset,
-                                       allocator=allocator, _fast=True, _size=size,
-                                       _context=queue.context, _queue=queue)
-        return self.cl_array.Array(queue, shape, dtype, strides=strides, data=data, offset=offset,
-                                   allocator=allocator)
+            return self.cl_array.Array(
+                None,
+                shape,
+                dtype,
+                strides=strides,
+                data=data,
+                offset=offset,
+                allocator=allocator,
+                _fast=True,
+                _size=size,
+                _context=queue.context,
+                _queue=queue,
+            )
+        return self.cl_array.Array(queue, shape, dtype, strides=strides, data=data, offset=offset, allocator=allocator)
 
     def view(self, x, shape, elem_strides, offset=0):
         size = x.dtype.itemsize
-        return self._array(x.queue, tuple(shape), x.dtype, tuple(s * size for s in elem_strides),
-                           x.base_data, x.offset + offset * size, x.allocator)
+        return self._array(
+            x.queue,
+            tuple(shape),
+            x.dtype,
+            tuple(s * size for s in elem_strides),
+            x.base_data,
+            x.offset + offset * size,
+            x.allocator,
+        )
 
     def contiguous(self, x):
         if not x.flags.c_contiguous:
@@ -189,8 +206,17 @@ class OpenCLKind(ArrayKind):
                 strides.append(step)
                 step *= max(n, 1)
             strides = tuple(reversed(strides))
-        return self.cl_array.Array(None, shape, dtype, strides=strides, data=pool(nbytes), _fast=True,
-                                   _size=nbytes // dtype.itemsize, _context=like.context, _queue=queue)
+        return self.cl_array.Array(
+            None,
+            shape,
+            dtype,
+            strides=strides,
+            data=pool(nbytes),
+            _fast=True,
+            _size=nbytes // dtype.itemsize,
+            _context=like.context,
+            _queue=queue,
+        )
 
     def zeros(self, shape, dtype, like):
         return self.cl_array.zeros(like.queue, shape, dtype)
@@ -201,8 +227,12 @@ class OpenCLKind(ArrayKind):
         if not dst.flags.c_contiguous:
             raise ValueError("out= must be a C-contiguous pyopencl array")
         cl.enqueue_copy(
-            dst.queue, dst.base_data, src.base_data,
-            byte_count=src.nbytes, src_offset=src.offset, dst_offset=dst.offset,
+            dst.queue,
+            dst.base_data,
+            src.base_data,
+            byte_count=src.nbytes,
+            src_offset=src.offset,
+            dst_offset=dst.offset,
         )
 
     def shares_memory(self, x, y):

@@ -27,9 +27,20 @@ __all__ = ["Backend", "BackendUnavailable", "CONTRACT_DTYPES"]
 CONTRACT_DTYPES = tuple(
     np.dtype(t)
     for t in (
-        "bool", "int8", "int16", "int32", "int64",
-        "uint8", "uint16", "uint32", "uint64",
-        "float16", "float32", "float64", "complex64", "complex128",
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
     )
 )
 

@@ -109,8 +109,9 @@ def _measure(name, impl, algorithm, host_a, host_b, dtype, repeat, ref_cache):
         correct, error = True, None
     except AssertionError as exc:
         correct, error = False, str(exc).splitlines()[0]
-    seconds = median_time(lambda: polymm.matmul(a, b, backend=name, algorithm=algorithm, out=out),
-                          impl.synchronize, repeat)
+    seconds = median_time(
+        lambda: polymm.matmul(a, b, backend=name, algorithm=algorithm, out=out), impl.synchronize, repeat
+    )
     if ref_name not in ref_cache:
         ra, rb = (a, b) if ref_name == "cupy.matmul" else (host_a, host_b)
         ref_out = ref_matmul(ra, rb)
@@ -122,8 +123,20 @@ def _measure(name, impl, algorithm, host_a, host_b, dtype, repeat, ref_cache):
             ref_cache["clblast"] = _clblast_seconds(a, b, repeat)
         clblast = ref_cache["clblast"] and ops / ref_cache["clblast"] / 1e9
     return Measurement(
-        name, algorithm, str(np.dtype(dtype)), m, n, k, seconds, ops / seconds / 1e9,
-        ref_name, ops / ref_seconds / 1e9, ref_seconds / seconds, correct, error, clblast,
+        name,
+        algorithm,
+        str(np.dtype(dtype)),
+        m,
+        n,
+        k,
+        seconds,
+        ops / seconds / 1e9,
+        ref_name,
+        ops / ref_seconds / 1e9,
+        ref_seconds / seconds,
+        correct,
+        error,
+        clblast,
     )
 
 
@@ -152,9 +165,16 @@ def call_overhead(name: str, size: int, dtype="float32", repeat: int = 7) -> dic
     a = impl.from_numpy(host)
     ours = median_time(lambda: polymm.matmul(a, a, backend=name), impl.synchronize, repeat, min_time=0.5)
     theirs = median_time(lambda: ref_matmul(a, a), ref_sync, repeat, min_time=0.5)
-    return {"backend": name, "size": size, "dtype": dtype, "polymm_us": ours * 1e6,
-            "reference": ref_name, "reference_us": theirs * 1e6,
-            "extra_us": (ours - theirs) * 1e6, "ratio": ours / theirs}
+    return {
+        "backend": name,
+        "size": size,
+        "dtype": dtype,
+        "polymm_us": ours * 1e6,
+        "reference": ref_name,
+        "reference_us": theirs * 1e6,
+        "extra_us": (ours - theirs) * 1e6,
+        "ratio": ours / theirs,
+    }
 
 
 def plot(results, path):

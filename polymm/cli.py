@@ -69,23 +69,48 @@ def _bench(args) -> int:
         return _cliffs(names, args, console)
     algorithms = args.algorithm.split(",") if args.algorithm else None
     dtypes = args.dtype.split(",")
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
         results = bench.run(names, algorithms, args.sizes, dtypes, repeat=args.repeat, progress=progress)
     if args.json:
         _write_json([r.as_dict() for r in results], args.json)
     if args.json != "-":
         table = Table(title="polymm bench (median of repeats; ratio = polymm speed / reference speed)")
-        for column in ("backend", "algorithm", "dtype", "M x N x K", "ms", "GFLOP/s", "reference", "ref GFLOP/s",
-                       "ratio", "check"):
+        for column in (
+            "backend",
+            "algorithm",
+            "dtype",
+            "M x N x K",
+            "ms",
+            "GFLOP/s",
+            "reference",
+            "ref GFLOP/s",
+            "ratio",
+            "check",
+        ):
             table.add_column(column, justify="right" if column in ("ms", "GFLOP/s", "ref GFLOP/s", "ratio") else "left")
         clblast = any(r.clblast_gflops for r in results)
         if clblast:
             table.add_column("CLBlast GFLOP/s", justify="right")
         for r in results:
-            row = [r.backend, r.algorithm, r.dtype, f"{r.m}x{r.n}x{r.k}", f"{r.seconds * 1e3:.3f}",
-                   f"{r.gflops:.1f}", r.reference, f"{r.reference_gflops:.1f}", f"{r.ratio:.2f}x",
-                   "[green]ok[/]" if r.correct else f"[red]WRONG[/] {r.error}"]
+            row = [
+                r.backend,
+                r.algorithm,
+                r.dtype,
+                f"{r.m}x{r.n}x{r.k}",
+                f"{r.seconds * 1e3:.3f}",
+                f"{r.gflops:.1f}",
+                r.reference,
+                f"{r.reference_gflops:.1f}",
+                f"{r.ratio:.2f}x",
+                "[green]ok[/]" if r.correct else f"[red]WRONG[/] {r.error}",
+            ]
             if clblast:
                 row.append(f"{r.clblast_gflops:.1f}" if r.clblast_gflops else "-")
             table.add_row(*row)
@@ -113,29 +138,43 @@ def _cliffs(names, args, console) -> int:
     from polymm import cliffs
 
     if args.sizes_given or args.algorithm:
-        raise ValueError("--suite cliffs runs its own fixed matrix with algorithm 'auto'; "
-                         "narrow it with --cases and --dtype instead of --sizes/--algorithm")
+        raise ValueError(
+            "--suite cliffs runs its own fixed matrix with algorithm 'auto'; "
+            "narrow it with --cases and --dtype instead of --sizes/--algorithm"
+        )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     if load > 0.5 * (os.cpu_count() or 1):
-        console.print(f"[yellow]warning:[/] load average {load:.1f} on {os.cpu_count()} CPUs: "
-                      "other work shares this machine, so host timings will be noisy")
+        console.print(
+            f"[yellow]warning:[/] load average {load:.1f} on {os.cpu_count()} CPUs: "
+            "other work shares this machine, so host timings will be noisy"
+        )
     dtypes = args.dtype.split(",") if args.dtype_given else None
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
         # Piped to a log (no live progress bar there), each cell gets a line as it ends.
-        log = None if console.is_terminal else lambda c: console.print(
-            f"{c.backend} {c.case} {c.dtype}: {cliffs.format_ratio(c.ratio)} ({c.seconds * 1e3:.3f} ms, "
-            f"{c.reference} {c.ref_seconds * 1e3:.3f} ms){'' if c.correct else ' WRONG: ' + str(c.error)}")
-        cells = cliffs.run(names, cases=args.cases, dtypes=dtypes, budget=args.budget, progress=progress,
-                           on_cell=log)
+        log = (
+            None
+            if console.is_terminal
+            else lambda c: console.print(
+                f"{c.backend} {c.case} {c.dtype}: {cliffs.format_ratio(c.ratio)} ({c.seconds * 1e3:.3f} ms, "
+                f"{c.reference} {c.ref_seconds * 1e3:.3f} ms){'' if c.correct else ' WRONG: ' + str(c.error)}"
+            )
+        )
+        cells = cliffs.run(names, cases=args.cases, dtypes=dtypes, budget=args.budget, progress=progress, on_cell=log)
     document = cliffs.report(cells, names, "polymm " + " ".join(sys.argv[1:]))
     if args.json:
         _write_json(document, args.json)
     if args.json != "-":
-        table = Table(title="polymm cliff suite: polymm.matmul speed / reference speed "
-                            "(best of interleaved samples, whole call)")
-        for column in ("backend", "case", "dtype", "shape", "ms", "GFLOP/s", "reference", "ref ms",
-                       "ratio", "check"):
+        table = Table(
+            title="polymm cliff suite: polymm.matmul speed / reference speed (best of interleaved samples, whole call)"
+        )
+        for column in ("backend", "case", "dtype", "shape", "ms", "GFLOP/s", "reference", "ref ms", "ratio", "check"):
             table.add_column(column, justify="right" if column in ("ms", "GFLOP/s", "ref ms", "ratio") else "left")
         clblast = any(c.clblast_ratio for c in cells)
         if clblast:
@@ -143,24 +182,37 @@ def _cliffs(names, args, console) -> int:
         for c in cells:
             ratio = cliffs.format_ratio(c.ratio) + (" ~" if c.noisy else "")
             colour = "red" if c.ratio < 0.5 else "yellow" if c.ratio < 0.8 else "green"
-            row = [c.backend, c.case, c.dtype, c.shape, f"{c.seconds * 1e3:.3f}", f"{c.gflops:.1f}",
-                   c.reference, f"{c.ref_seconds * 1e3:.3f}", f"[{colour}]{ratio}[/]",
-                   "[green]ok[/]" if c.correct else f"[red]WRONG[/] {c.error}"]
+            row = [
+                c.backend,
+                c.case,
+                c.dtype,
+                c.shape,
+                f"{c.seconds * 1e3:.3f}",
+                f"{c.gflops:.1f}",
+                c.reference,
+                f"{c.ref_seconds * 1e3:.3f}",
+                f"[{colour}]{ratio}[/]",
+                "[green]ok[/]" if c.correct else f"[red]WRONG[/] {c.error}",
+            ]
             if clblast:
                 row.append(f"{c.clblast_ratio:.2f}x" if c.clblast_ratio else "-")
             table.add_row(*row)
         console.print(table)
         for name, s in document["summary"].items():
-            console.print(f"[bold]{name}[/]: worst cell {cliffs.format_ratio(s['worst'])} ({s['worst_case']}), "
-                          f"geomean {cliffs.format_ratio(s['geomean'])} over {s['cells']} cells"
-                          + (f"; {len(s['noisy'])} noisy (~)" if s["noisy"] else ""))
+            console.print(
+                f"[bold]{name}[/]: worst cell {cliffs.format_ratio(s['worst'])} ({s['worst_case']}), "
+                f"geomean {cliffs.format_ratio(s['geomean'])} over {s['cells']} cells"
+                + (f"; {len(s['noisy'])} noisy (~)" if s["noisy"] else "")
+            )
             floor = s.get("floor")
             if floor:
                 f = floor["floor"]
-                console.print(f"  floor ({f['source']}): cells of {'/'.join(f['dtypes'])} with reference "
-                              f">= {f['min_ref_seconds'] * 1e6:.0f} us: worst {cliffs.format_ratio(floor['worst'])} "
-                              f"({floor['worst_case']}) vs {f['worst']}, geomean {cliffs.format_ratio(floor['geomean'])} vs "
-                              f"{f['geomean']}: " + ("[green]holds[/]" if floor["holds"] else "[red]not met[/]"))
+                console.print(
+                    f"  floor ({f['source']}): cells of {'/'.join(f['dtypes'])} with reference "
+                    f">= {f['min_ref_seconds'] * 1e6:.0f} us: worst {cliffs.format_ratio(floor['worst'])} "
+                    f"({floor['worst_case']}) vs {f['worst']}, geomean {cliffs.format_ratio(floor['geomean'])} vs "
+                    f"{f['geomean']}: " + ("[green]holds[/]" if floor["holds"] else "[red]not met[/]")
+                )
     if args.plot:
         cliffs.plot(document, args.plot)
         console.print(f"heatmap written to {args.plot}")
@@ -185,8 +237,16 @@ def _overhead(names, args, console) -> int:
     for column in ("backend", "size", "dtype", "polymm us", "reference", "reference us", "extra us", "ratio"):
         table.add_column(column)
     for r in rows:
-        table.add_row(r["backend"], str(r["size"]), r["dtype"], f"{r['polymm_us']:.2f}", r["reference"],
-                      f"{r['reference_us']:.2f}", f"{r['extra_us']:.2f}", f"{r['ratio']:.2f}x")
+        table.add_row(
+            r["backend"],
+            str(r["size"]),
+            r["dtype"],
+            f"{r['polymm_us']:.2f}",
+            r["reference"],
+            f"{r['reference_us']:.2f}",
+            f"{r['extra_us']:.2f}",
+            f"{r['ratio']:.2f}x",
+        )
     console.print(table)
     return 0
 
@@ -214,13 +274,22 @@ def _fuzz(args) -> int:
         dtypes = [np.dtype(d.strip()) for d in args.dtypes.split(",") if d.strip()]
         outside = [str(d) for d in dtypes if d not in CONTRACT_DTYPES]
         if outside:
-            raise ValueError(f"--dtypes: {', '.join(outside)} not in the contract ({', '.join(map(str, CONTRACT_DTYPES))})")
+            raise ValueError(
+                f"--dtypes: {', '.join(outside)} not in the contract ({', '.join(map(str, CONTRACT_DTYPES))})"
+            )
     if args.case is not None and args.case < 0 or args.cases < 0:
         raise ValueError("--case and --cases must not be negative")
     total = len(names) * (1 if args.case is not None else args.cases)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[failures]} failed"), console=err, transient=True,
-                  disable=args.case is not None) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[failures]} failed"),
+        console=err,
+        transient=True,
+        disable=args.case is not None,
+    ) as progress:
         task = progress.add_task("fuzz", total=total, failures=0)
         failed = 0
 
@@ -229,8 +298,16 @@ def _fuzz(args) -> int:
             failed += outcome.status == "fail"
             progress.update(task, advance=1, description=f"fuzz {name}", failures=failed)
 
-        summary = fuzz.run(names, args.cases, args.seed, dtypes=dtypes, case=args.case,
-                           time_budget=args.time_budget, max_failures=args.max_failures, on_case=on_case)
+        summary = fuzz.run(
+            names,
+            args.cases,
+            args.seed,
+            dtypes=dtypes,
+            case=args.case,
+            time_budget=args.time_budget,
+            max_failures=args.max_failures,
+            on_case=on_case,
+        )
     if args.case is not None:
         for name in names:
             drawn = fuzz.draw_case(args.seed, args.case, dtypes, polymm.get_backend(name).algorithms)
@@ -248,10 +325,11 @@ def _fuzz(args) -> int:
     kinds = ", ".join(f"{k} {v}" for k, v in sorted(summary.per_kind.items())) or "-"
     per_dtype = ", ".join(f"{k} {v}" for k, v in sorted(summary.per_dtype.items())) or "-"
     state = "[red]{} failed[/]".format(len(summary.failures)) if summary.failures else "[green]no failures[/]"
-    report.print(f"polymm fuzz: seed {args.seed}, {', '.join(names)}: {summary.cases} cases "
-                 f"({summary.valid} valid, {summary.invalid} invalid, {summary.refused} refused dtypes) "
-                 f"in {summary.seconds:.1f} s; {state}"
-                 + (f" (stopped early: {summary.stopped})" if summary.stopped else ""))
+    report.print(
+        f"polymm fuzz: seed {args.seed}, {', '.join(names)}: {summary.cases} cases "
+        f"({summary.valid} valid, {summary.invalid} invalid, {summary.refused} refused dtypes) "
+        f"in {summary.seconds:.1f} s; {state}" + (f" (stopped early: {summary.stopped})" if summary.stopped else "")
+    )
     report.print(f"  valid, by result dtype: {per_dtype}", markup=False)
     report.print(f"  invalid, by kind: {kinds}", markup=False)
     if args.json:
@@ -268,37 +346,77 @@ def main(argv=None) -> int:
     b = sub.add_parser("bench", help="time backends against NumPy (or cuBLAS) measured in the same run")
     b.add_argument("--backend", default="all", help="backend name(s), comma-separated, or 'all' available (default)")
     b.add_argument("--algorithm", default=None, help="algorithm(s), comma-separated (default: every one listed)")
-    b.add_argument("--sizes", type=_sizes, default=None,
-                   help="square sizes N or MxNxK shapes, comma-separated (default 256,512,1024)")
-    b.add_argument("--dtype", default=None,
-                   help="dtype(s), comma-separated (default float32; the cliff suite: its own per case)")
+    b.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=None,
+        help="square sizes N or MxNxK shapes, comma-separated (default 256,512,1024)",
+    )
+    b.add_argument(
+        "--dtype", default=None, help="dtype(s), comma-separated (default float32; the cliff suite: its own per case)"
+    )
     b.add_argument("--repeat", type=int, default=5, help="timed samples per case; the median is reported")
-    b.add_argument("--json", nargs="?", const="-", metavar="FILE",
-                   help="write results as JSON to FILE, or to standard output when no FILE is given "
-                        "(table and progress then go to stderr)")
-    b.add_argument("--plot", metavar="FILE.png",
-                   help="also draw GFLOP/s against size, or the cliff suite's heatmap (needs matplotlib)")
-    b.add_argument("--suite", choices=["cliffs"],
-                   help="run a fixed matrix of cases instead of --sizes: 'cliffs' (squares, batches, broadcasts, "
-                        "matrix-vector, deep K, outer products, views; see polymm.cliffs)")
-    b.add_argument("--cases", metavar="PATTERNS",
-                   help="with --suite: only cases whose name matches one of these comma-separated patterns "
-                        "(shell-style, e.g. 'square-*,gemv-*')")
-    b.add_argument("--budget", type=float, default=0.8,
-                   help="with --suite: seconds of timing per cell, split between polymm and the reference")
-    b.add_argument("--overhead", action="store_true",
-                   help="measure per-call overhead on tiny inputs (4x4 on host, 64x64 on CUDA) instead")
+    b.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="FILE",
+        help="write results as JSON to FILE, or to standard output when no FILE is given "
+        "(table and progress then go to stderr)",
+    )
+    b.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="also draw GFLOP/s against size, or the cliff suite's heatmap (needs matplotlib)",
+    )
+    b.add_argument(
+        "--suite",
+        choices=["cliffs"],
+        help="run a fixed matrix of cases instead of --sizes: 'cliffs' (squares, batches, broadcasts, "
+        "matrix-vector, deep K, outer products, views; see polymm.cliffs)",
+    )
+    b.add_argument(
+        "--cases",
+        metavar="PATTERNS",
+        help="with --suite: only cases whose name matches one of these comma-separated patterns "
+        "(shell-style, e.g. 'square-*,gemv-*')",
+    )
+    b.add_argument(
+        "--budget",
+        type=float,
+        default=0.8,
+        help="with --suite: seconds of timing per cell, split between polymm and the reference",
+    )
+    b.add_argument(
+        "--overhead",
+        action="store_true",
+        help="measure per-call overhead on tiny inputs (4x4 on host, 64x64 on CUDA) instead",
+    )
     b.add_argument("--overhead-size", type=int, default=None, help="matrix size for --overhead")
     b.set_defaults(func=_bench)
-    fz = sub.add_parser("fuzz", help="check a backend on random valid and invalid problems against the reference; "
-                                     "failures are shrunk into runnable reproducers")
-    fz.add_argument("--backend", default="cpu", help="backend name(s), comma-separated, or 'all' available (default cpu)")
+    fz = sub.add_parser(
+        "fuzz",
+        help="check a backend on random valid and invalid problems against the reference; "
+        "failures are shrunk into runnable reproducers",
+    )
+    fz.add_argument(
+        "--backend", default="cpu", help="backend name(s), comma-separated, or 'all' available (default cpu)"
+    )
     fz.add_argument("--cases", type=int, default=1000, help="cases per backend (default 1000)")
     fz.add_argument("--seed", type=int, default=0, help="run seed; case I of seed S is the same on every run")
-    fz.add_argument("--case", type=int, default=None, metavar="I", help="replay only case I of --seed, and print its code")
-    fz.add_argument("--dtypes", default=None, help="operand dtypes to draw, comma-separated (default: every contract dtype)")
-    fz.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
-                    help="stop drawing new cases after this many seconds")
+    fz.add_argument(
+        "--case", type=int, default=None, metavar="I", help="replay only case I of --seed, and print its code"
+    )
+    fz.add_argument(
+        "--dtypes", default=None, help="operand dtypes to draw, comma-separated (default: every contract dtype)"
+    )
+    fz.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop drawing new cases after this many seconds",
+    )
     fz.add_argument("--max-failures", type=int, default=10, help="stop after this many failures (default 10)")
     fz.add_argument("--json", action="store_true", help="print the summary as JSON (the report goes to stderr)")
     fz.set_defaults(func=_fuzz)

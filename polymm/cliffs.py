@@ -35,8 +35,20 @@ __all__ = ["Case", "Floor", "CASES", "FLOORS", "Cell", "run", "summarise", "plot
 
 FLOAT_DTYPES = ("float32", "float64")
 #: The rest of the contract's dtypes, measured on one square and one skinny case.
-OTHER_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                "float16", "complex64", "complex128")
+OTHER_DTYPES = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "complex64",
+    "complex128",
+)
 
 
 @dataclass(frozen=True)
@@ -108,8 +120,13 @@ FLOORS: dict[str, Floor] = {
     "cpu": Floor(FLOAT_DTYPES, 50e-6, 0.8, 1.0, "issue 8: CPU backend without cliffs"),
     "opencl:cpu": Floor(("float32",), 0.5e-3, 0.5, 0.8, "issue 8: OpenCL on PoCL"),
     "opencl:gpu": Floor(("float32",), 0.0, 0.85, 0.85, "issue 9: OpenCL on an NVIDIA GPU vs cuBLAS"),
-    "cuda": Floor(("float32", "float64", "complex64", "complex128"), 0.0, 0.9, 0.9,
-                  "issue 9: CUDA vs cuBLAS (float64/complex128 SIMT cells reported only)"),
+    "cuda": Floor(
+        ("float32", "float64", "complex64", "complex128"),
+        0.0,
+        0.9,
+        0.9,
+        "issue 9: CUDA vs cuBLAS (float64/complex128 SIMT cells reported only)",
+    ),
 }
 
 
@@ -139,6 +156,7 @@ class Cell:
 
 
 # -- operands ------------------------------------------------------------------------------------
+
 
 def _base_shape(shape, layout):
     if len(shape) < 2 or layout in ("c", "fortran", "negative"):
@@ -177,6 +195,7 @@ def _sampled_rows(x1, x2, result, rng, rows=8):
 
 # -- references and clocks -----------------------------------------------------------------------
 
+
 class _Side:
     """How to run and time one side (ours or the reference) of a cell."""
 
@@ -186,6 +205,7 @@ class _Side:
 
 def _host_clock(synchronize):
     """Wall clock around each call and the wait for its device work: the latency a user sees."""
+
     def clock(fn, inner):
         total = 0.0
         for _ in range(inner):
@@ -194,6 +214,7 @@ def _host_clock(synchronize):
             synchronize()
             total += time.perf_counter() - start
         return total / inner
+
     return clock
 
 
@@ -212,6 +233,7 @@ def _cuda_clock():
             end.synchronize()
             total += cupy.cuda.get_elapsed_time(start, end) / 1e3
         return total / inner
+
     return clock
 
 
@@ -324,8 +346,11 @@ def _clblast_ratio(backend, a, b, seconds, budget):
     m, k = a.shape
     n = b.shape[1]
     c = cl_array.empty(a.queue, (m, n), a.dtype)
-    side = _Side("clblast", lambda: pyclblast.gemm(a.queue, m, n, k, a, b, c, a_ld=k, b_ld=n, c_ld=n),
-                 _host_clock(a.queue.finish))
+    side = _Side(
+        "clblast",
+        lambda: pyclblast.gemm(a.queue, m, n, k, a, b, c, a_ld=k, b_ld=n, c_ld=n),
+        _host_clock(a.queue.finish),
+    )
     ours = _Side("polymm", lambda: polymm.matmul(a, b, backend=backend.name), backend.ours_clock)
     (best_ours, _), (best_clblast, _) = _interleaved(ours, side, budget)[0]
     return best_clblast / best_ours
@@ -352,12 +377,24 @@ def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8) -> 
     ops = flops(case.multiply_adds(), 1, 1, dt)
     spread, ref_spread = median / best, ref_median / ref_best
     return Cell(
-        backend=backend.name, case=case.name, group=case.group, dtype=dtype,
-        shape=f"{case.x1} @ {case.x2}".replace(",)", ")"), layout=case.layout,
-        ratio=ref_best / best, gflops=ops / best / 1e9, ref_gflops=ops / ref_best / 1e9,
-        seconds=best, ref_seconds=ref_best, reference=backend.ref_name,
-        noisy=spread > 1.25 or ref_spread > 1.25, spread=spread, ref_spread=ref_spread,
-        samples=rounds, correct=correct, error=error,
+        backend=backend.name,
+        case=case.name,
+        group=case.group,
+        dtype=dtype,
+        shape=f"{case.x1} @ {case.x2}".replace(",)", ")"),
+        layout=case.layout,
+        ratio=ref_best / best,
+        gflops=ops / best / 1e9,
+        ref_gflops=ops / ref_best / 1e9,
+        seconds=best,
+        ref_seconds=ref_best,
+        reference=backend.ref_name,
+        noisy=spread > 1.25 or ref_spread > 1.25,
+        spread=spread,
+        ref_spread=ref_spread,
+        samples=rounds,
+        correct=correct,
+        error=error,
         clblast_ratio=_clblast_ratio(backend, a, b, best, budget / 2),
     )
 
@@ -378,8 +415,9 @@ def select(cases=None, dtypes=None) -> list[tuple[Case, str]]:
                 if dtypes is None or dtype in dtypes:
                     chosen.append((case, dtype))
     if not chosen:
-        raise ValueError(f"no cliff-suite case matches {cases!r} / dtypes {dtypes}; "
-                         f"cases are: {', '.join(c.name for c in CASES)}")
+        raise ValueError(
+            f"no cliff-suite case matches {cases!r} / dtypes {dtypes}; cases are: {', '.join(c.name for c in CASES)}"
+        )
     return chosen
 
 
@@ -421,8 +459,12 @@ def _geomean(values):
 
 def _worst(cells):
     worst = min(cells, key=lambda c: c.ratio)
-    return {"worst": worst.ratio, "worst_case": f"{worst.case} {worst.dtype}",
-            "geomean": _geomean([c.ratio for c in cells]), "cells": len(cells)}
+    return {
+        "worst": worst.ratio,
+        "worst_case": f"{worst.case} {worst.dtype}",
+        "geomean": _geomean([c.ratio for c in cells]),
+        "cells": len(cells),
+    }
 
 
 def summarise(cells: list[Cell]) -> dict:
@@ -439,8 +481,9 @@ def summarise(cells: list[Cell]) -> dict:
             gated = [c for c in mine if c.dtype in floor.dtypes and c.ref_seconds >= floor.min_ref_seconds]
             if gated:
                 f = _worst(gated)
-                f.update(floor=asdict(floor), key=key,
-                         holds=f["worst"] >= floor.worst and f["geomean"] >= floor.geomean)
+                f.update(
+                    floor=asdict(floor), key=key, holds=f["worst"] >= floor.worst and f["geomean"] >= floor.geomean
+                )
                 entry["floor"] = f
         summary[name] = entry
     return summary
@@ -457,16 +500,21 @@ def machine_info(names) -> dict:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "polymm": polymm.__version__,
-        "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                                   "NUMBA_NUM_THREADS", "MKL_NUM_THREADS")},
+        "threads": {
+            k: os.environ.get(k)
+            for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS", "MKL_NUM_THREADS")
+        },
         "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith(("POLYMM_", "CUPY_TF32"))},
         "devices": {n: polymm.get_backend(n).devices() for n in names},
     }
     try:
         import threadpoolctl
 
-        info["blas"] = [{k: p.get(k) for k in ("internal_api", "version", "num_threads", "architecture")}
-                        for p in threadpoolctl.threadpool_info() if p.get("user_api") == "blas"]
+        info["blas"] = [
+            {k: p.get(k) for k in ("internal_api", "version", "num_threads", "architecture")}
+            for p in threadpoolctl.threadpool_info()
+            if p.get("user_api") == "blas"
+        ]
     except ImportError:
         pass
     return info
@@ -509,8 +557,12 @@ def plot(document: dict, path: str) -> None:
     names = list(dict.fromkeys(c["backend"] for c in cells))
     cases = list(dict.fromkeys(c["case"] for c in cells))
     dtypes = [d for d in FLOAT_DTYPES + OTHER_DTYPES if any(c["dtype"] == d for c in cells)]
-    fig, axes = plt.subplots(1, len(names), figsize=(1.0 + 0.62 * len(dtypes) * len(names) + 2.2 * len(names),
-                                                      1.2 + 0.3 * len(cases)), squeeze=False)
+    fig, axes = plt.subplots(
+        1,
+        len(names),
+        figsize=(1.0 + 0.62 * len(dtypes) * len(names) + 2.2 * len(names), 1.2 + 0.3 * len(cases)),
+        squeeze=False,
+    )
     norm = TwoSlopeNorm(vmin=-4.0, vcenter=0.0, vmax=2.0)
     image = None
     for ax, name in zip(axes[0], names):
@@ -526,8 +578,11 @@ def plot(document: dict, path: str) -> None:
         ax.set_yticks(range(len(cases)), cases, fontsize=8)
         s = document["summary"].get(name, {})
         reference = next(c["reference"] for c in cells if c["backend"] == name)
-        ax.set_title(f"{name} vs {reference}, {document['date'][:10]}\n"
-                     f"worst {format_ratio(s['worst'])}, geomean {format_ratio(s['geomean'])}", fontsize=9)
+        ax.set_title(
+            f"{name} vs {reference}, {document['date'][:10]}\n"
+            f"worst {format_ratio(s['worst'])}, geomean {format_ratio(s['geomean'])}",
+            fontsize=9,
+        )
     bar = fig.colorbar(image, ax=axes[0].tolist(), shrink=0.6, ticks=[-4, -3, -2, -1, 0, 1, 2])
     bar.ax.set_yticklabels(["1/16", "1/8", "1/4", "1/2", "1", "2", "4"])
     bar.set_label("speed / reference speed")

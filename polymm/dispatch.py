@@ -30,7 +30,11 @@ def _library_of(x1, x2) -> str:
     k1, k2 = kind_of(x1), kind_of(x2)
     for which, x, k in (("x1", x1, k1), ("x2", x2, k2)):
         if k is None:
-            hint = " (convert it with numpy.asarray first)" if isinstance(x, (list, tuple, int, float, complex, bool)) else ""
+            hint = (
+                " (convert it with numpy.asarray first)"
+                if isinstance(x, (list, tuple, int, float, complex, bool))
+                else ""
+            )
             raise TypeError(f"polymm.matmul: {which} must be an array, got {_describe(x)}{hint}")
     if k1 != k2 or (k1 == "dlpack" and type(x1) is not type(x2)):
         raise TypeError(
@@ -135,8 +139,10 @@ def _check_out(out, library, kind, result_shape, dtype):
 
 def _compute(impl, kind, x1, x2, shape, dtype, algorithm, out):
     """Run the backend on strided views; return ``out`` (filled) or a new result array."""
-    direct = out is not None and kind.is_c_contiguous(out) and not (
-        kind.shares_memory(out, x1) or kind.shares_memory(out, x2)
+    direct = (
+        out is not None
+        and kind.is_c_contiguous(out)
+        and not (kind.shares_memory(out, x1) or kind.shares_memory(out, x2))
     )
     result = out if direct else kind.empty(shape.result, dtype, like=x1)
     batch, m, k, n = shape.batch, shape.m, shape.k, shape.n

@@ -124,7 +124,10 @@ def backends() -> list[BackendInfo]:
         try:
             out.append(
                 BackendInfo(
-                    name, True, None, entry.origin,
+                    name,
+                    True,
+                    None,
+                    entry.origin,
                     tuple(str(d) for d in backend.dtypes()),
                     tuple(backend.algorithms),
                     list(backend.devices()),

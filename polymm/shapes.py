@@ -97,4 +97,3 @@ def collapse_batch(batch, *strides):
         for st, p in zip(strides, per):
             p.append(st[axis])
     return tuple(dims), [tuple(p) for p in per]
-

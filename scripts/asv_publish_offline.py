@@ -76,14 +76,17 @@ def rewrite(html_dir: Path) -> None:
         problems += [f"{page.name}: {u}" for u in unknown]
         print(f"rewrote {page.relative_to(ROOT) if page.is_relative_to(ROOT) else page}")
     if problems:
-        sys.exit("CDN references with no vendored copy (update LOCAL and the vendor script):\n  "
-                 + "\n  ".join(problems))
+        sys.exit(
+            "CDN references with no vendored copy (update LOCAL and the vendor script):\n  " + "\n  ".join(problems)
+        )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="asv.conf.json", help="asv config in asv_bench/ (default asv.conf.json)")
-    parser.add_argument("--html-dir", default=None, help="output folder (default: the config's html_dir, asv_bench/html)")
+    parser.add_argument(
+        "--html-dir", default=None, help="output folder (default: the config's html_dir, asv_bench/html)"
+    )
     parser.add_argument("--no-publish", action="store_true", help="only rewrite an already published folder")
     args = parser.parse_args(argv)
     html_dir = Path(args.html_dir).resolve() if args.html_dir else ASV_DIR / "html"
@@ -93,8 +96,10 @@ def main(argv=None) -> int:
             cmd += ["--html-dir", str(html_dir)]
         subprocess.run(cmd, cwd=ASV_DIR, check=True, env=dict(os.environ))
     rewrite(html_dir)
-    print(f"offline dashboard: {html_dir / 'index.html'} (serve it: python -m http.server --bind 127.0.0.1 "
-          f"--directory {html_dir}, or asv preview)")
+    print(
+        f"offline dashboard: {html_dir / 'index.html'} (serve it: python -m http.server --bind 127.0.0.1 "
+        f"--directory {html_dir}, or asv preview)"
+    )
     return 0
 
 

@@ -47,13 +47,18 @@ def _summary_rows(runs):
     for stem, doc in runs:
         for name, s in doc["summary"].items():
             f = s.get("floor")
-            floor = (f"worst >= {f['floor']['worst']}, geomean >= {f['floor']['geomean']} "
-                     f"({'/'.join(f['floor']['dtypes'])}, reference >= {f['floor']['min_ref_seconds'] * 1e6:g} us)"
-                     if f else "-")
+            floor = (
+                f"worst >= {f['floor']['worst']}, geomean >= {f['floor']['geomean']} "
+                f"({'/'.join(f['floor']['dtypes'])}, reference >= {f['floor']['min_ref_seconds'] * 1e6:g} us)"
+                if f
+                else "-"
+            )
             gated = f"{format_ratio(f['worst'])} ({f['worst_case']}) / {format_ratio(f['geomean'])}" if f else "-"
             holds = ("yes" if f["holds"] else "no") if f else "-"
-            yield (f"| `{stem}` | {doc['date'][:16].replace('T', ' ')} | {name} | {s['cells']} | "
-                   f"{format_ratio(s['worst'])} ({s['worst_case']}) | {format_ratio(s['geomean'])} | {floor} | {gated} | {holds} |")
+            yield (
+                f"| `{stem}` | {doc['date'][:16].replace('T', ' ')} | {name} | {s['cells']} | "
+                f"{format_ratio(s['worst'])} ({s['worst_case']}) | {format_ratio(s['geomean'])} | {floor} | {gated} | {holds} |"
+            )
 
 
 def _run_section(stem, doc):
@@ -61,8 +66,10 @@ def _run_section(stem, doc):
     load = ", ".join(f"{x:.2f}" for x in m.get("load_average") or [])
     yield f"### `{stem}`"
     yield ""
-    yield (f"{doc['date'][:16].replace('T', ' ')} UTC on {m.get('processor', '?')} ({m.get('cpus')} CPUs, "
-           f"load average at start {load}), NumPy {m.get('numpy')}, polymm {m.get('polymm')}.")
+    yield (
+        f"{doc['date'][:16].replace('T', ' ')} UTC on {m.get('processor', '?')} ({m.get('cpus')} CPUs, "
+        f"load average at start {load}), NumPy {m.get('numpy')}, polymm {m.get('polymm')}."
+    )
     for name, devices in m.get("devices", {}).items():
         yield f"Devices of `{name}`: {'; '.join(devices) or '-'}."
     yield ""
@@ -96,8 +103,11 @@ def render() -> str:
     if not runs:
         return "\n".join(lines + ["No cliff-suite run is recorded yet.", ""])
     lines += list(_summary_rows(runs)) + [""]
-    lines += ["`~` marks a noisy cell (the median of its samples was more than 1.25x their best, for "
-              "polymm or the reference).", ""]
+    lines += [
+        "`~` marks a noisy cell (the median of its samples was more than 1.25x their best, for "
+        "polymm or the reference).",
+        "",
+    ]
     for stem, doc in runs:
         lines += list(_run_section(stem, doc))
     return "\n".join(lines)

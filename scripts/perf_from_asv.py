@@ -98,8 +98,9 @@ def write_machine(machine: str) -> bool:
     when = datetime.datetime.fromtimestamp(max(started) / 1000, datetime.timezone.utc) if started else None
     lines = [
         f"**{machine}**: {info.get('cpu', '?')}, {info.get('ram', '?')} RAM, {info.get('os', '?')}.  ",
-        f"Recorded {when:%Y-%m-%d %H:%M} UTC for commit `{res.commit_hash[:10]}` "
-        f"(environment `{res.env_name}`).  " if when else f"Commit `{res.commit_hash[:10]}`.  ",
+        f"Recorded {when:%Y-%m-%d %H:%M} UTC for commit `{res.commit_hash[:10]}` (environment `{res.env_name}`).  "
+        if when
+        else f"Commit `{res.commit_hash[:10]}`.  ",
         f"Command: `{COMMANDS.get(machine, 'asv run --config asv.existing.conf.json ...')}`",
         "",
     ]
@@ -127,25 +128,42 @@ def write_machine(machine: str) -> bool:
         r = table_of(res, f"matmul.{key}.track_ratio_to_reference")
         if not g:
             continue
-        lines += [f"{key} (float32), GFLOP/s (ratio to the reference):", "",
-                  f"| backend | algorithm | {label} | GFLOP/s (ratio) |", "| --- | --- | --- | ---: |"]
+        lines += [
+            f"{key} (float32), GFLOP/s (ratio to the reference):",
+            "",
+            f"| backend | algorithm | {label} | GFLOP/s (ratio) |",
+            "| --- | --- | --- | ---: |",
+        ]
         for (b, a, s), v in sorted(g.items(), key=lambda kv: order(kv[0])):
             lines.append(f"| `{b}` | `{a}` | {s} | {fmt(v, r.get((b, a, s)))} |")
         lines.append("")
     over = table_of(res, "matmul.CallOverhead.time_matmul")
     over_ref = table_of(res, "matmul.CallOverhead.time_reference")
     if over:
-        lines += ["Call overhead, float32 (microseconds per call; the reference library beside it):", "",
-                  "| backend | n | polymm.matmul | reference |", "| --- | ---: | ---: | ---: |"]
+        lines += [
+            "Call overhead, float32 (microseconds per call; the reference library beside it):",
+            "",
+            "| backend | n | polymm.matmul | reference |",
+            "| --- | ---: | ---: | ---: |",
+        ]
         for (b, n), v in sorted(over.items()):
             ref = over_ref.get((b, n))
-            lines.append(f"| `{b}` | {n} | {v * 1e6:.1f} | {ref * 1e6:.1f} |" if ref else f"| `{b}` | {n} | {v * 1e6:.1f} | - |")
+            lines.append(
+                f"| `{b}` | {n} | {v * 1e6:.1f} | {ref * 1e6:.1f} |" if ref else f"| `{b}` | {n} | {v * 1e6:.1f} | - |"
+            )
         lines.append("")
     if plot(machine, gflops, refs):
         reference = "`cupy.matmul` (cuBLAS)" if any(k[0] == "cupy" for k in refs) else "NumPy (OpenBLAS)"
-        lines += [f"```{{figure}} _static/perf_{machine}.png", f":alt: GFLOP/s against n on {machine}", ":width: 90%", "",
-                  f"GFLOP/s against n, float32, on {machine} (asv `Square.track_gflops`; the dotted line is "
-                  f"{reference} measured in the same run).", "```", ""]
+        lines += [
+            f"```{{figure}} _static/perf_{machine}.png",
+            f":alt: GFLOP/s against n on {machine}",
+            ":width: 90%",
+            "",
+            f"GFLOP/s against n, float32, on {machine} (asv `Square.track_gflops`; the dotted line is "
+            f"{reference} measured in the same run).",
+            "```",
+            "",
+        ]
     GENERATED.mkdir(parents=True, exist_ok=True)
     (GENERATED / f"perf_{machine}.md").write_text("\n".join(lines), encoding="utf-8")
     print("wrote", (GENERATED / f"perf_{machine}.md").relative_to(ROOT))

@@ -31,13 +31,24 @@ import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_GRAPH = ("matmul.Square.track_gflops?x-axis=n&p-backend='cpu'&p-dtype='float32'&y-axis-scale=log"
-                 "&machine=polymm-2core-ci&python=/work/main/.venv/bin/python")
+DEFAULT_GRAPH = (
+    "matmul.Square.track_gflops?x-axis=n&p-backend='cpu'&p-dtype='float32'&y-axis-scale=log"
+    "&machine=polymm-2core-ci&python=/work/main/.venv/bin/python"
+)
 
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-default-apps", "--disable-extensions", "--hide-scrollbars", "--mute-audio",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--hide-scrollbars",
+    "--mute-audio",
 ]
 
 
@@ -68,8 +79,15 @@ def serve(directory: Path):
 
 def shoot(chromium: str, url: str, out: Path, size: str, wait_ms: int) -> None:
     with tempfile.TemporaryDirectory(prefix="polymm-chromium-") as profile:
-        cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--window-size={size}",
-               f"--virtual-time-budget={wait_ms}", f"--screenshot={out}", url]
+        cmd = [
+            chromium,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={profile}",
+            f"--window-size={size}",
+            f"--virtual-time-budget={wait_ms}",
+            f"--screenshot={out}",
+            url,
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     if done.returncode != 0 or not out.exists():
         sys.exit(f"chromium failed ({done.returncode}) for {url}:\n{done.stderr[-2000:]}")
@@ -97,8 +115,9 @@ def main(argv=None) -> int:
     chromium = find_chromium()
     location, _, query = args.graph.partition("?")
     pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
-    graph_hash = location + ("?" + "&".join(f"{urllib.parse.quote(k)}={urllib.parse.quote(v)}" for k, v in pairs)
-                             if pairs else "")
+    graph_hash = location + (
+        "?" + "&".join(f"{urllib.parse.quote(k)}={urllib.parse.quote(v)}" for k, v in pairs) if pairs else ""
+    )
     with serve(html) as base:
         if args.grid_name:
             shoot(chromium, f"{base}/index.html", out_dir / args.grid_name, args.size, args.wait_ms)

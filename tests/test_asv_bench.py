@@ -22,8 +22,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 def _load_suite(name="polymm_asv_benchmarks"):
     """asv_bench/benchmarks as a package of its own name (``benchmarks`` is too common a name)."""
     folder = ROOT / "asv_bench" / "benchmarks"
-    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py",
-                                                  submodule_search_locations=[str(folder)])
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
     package = importlib.util.module_from_spec(spec)
     sys.modules[name] = package
     spec.loader.exec_module(package)
@@ -46,11 +47,14 @@ def test_parameters_cover_the_dashboard():
         assert cls.track_gflops.unit == "GFLOP/s"
 
 
-@pytest.mark.parametrize("cls,params", [
-    (matmul.Square, ("cpu", "auto", 64, "float32")),
-    (matmul.Shapes, ("cpu", "tiled", "tall-skinny 16384x64x256")),
-    (matmul.Batched, ("cpu", "auto", "256 x 16x16")),
-])
+@pytest.mark.parametrize(
+    "cls,params",
+    [
+        (matmul.Square, ("cpu", "auto", 64, "float32")),
+        (matmul.Shapes, ("cpu", "tiled", "tall-skinny 16384x64x256")),
+        (matmul.Batched, ("cpu", "auto", "256 x 16x16")),
+    ],
+)
 def test_a_small_benchmark_runs_on_the_cpu(cls, params):
     bench = cls()
     bench.setup(*params)
@@ -75,7 +79,7 @@ def test_unavailable_backends_and_sizes_are_skipped_not_failed():
     with pytest.raises(NotImplementedError):
         matmul.Square().setup("cpu", "tiled-dynamic", 64, "float32")  # not a cpu algorithm
     with pytest.raises(NotImplementedError):
-        matmul.Square().setup("cpu", "naive", 4096, "float32")        # minutes on a laptop
+        matmul.Square().setup("cpu", "naive", 4096, "float32")  # minutes on a laptop
     if importlib.util.find_spec("cupy") is None:
         with pytest.raises(NotImplementedError):
             matmul.Reference().setup("cupy", 256, "float32")

@@ -21,7 +21,18 @@ def test_info_lists_backends():
 
 def test_bench_json_checks_and_measures(tmp_path):
     plot = tmp_path / "bench.png"
-    args = ["bench", "--backend", "cpu", "--sizes", "32,17x19x23", "--dtype", "float32,int16", "--repeat", "2", "--json"]
+    args = [
+        "bench",
+        "--backend",
+        "cpu",
+        "--sizes",
+        "32,17x19x23",
+        "--dtype",
+        "float32,int16",
+        "--repeat",
+        "2",
+        "--json",
+    ]
     try:
         import matplotlib  # noqa: F401
 

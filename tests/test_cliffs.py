@@ -44,11 +44,11 @@ def test_layouts_give_the_named_shape(case):
 
 def test_multiply_adds():
     by_name = {c.name: c for c in cliffs.CASES}
-    assert by_name["square-64"].multiply_adds() == 64 ** 3
+    assert by_name["square-64"].multiply_adds() == 64**3
     assert by_name["gemv-4096"].multiply_adds() == 4096 * 4096
     assert by_name["gevm-4096"].multiply_adds() == 4096 * 4096
-    assert by_name["broadcast-1000x32"].multiply_adds() == 1000 * 32 ** 3
-    assert by_name["broadcast-64x64x32"].multiply_adds() == 64 * 64 * 32 ** 3
+    assert by_name["broadcast-1000x32"].multiply_adds() == 1000 * 32**3
+    assert by_name["broadcast-64x64x32"].multiply_adds() == 64 * 64 * 32**3
 
 
 @pytest.mark.parametrize("backend", ["cpu", "opencl"])
@@ -56,14 +56,32 @@ def test_suite_command_writes_json_and_heatmap(backend, tmp_path):
     if not any(i.name == backend and i.available for i in polymm.backends()):
         pytest.skip(f"backend {backend} unavailable here")
     out, png = tmp_path / "cells.json", tmp_path / "cells.png"
-    code = main(["bench", "--suite", "cliffs", "--backend", backend, "--cases", "square-32,gevm-*,negative-*",
-                 "--dtype", "float32,float64", "--budget", "0.02", "--json", str(out), "--plot", str(png)])
+    code = main(
+        [
+            "bench",
+            "--suite",
+            "cliffs",
+            "--backend",
+            backend,
+            "--cases",
+            "square-32,gevm-*,negative-*",
+            "--dtype",
+            "float32,float64",
+            "--budget",
+            "0.02",
+            "--json",
+            str(out),
+            "--plot",
+            str(png),
+        ]
+    )
     assert code == 0
     document = json.loads(out.read_text())
     assert set(document) >= {"cells", "summary", "machine", "date", "command"}
     cells = document["cells"]
     assert {(c["case"], c["dtype"]) for c in cells} == {
-        (n, d) for n in ("square-32", "gevm-4096", "negative-1024") for d in ("float32", "float64")}
+        (n, d) for n in ("square-32", "gevm-4096", "negative-1024") for d in ("float32", "float64")
+    }
     for cell in cells:
         assert set(cell) >= {"backend", "case", "dtype", "shape", "ratio", "gflops", "ref_gflops"}
         assert cell["correct"] and cell["ratio"] > 0 and cell["gflops"] > 0 and cell["ref_gflops"] > 0
@@ -97,22 +115,57 @@ class _WrongBackend(polymm.Backend):
 def test_wrong_answers_fail_the_run(tmp_path):
     polymm.register_backend("cliffs-wrong", _WrongBackend, replace=True)
     out = tmp_path / "wrong.json"
-    code = main(["bench", "--suite", "cliffs", "--backend", "cliffs-wrong", "--cases", "square-32",
-                 "--dtype", "float32", "--budget", "0.01", "--json", str(out)])
+    code = main(
+        [
+            "bench",
+            "--suite",
+            "cliffs",
+            "--backend",
+            "cliffs-wrong",
+            "--cases",
+            "square-32",
+            "--dtype",
+            "float32",
+            "--budget",
+            "0.01",
+            "--json",
+            str(out),
+        ]
+    )
     assert code == 1
     (cell,) = json.loads(out.read_text())["cells"]
     assert not cell["correct"] and "elements off" in cell["error"]
 
 
 def _cell(case, dtype, ratio, ref_seconds):
-    return cliffs.Cell("cpu", case, "square", dtype, "", "c", ratio, 1.0, 1.0 / ratio, 1e-3, ref_seconds,
-                       "numpy.matmul", False, 1.0, 1.0, 3, True)
+    return cliffs.Cell(
+        "cpu",
+        case,
+        "square",
+        dtype,
+        "",
+        "c",
+        ratio,
+        1.0,
+        1.0 / ratio,
+        1e-3,
+        ref_seconds,
+        "numpy.matmul",
+        False,
+        1.0,
+        1.0,
+        3,
+        True,
+    )
 
 
 def test_summary_applies_the_floor_to_slow_enough_float_cells():
-    cells = [_cell("a", "float32", 2.0, 1e-3), _cell("b", "float64", 0.5, 1e-3),
-             _cell("c", "float32", 0.1, 1e-6),   # reference too fast: governed by call overhead
-             _cell("d", "int8", 0.05, 1e-3)]     # not a float cell
+    cells = [
+        _cell("a", "float32", 2.0, 1e-3),
+        _cell("b", "float64", 0.5, 1e-3),
+        _cell("c", "float32", 0.1, 1e-6),  # reference too fast: governed by call overhead
+        _cell("d", "int8", 0.05, 1e-3),
+    ]  # not a float cell
     summary = cliffs.summarise(cells)["cpu"]
     assert summary["worst"] == 0.05 and summary["worst_case"] == "d int8"
     floor = summary["floor"]

@@ -20,8 +20,14 @@ from polymm.testing.reference import assert_matches, random_array
 HOST_BACKENDS = [b for b in ("cpu", "opencl") if any(i.name == b and i.available for i in polymm.backends())]
 
 #: Shapes that take different paths (small, batched, matrix-vector, deep K, blocked), several dtypes.
-PROBLEMS = [((5, 7), (7, 3), "float32"), ((40, 8, 8), (40, 8, 8), "float64"), ((300, 200), (200,), "float32"),
-            ((6, 3000), (3000, 5), "float64"), ((130, 70), (70, 90), "int32"), ((3, 33, 17), (17, 20), "complex64")]
+PROBLEMS = [
+    ((5, 7), (7, 3), "float32"),
+    ((40, 8, 8), (40, 8, 8), "float64"),
+    ((300, 200), (200,), "float32"),
+    ((6, 3000), (3000, 5), "float64"),
+    ((130, 70), (70, 90), "int32"),
+    ((3, 33, 17), (17, 20), "complex64"),
+]
 
 
 def _inputs(seed):

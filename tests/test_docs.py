@@ -38,8 +38,8 @@ REQUIRES = re.compile(r"^#\s*requires:\s*(?P<names>[\w\-, ]+)$")
 @dataclass
 class Block:
     page: Path
-    line: int          # 1-based line of the opening fence
-    language: str      # "python", "bash", "toml", ...
+    line: int  # 1-based line of the opening fence
+    language: str  # "python", "bash", "toml", ...
     code: str
     caption: str | None = None
 
@@ -160,8 +160,7 @@ def test_page_examples_run(page, isolated):
 REQUIRING = [(p, i) for p in PAGES for i, b in enumerate(runnable(p)) if b.requires and "mine" not in b.requires]
 
 
-@pytest.mark.parametrize("page,index", REQUIRING,
-                         ids=[f"{page_id(p)}-{runnable(p)[i].line}" for p, i in REQUIRING])
+@pytest.mark.parametrize("page,index", REQUIRING, ids=[f"{page_id(p)}-{runnable(p)[i].line}" for p, i in REQUIRING])
 def test_page_examples_needing_a_backend(page, index, isolated):
     """A ``# requires: NAME`` block, after the page's earlier plain blocks; skipped without NAME."""
     blocks = runnable(page)
@@ -178,6 +177,7 @@ def test_page_examples_needing_a_backend(page, index, isolated):
 
 # ---------------------------------------------------------------------------- plugin guide
 
+
 def test_plugin_guide_package_installs_and_passes_the_conformance_suite(tmp_path):
     """Write the plugin guide's files, install them (into a folder, not this environment),
     and run what the guide says: ``polymm info``, the conformance suite, its ``mine`` example."""
@@ -191,22 +191,47 @@ def test_plugin_guide_package_installs_and_passes_the_conformance_suite(tmp_path
         path.write_text(block.code, encoding="utf-8")
     package = src / files[0].caption.split("/")[0]
     site = tmp_path / "site"
-    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
-           "--disable-pip-version-check", "--target", str(site), str(package)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--no-compile",
+        "--disable-pip-version-check",
+        "--target",
+        str(site),
+        str(package),
+    ]
     if importlib.util.find_spec("setuptools") is not None:
         cmd.insert(4, "--no-build-isolation")  # no network needed when setuptools is here
     subprocess.run(cmd, check=True, cwd=tmp_path)
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
     env.pop("POLYMM_BACKEND", None)
-    info = subprocess.run([sys.executable, "-m", "polymm.cli", "info", "--json"], env=env, cwd=tmp_path,
-                          capture_output=True, text=True)
+    info = subprocess.run(
+        [sys.executable, "-m", "polymm.cli", "info", "--json"], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
     if info.returncode == 0:
         assert '"mine"' in info.stdout
     suite = subprocess.run(
-        [sys.executable, "-m", "pytest", "--pyargs", "polymm.testing", "--polymm-backend=mine", "-q",
-         "-p", "no:cacheprovider", "-x"],
-        env=env, cwd=tmp_path, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "polymm.testing",
+            "--polymm-backend=mine",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-x",
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     assert suite.returncode == 0, suite.stdout[-4000:] + suite.stderr[-2000:]
     assert " passed" in suite.stdout
@@ -214,12 +239,12 @@ def test_plugin_guide_package_installs_and_passes_the_conformance_suite(tmp_path
     examples = [b for b in runnable(page) if "mine" in b.requires]
     assert examples, "the plugin guide has no example using the installed backend"
     for block in examples:
-        done = subprocess.run([sys.executable, "-c", block.code], env=env, cwd=tmp_path,
-                              capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-c", block.code], env=env, cwd=tmp_path, capture_output=True, text=True)
         assert done.returncode == 0, f"{block.where} failed:\n{done.stderr[-3000:]}"
 
 
 # ---------------------------------------------------------------------------- quickstart
+
 
 def test_quickstart_commands_are_the_readmes():
     """The quickstart mirrors the README (which ``.ci/run`` executes), command for command."""
@@ -229,8 +254,10 @@ def test_quickstart_commands_are_the_readmes():
     text = readme.read_text(encoding="utf-8")
     commands = [
         line.strip()
-        for block in parse_blocks(DOCS / "quickstart.md") if block.language in ("bash", "console", "sh")
-        for line in block.code.splitlines() if line.strip() and not line.strip().startswith("#")
+        for block in parse_blocks(DOCS / "quickstart.md")
+        if block.language in ("bash", "console", "sh")
+        for line in block.code.splitlines()
+        if line.strip() and not line.strip().startswith("#")
     ]
     assert commands
     missing = [c for c in commands if c not in text]
@@ -238,6 +265,7 @@ def test_quickstart_commands_are_the_readmes():
 
 
 # ---------------------------------------------------------------------------- the build
+
 
 def _have_sphinx() -> str | None:
     for module in ("sphinx", "furo", "myst_parser"):
@@ -251,9 +279,23 @@ def test_docs_build_without_warnings(tmp_path):
     """``sphinx -W``: any warning (a broken reference, a missing figure, bad autodoc) fails."""
     out = tmp_path / "html"
     done = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-d", str(tmp_path / "doctrees"),
-         str(DOCS), str(out)],
-        capture_output=True, text=True, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-W",
+            "--keep-going",
+            "-q",
+            "-b",
+            "html",
+            "-d",
+            str(tmp_path / "doctrees"),
+            str(DOCS),
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     for page in ("index", "quickstart", "guide", "kernels", "plugins", "performance", "benchmarking", "api"):

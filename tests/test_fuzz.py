@@ -21,6 +21,7 @@ def polymm_cli(*args):
 
 # -- deliberately wrong backends --------------------------------------------------------------
 
+
 class _NumpyBackend(polymm.Backend):
     algorithms = ("auto",)
 
@@ -70,8 +71,12 @@ class RefusesWithValueError(RefusesFloat16):
 
 @pytest.fixture(scope="module", autouse=True)
 def wrong_backends():
-    for name, factory in (("fuzz-off-by-one", OffByOne), ("fuzz-ignores-strides", IgnoresStrides),
-                          ("fuzz-refuses-f16", RefusesFloat16), ("fuzz-refuses-badly", RefusesWithValueError)):
+    for name, factory in (
+        ("fuzz-off-by-one", OffByOne),
+        ("fuzz-ignores-strides", IgnoresStrides),
+        ("fuzz-refuses-f16", RefusesFloat16),
+        ("fuzz-refuses-badly", RefusesWithValueError),
+    ):
         polymm.register_backend(name, factory, replace=True)
 
 
@@ -83,12 +88,14 @@ def run_cli(capsys, *args):
 
 # -- correct backends are green ---------------------------------------------------------------
 
+
 def test_fuzz_every_available_backend(polymm_backend):
     """About 200 random cases on each backend the suite runs on (every available one in CI)."""
     summary = fuzz.run([polymm_backend], cases=200, seed=20240613, max_failures=3)
     assert summary.cases == 200 and summary.valid and summary.invalid
     assert not summary.failures, "\n\n".join(
-        f"case {f.index}: {f.check}: {f.message}\nreplay: {f.replay}\n{f.reproducer}" for f in summary.failures)
+        f"case {f.index}: {f.check}: {f.message}\nreplay: {f.replay}\n{f.reproducer}" for f in summary.failures
+    )
 
 
 @pytest.mark.parametrize("backend", ["cpu", "example"])
@@ -118,13 +125,15 @@ def test_time_budget_stops_the_run(capsys):
 
 
 def test_a_refusing_backend_is_green_when_it_refuses_with_a_type_error(capsys):
-    code, out, _ = run_cli(capsys, "--backend", "fuzz-refuses-f16", "--cases", "150", "--dtypes", "float16,int8",
-                           "--json")
+    code, out, _ = run_cli(
+        capsys, "--backend", "fuzz-refuses-f16", "--cases", "150", "--dtypes", "float16,int8", "--json"
+    )
     summary = json.loads(out)
     assert code == 0 and summary["refused"] > 0, summary["failures"]
 
 
 # -- cases are reproducible from (seed, index) ------------------------------------------------
+
 
 def test_cases_depend_on_seed_and_index_only():
     first = [fuzz.draw_case(5, i, None, ("auto",)) for i in range(300)]
@@ -145,9 +154,11 @@ def test_every_drawn_case_builds_and_its_code_runs():
 
 # -- wrong backends are caught, shrunk and replayed -------------------------------------------
 
+
 def _first_failure(capsys, backend, *extra):
-    code, out, err = run_cli(capsys, "--backend", backend, "--cases", "200", "--seed", "3", "--max-failures", "1",
-                             "--json", *extra)
+    code, out, err = run_cli(
+        capsys, "--backend", backend, "--cases", "200", "--seed", "3", "--max-failures", "1", "--json", *extra
+    )
     assert code == 1, err
     summary = json.loads(out)
     assert not summary["ok"] and summary["stopped"] == "max failures"
@@ -168,8 +179,9 @@ def test_a_slightly_wrong_value_is_caught_shrunk_and_replayed(capsys):
     with pytest.raises(AssertionError, match="elements? off|wrong elements"):
         exec(failure["reproducer"], {})
     # the original case replays on its own from (seed, index)
-    code, out, _ = run_cli(capsys, "--backend", "fuzz-off-by-one", "--seed", "3", "--case", str(failure["index"]),
-                           "--json")
+    code, out, _ = run_cli(
+        capsys, "--backend", "fuzz-off-by-one", "--seed", "3", "--case", str(failure["index"]), "--json"
+    )
     assert code == 1 and json.loads(out)["failures"][0]["index"] == failure["index"]
 
 
@@ -216,4 +228,3 @@ def test_correctly_rounded_float16_subnormals_pass_the_oracle():
     assert_matches(polymm.matmul(x1, x2, backend="example"), x1, x2)
     with pytest.raises(AssertionError):
         assert_matches(polymm.matmul(x1, x2, backend="example") + np.float16(2.0**-22), x1, x2)
-

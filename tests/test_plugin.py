@@ -67,9 +67,14 @@ def test_naming_an_unavailable_backend_fails_with_its_reason(pytester):
 def test_an_all_backends_run_reports_what_it_left_out(pytester):
     result = _run(pytester, CPU_AND_BROKEN, "-k", "float32 or complex64")
     result.assert_outcomes(passed=6)  # cpu: three algorithms, two dtypes
-    result.stdout.fnmatch_lines(["*polymm conformance suite: testing backend(s) cpu*",
-                                 "*left out (unavailable): ImportError: libmine.so not found*",
-                                 "*polymm backends not tested*", "broken: unavailable: ImportError*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*polymm conformance suite: testing backend(s) cpu*",
+            "*left out (unavailable): ImportError: libmine.so not found*",
+            "*polymm backends not tested*",
+            "broken: unavailable: ImportError*",
+        ]
+    )
 
 
 def test_the_ini_option_names_the_backend(pytester):
@@ -80,25 +85,34 @@ def test_the_ini_option_names_the_backend(pytester):
 
 
 def test_declared_failures_are_strict_visible_xfails(pytester):
-    result = _run(pytester, HALF_WRONG.replace("{XFAIL}", '{"test_every_dtype*float16*": "rounds float16 wrong"}'),
-                  "--polymm-backend=halfwrong", "-rx")
+    result = _run(
+        pytester,
+        HALF_WRONG.replace("{XFAIL}", '{"test_every_dtype*float16*": "rounds float16 wrong"}'),
+        "--polymm-backend=halfwrong",
+        "-rx",
+    )
     result.assert_outcomes(passed=13, xfailed=1)
     result.stdout.fnmatch_lines(["*XFAIL*float16*declared by backend 'halfwrong': rounds float16 wrong*"])
 
 
 def test_a_declared_failure_that_passes_fails_the_run(pytester):
-    result = _run(pytester, HALF_WRONG.replace("{XFAIL}", '{"test_every_dtype*int8*": "stale declaration"}'),
-                  "--polymm-backend=halfwrong")
+    result = _run(
+        pytester,
+        HALF_WRONG.replace("{XFAIL}", '{"test_every_dtype*int8*": "stale declaration"}'),
+        "--polymm-backend=halfwrong",
+    )
     result.assert_outcomes(passed=11, failed=3)  # float16 really wrong; int8 passes: strict XPASS
 
 
 def test_unrelated_pytest_runs_load_no_backend(pytester):
     pytester.makeconftest("")
-    pytester.makepyfile(test_other="""
+    pytester.makepyfile(
+        test_other="""
 import sys
 
 def test_nothing_loaded():
     assert not any(m.startswith(("polymm_numba", "polymm_opencl", "pyopencl", "numba")) for m in sys.modules)
-""")
+"""
+    )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "0")
     result.assert_outcomes(passed=1)

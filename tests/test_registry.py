@@ -38,7 +38,8 @@ def _fake_distribution(root, name, entry_points: dict[str, str], modules: dict[s
 
 def test_broken_plugins_are_listed_unavailable_and_break_nothing(tmp_path):
     _fake_distribution(
-        tmp_path, "broken_plugins",
+        tmp_path,
+        "broken_plugins",
         {
             "broken-import": "broken_on_import:Backend",
             "broken-init": "broken_on_init:Backend",

@@ -95,8 +95,7 @@ class Target:
         limit = host_limit(self.name, algorithm)
         if not self.is_gpu and size > limit:
             raise NotImplementedError(
-                f"{algorithm} on {batch}x{m}x{n}x{k} is too slow for a host run "
-                f"(equivalent square {size} > {limit})"
+                f"{algorithm} on {batch}x{m}x{n}x{k} is too slow for a host run (equivalent square {size} > {limit})"
             )
 
     def put(self, x: np.ndarray):

@@ -46,17 +46,31 @@ from importlib import resources
 import numpy as np
 
 __all__ = [
-    "KernelParams", "KERNELS", "DIALECTS", "render", "kernel_name", "launch_geometry",
-    "local_mem_bytes", "fast_path", "value_itemsize", "HELPER_KERNELS",
+    "KernelParams",
+    "KERNELS",
+    "DIALECTS",
+    "render",
+    "kernel_name",
+    "launch_geometry",
+    "local_mem_bytes",
+    "fast_path",
+    "value_itemsize",
+    "HELPER_KERNELS",
 ]
 
 DIALECTS = ("cuda", "opencl")
 #: Kernel names accepted by :func:`render` (``tiled-dynamic`` is ``tiled.c``
 #: rendered with ``PM_DYNAMIC_LOCAL``).
 KERNELS = ("naive", "tiled", "tiled-dynamic", "regblock", "matvec", "pack", "sum-slices")
-_BODY_FILES = {"naive": "naive.c", "tiled": "tiled.c", "tiled-dynamic": "tiled.c",
-               "regblock": "regblock.c", "matvec": "matvec.c", "pack": "pack.c",
-               "sum-slices": "sum_slices.c"}
+_BODY_FILES = {
+    "naive": "naive.c",
+    "tiled": "tiled.c",
+    "tiled-dynamic": "tiled.c",
+    "regblock": "regblock.c",
+    "matvec": "matvec.c",
+    "pack": "pack.c",
+    "sum-slices": "sum_slices.c",
+}
 #: Helper kernels with their own interfaces (not PM_ARGS): ``pack`` copies a
 #: strided ``(batch, rows, cols)`` view to contiguous memory, ``sum-slices``
 #: adds split-K partial products in a fixed order (see their sources).
@@ -131,11 +145,19 @@ class KernelParams:
             if self.wptm % self.vw or self.wptn % self.vw:
                 raise ValueError(f"micro-tile must be a multiple of vw: {self}")
             threads = self.mdimc * self.ndimc
-            if (self.mwg * self.kwg // self.gvw) % threads or (self.kwg * self.nwg // self.gvw) % threads \
-                    or self.kwg % self.gvw or self.nwg % self.gvw:
+            if (
+                (self.mwg * self.kwg // self.gvw) % threads
+                or (self.kwg * self.nwg // self.gvw) % threads
+                or self.kwg % self.gvw
+                or self.nwg % self.gvw
+            ):
                 raise ValueError(f"tiles must split evenly into gvw-vectors per work-item: {self}")
-        elif self.wptn % self.vw or self.wptm % self.mr or self.wptn % (self.nr or self.wptn) \
-                or (self.nr or self.wptn) % self.vw:
+        elif (
+            self.wptn % self.vw
+            or self.wptm % self.mr
+            or self.wptn % (self.nr or self.wptn)
+            or (self.nr or self.wptn) % self.vw
+        ):
             raise ValueError(f"wptn must be a multiple of nr, nr of vw, wptm of mr: {self}")
 
 
@@ -158,9 +180,13 @@ _DTYPES = {
     "complex128": ("COMPLEX", "double2", "double2"),
 }
 # Raw-bits element types of the pack kernel, by item size: (OpenCL, CUDA).
-_COPY_TYPES = {1: ("uchar", "unsigned char"), 2: ("ushort", "unsigned short"),
-               4: ("uint", "unsigned int"), 8: ("ulong", "unsigned long long"),
-               16: ("ulong2", "ulonglong2")}
+_COPY_TYPES = {
+    1: ("uchar", "unsigned char"),
+    2: ("ushort", "unsigned short"),
+    4: ("uint", "unsigned int"),
+    8: ("ulong", "unsigned long long"),
+    16: ("ulong2", "ulonglong2"),
+}
 # Fast (vector) paths exist for these; GVEC type per dialect is the same name.
 _VECTOR_DTYPES = {"float32": "float", "float64": "double"}
 
@@ -171,8 +197,7 @@ def _type_defines(dialect: str, dtype: np.dtype) -> dict[str, str]:
         raise TypeError(f"polymm kernels do not support dtype {name}")
     kind, ocl, cuda = _DTYPES[name]
     elem = ocl if dialect == "opencl" else cuda
-    d = {f"PM_KIND_{kind}": "1", "ELEM_T": elem,
-         "PM_NEEDS_FP64": "1" if name in ("float64", "complex128") else "0"}
+    d = {f"PM_KIND_{kind}": "1", "ELEM_T": elem, "PM_NEEDS_FP64": "1" if name in ("float64", "complex128") else "0"}
     if kind == "BOOL":
         d.update(VAL_T=elem, ACC_T="uint" if dialect == "opencl" else "unsigned int", VAL_ZERO="0")
     elif kind == "INT":
@@ -217,8 +242,9 @@ def default_params(kernel: str) -> KernelParams:
     return KernelParams()
 
 
-def render(dialect: str, kernel: str, dtype, params: KernelParams | None = None, *,
-           vec_a: bool = False, vec_b: bool = False) -> str:
+def render(
+    dialect: str, kernel: str, dtype, params: KernelParams | None = None, *, vec_a: bool = False, vec_b: bool = False
+) -> str:
     """Complete compilable source of ``kernel`` for ``dtype`` in ``dialect``.
 
     ``vec_a``/``vec_b`` select the regblock fast paths; only pass what
@@ -234,9 +260,17 @@ def render(dialect: str, kernel: str, dtype, params: KernelParams | None = None,
     defines = _type_defines(dialect, dtype)
     vector_ok = dtype.name in _VECTOR_DTYPES
     defines.update(
-        TS=str(params.ts), MWG=str(params.mwg), NWG=str(params.nwg), KWG=str(params.kwg),
-        MDIMC=str(params.mdimc), NDIMC=str(params.ndimc), VW=str(params.vw), PAD=str(params.pad),
-        GVW=str(params.gvw), MR=str(params.mr), PM_RB_PACK_B="1" if params.pack_b else "0",
+        TS=str(params.ts),
+        MWG=str(params.mwg),
+        NWG=str(params.nwg),
+        KWG=str(params.kwg),
+        MDIMC=str(params.mdimc),
+        NDIMC=str(params.ndimc),
+        VW=str(params.vw),
+        PAD=str(params.pad),
+        GVW=str(params.gvw),
+        MR=str(params.mr),
+        PM_RB_PACK_B="1" if params.pack_b else "0",
         NR=str(params.nr or params.wptn),
         PM_DYNAMIC_LOCAL="1" if kernel == "tiled-dynamic" else "0",
         PM_RB_LOCAL="1" if params.use_local else "0",
@@ -245,8 +279,16 @@ def render(dialect: str, kernel: str, dtype, params: KernelParams | None = None,
         PM_MV_VEC="1" if (kernel == "matvec" and vec_a and vec_b and vector_ok) else "0",
         COPY_T=_COPY_TYPES[dtype.itemsize][0 if dialect == "opencl" else 1],
         BPG=str(params.bpg),
-        PM_RB_VEC_LOCAL="1" if (vector_ok and vec_a and vec_b and params.use_local
-                                 and params.vw == params.gvw and params.pad % params.gvw == 0) else "0",
+        PM_RB_VEC_LOCAL="1"
+        if (
+            vector_ok
+            and vec_a
+            and vec_b
+            and params.use_local
+            and params.vw == params.gvw
+            and params.pad % params.gvw == 0
+        )
+        else "0",
     )
     if vector_ok:
         base = _VECTOR_DTYPES[dtype.name]
@@ -256,8 +298,7 @@ def render(dialect: str, kernel: str, dtype, params: KernelParams | None = None,
             # around it); a vector built from adjacent scalars becomes one
             # unaligned SIMD load instead.
             elements = ", ".join(f"(p)[{i}]" for i in range(params.vw))
-            defines.update(PM_VECTOR_MATH="1", VEC_T=f"{base}{params.vw}",
-                           VSTOREN=f"vstore{params.vw}")
+            defines.update(PM_VECTOR_MATH="1", VEC_T=f"{base}{params.vw}", VSTOREN=f"vstore{params.vw}")
             defines["VLOADN(p)"] = f"(({base}{params.vw})({elements}))"
     head = "".join(f"#define {k} {v}\n" for k, v in defines.items())
     parts = [
@@ -318,8 +359,20 @@ def local_mem_bytes(kernel: str, dtype, params: KernelParams | None = None) -> i
     return 0
 
 
-def fast_path(dialect: str, dtype, params: KernelParams, M: int, N: int, K: int, batch: int,
-              a_off: int, a_strides, b_off: int, b_strides, kernel: str = "regblock") -> dict[str, bool]:
+def fast_path(
+    dialect: str,
+    dtype,
+    params: KernelParams,
+    M: int,
+    N: int,
+    K: int,
+    batch: int,
+    a_off: int,
+    a_strides,
+    b_off: int,
+    b_strides,
+    kernel: str = "regblock",
+) -> dict[str, bool]:
     """Which vector paths of ``kernel`` are valid for these operands (``render`` keywords).
 
     ``matvec``: both flags exactly when A and B are contiguous along K (OpenCL).

@@ -42,11 +42,21 @@ _LAYOUT_WEIGHTS = (40, 10, 12, 8, 4, 6, 4, 4, 5, 3, 4)
 #: How ``out=`` is given for valid problems.
 OUT_MODES = ("none", "exact", "strided", "fortran", "reversed", "alias1", "alias2", "aliasboth")
 #: The invalid problems, each with exactly one thing wrong.
-INVALID_KINDS = ("contraction", "zero-d", "batch", "dtype", "operand-type", "out-shape", "out-dtype",
-                 "out-readonly", "out-type", "algorithm")
+INVALID_KINDS = (
+    "contraction",
+    "zero-d",
+    "batch",
+    "dtype",
+    "operand-type",
+    "out-shape",
+    "out-dtype",
+    "out-readonly",
+    "out-type",
+    "algorithm",
+)
 #: Operand dtypes outside the contract, as the source that makes them from a float64 array ``v``.
 BAD_DTYPES = {
-    "object": 'v.astype(object)',
+    "object": "v.astype(object)",
     "str": 'v.astype("U3")',
     "bytes": 'v.astype("S3")',
     "datetime64": 'np.zeros(v.shape, "M8[s]")',
@@ -64,7 +74,7 @@ BAD_ALGORITHMS = ("no-such-kernel", "AUTO", "tiled ", "", "blas")
 class Case:
     """One problem: enough to rebuild it exactly (arrays come from ``data_seed``)."""
 
-    kind: str                   # "valid" or one of INVALID_KINDS
+    kind: str  # "valid" or one of INVALID_KINDS
     dtype1: str
     dtype2: str
     batch1: tuple[int, ...]
@@ -72,17 +82,17 @@ class Case:
     m: int
     k: int
     n: int
-    k2: int                     # x2's contraction length (differs from k only for "contraction")
-    vec1: bool                  # x1 is 1-D (k,)
-    vec2: bool                  # x2 is 1-D (k2,)
+    k2: int  # x2's contraction length (differs from k only for "contraction")
+    vec1: bool  # x1 is 1-D (k,)
+    vec2: bool  # x2 is 1-D (k2,)
     layout1: str
     layout2: str
-    out: str                    # one of OUT_MODES (valid and out-* cases)
-    specials1: int              # NaN/Inf (floats) or extreme integers written into x1
+    out: str  # one of OUT_MODES (valid and out-* cases)
+    specials1: int  # NaN/Inf (floats) or extreme integers written into x1
     specials2: int
     algorithm: str
     data_seed: int
-    bad: str = ""               # what is wrong, for invalid kinds ("x1", a dtype name, ...)
+    bad: str = ""  # what is wrong, for invalid kinds ("x1", a dtype name, ...)
 
     def __post_init__(self):  # batches as tuples also when rebuilt from JSON lists
         object.__setattr__(self, "batch1", tuple(self.batch1))
@@ -102,7 +112,9 @@ class Case:
 
     @property
     def result_shape(self) -> tuple[int, ...]:
-        return _broadcast(self.batch1, self.batch2) + (() if self.vec1 else (self.m,)) + (() if self.vec2 else (self.n,))
+        return (
+            _broadcast(self.batch1, self.batch2) + (() if self.vec1 else (self.m,)) + (() if self.vec2 else (self.n,))
+        )
 
     @property
     def cost(self) -> int:
@@ -136,6 +148,7 @@ def _broadcast(b1, b2, strict=True) -> tuple[int, ...]:
 
 # ---------------------------------------------------------------------------------- drawing
 
+
 def case_rng(seed: int, index: int) -> np.random.Generator:
     """The generator of case ``index`` of run ``seed``: it depends on both and on nothing else."""
     return np.random.default_rng([seed, index])
@@ -161,13 +174,17 @@ def _batches(rng, r1, r2, tiny=False):
     nd = max(r1, r2, 2) - 2
     full = [int(_pick(rng, (1, 2, 3, 4, 5, 7))) for _ in range(nd)]
     if tiny:  # thousands of tiny matrices
-        full = [int(rng.integers(1000, 4001))] if nd <= 1 else [int(rng.integers(20, 70)), int(rng.integers(20, 70))] + [1] * (nd - 2)
+        full = (
+            [int(rng.integers(1000, 4001))]
+            if nd <= 1
+            else [int(rng.integers(20, 70)), int(rng.integers(20, 70))] + [1] * (nd - 2)
+        )
         nd = len(full)
     if rng.random() < 0.02 and full:  # an empty batch
         full[0] = 0
     out = []
     for r in (r1, r2):
-        own = full[nd - (r - 2):] if r > 2 else []
+        own = full[nd - (r - 2) :] if r > 2 else []
         own = [1 if (d > 1 and rng.random() < 0.2) else d for d in own]  # broadcasting with 1s
         out.append(tuple(own))
     return out
@@ -205,16 +222,35 @@ def draw_case(seed: int, index: int, dtypes=None, algorithms=("auto",)) -> Case:
         batch1 = ()
     if vec2:
         batch2 = ()
-    case = Case(kind, dtype1, dtype2, tuple(batch1), tuple(batch2), m, k, n, k, vec1, vec2,
-                _pick(rng, LAYOUTS, _LAYOUT_WEIGHTS), _pick(rng, LAYOUTS, _LAYOUT_WEIGHTS), "none", 0, 0,
-                _pick(rng, tuple(algorithms)), int(rng.integers(2**31)))
+    case = Case(
+        kind,
+        dtype1,
+        dtype2,
+        tuple(batch1),
+        tuple(batch2),
+        m,
+        k,
+        n,
+        k,
+        vec1,
+        vec2,
+        _pick(rng, LAYOUTS, _LAYOUT_WEIGHTS),
+        _pick(rng, LAYOUTS, _LAYOUT_WEIGHTS),
+        "none",
+        0,
+        0,
+        _pick(rng, tuple(algorithms)),
+        int(rng.integers(2**31)),
+    )
     budget = BIG_COST if shape_class != "plain" else COST
     case = _bound(case, budget)
     specials = lambda: int(rng.integers(1, 4)) if rng.random() < 0.15 else 0  # noqa: E731
     case = replace(case, specials1=specials(), specials2=specials())
     if kind == "valid" or kind.startswith("out-"):
-        case = replace(case, out=_pick(rng, OUT_MODES, (45, 20, 10, 5, 5, 6, 5, 4) if kind == "valid"
-                                       else (0, 1, 0, 0, 0, 0, 0, 0)))
+        case = replace(
+            case,
+            out=_pick(rng, OUT_MODES, (45, 20, 10, 5, 5, 6, 5, 4) if kind == "valid" else (0, 1, 0, 0, 0, 0, 0, 0)),
+        )
         if case.out.startswith("alias"):
             case = _bound(_make_alias(case, rng), budget)
     return _make_invalid(case, rng, algorithms) if kind != "valid" else case
@@ -244,12 +280,24 @@ def _make_alias(case: Case, rng) -> Case:
     case = replace(case, vec1=False, vec2=False, dtype2=case.dtype1)
     if case.out == "alias1":  # (..., M, K) @ (K, K) -> (..., M, K)
         full = case.batch1 if len(case.batch1) >= len(case.batch2) else case.batch2
-        return replace(case, n=case.k, k2=case.k, batch1=full, batch2=tuple(1 if rng.random() < 0.3 else d
-                       for d in full[len(full) - min(len(case.batch2), len(full)):]), layout1=writable(case.layout1))
+        return replace(
+            case,
+            n=case.k,
+            k2=case.k,
+            batch1=full,
+            batch2=tuple(1 if rng.random() < 0.3 else d for d in full[len(full) - min(len(case.batch2), len(full)) :]),
+            layout1=writable(case.layout1),
+        )
     if case.out == "alias2":  # (M, M) @ (..., M, N) -> (..., M, N)
         full = case.batch2 if len(case.batch2) >= len(case.batch1) else case.batch1
-        return replace(case, m=case.k, k2=case.k, batch2=full, batch1=tuple(1 if rng.random() < 0.3 else d
-                       for d in full[len(full) - min(len(case.batch1), len(full)):]), layout2=writable(case.layout2))
+        return replace(
+            case,
+            m=case.k,
+            k2=case.k,
+            batch2=full,
+            batch1=tuple(1 if rng.random() < 0.3 else d for d in full[len(full) - min(len(case.batch1), len(full)) :]),
+            layout2=writable(case.layout2),
+        )
     return replace(case, m=case.k, n=case.k, k2=case.k, batch2=case.batch1, layout1=writable(case.layout1))
 
 
@@ -282,6 +330,7 @@ def _make_invalid(case: Case, rng, algorithms) -> Case:
 
 # ---------------------------------------------------------------------------------- source
 
+
 def _operand_code(name: str, shape, dtype: str, layout: str, specials: int) -> list[str]:
     """Source lines that bind ``name`` to an array of ``shape`` and ``dtype`` laid out as ``layout``."""
     nd = len(shape)
@@ -303,7 +352,7 @@ def _operand_code(name: str, shape, dtype: str, layout: str, specials: int) -> l
         step = int(layout[4:])
         start = "1" if step == 3 else ""
         axes = min(nd, 2)
-        base = tuple(shape[:nd - axes]) + tuple(d * abs(step) for d in shape[nd - axes:])
+        base = tuple(shape[: nd - axes]) + tuple(d * abs(step) for d in shape[nd - axes :])
         view = "{}[..., " + ", ".join([f"{start}::{step}"] * axes) + "]"
     elif layout == "bcast" and nd >= 1:
         if nd >= 3 and any(d > 1 for d in shape[:-2]):
@@ -326,9 +375,11 @@ def _operand_code(name: str, shape, dtype: str, layout: str, specials: int) -> l
     else:
         return [f"{name} = {view.format(make)}"]
     tmp = name.replace("x", "v")
-    return [f"{tmp} = {make}",
-            f"{tmp}.flat[rng.integers({size}, size={specials})] = [{values}]  # special values",
-            f"{name} = {view.format(tmp)}"]
+    return [
+        f"{tmp} = {make}",
+        f"{tmp}.flat[rng.integers({size}, size={specials})] = [{values}]  # special values",
+        f"{name} = {view.format(tmp)}",
+    ]
 
 
 def _bad_out_shape(case: Case) -> tuple[int, ...]:
@@ -375,8 +426,12 @@ def build_code(case: Case) -> list[str]:
     """Source lines that build ``x1``, ``x2`` (and ``out``, ``holder``) for ``case``."""
     lines = [f"rng = np.random.default_rng({case.data_seed})"]
     for i, (shape, dtype, layout, specials) in enumerate(
-            ((case.shape1, case.dtype1, case.layout1, case.specials1),
-             (case.shape2, case.dtype2, case.layout2, case.specials2)), start=1):
+        (
+            (case.shape1, case.dtype1, case.layout1, case.specials1),
+            (case.shape2, case.dtype2, case.layout2, case.specials2),
+        ),
+        start=1,
+    ):
         name = f"x{i}"
         if case.kind == "zero-d" and case.bad == name:
             lines.append(f"{name} = np.asarray(random_array(rng, (), {dtype!r}))  # 0-d")
@@ -392,8 +447,11 @@ def build_code(case: Case) -> list[str]:
 
 def _call(case: Case, backend: str) -> str:
     algorithm = case.bad if case.kind == "algorithm" else case.algorithm
-    return (f"polymm.matmul(x1, x2, backend={backend!r}, algorithm={algorithm!r}"
-            + (", out=out" if case.out != "none" or case.kind.startswith("out-") else "") + ")")
+    return (
+        f"polymm.matmul(x1, x2, backend={backend!r}, algorithm={algorithm!r}"
+        + (", out=out" if case.out != "none" or case.kind.startswith("out-") else "")
+        + ")"
+    )
 
 
 def expected_error(case: Case, algorithms=()) -> tuple[type, list[str]]:
@@ -427,19 +485,31 @@ def expected_error(case: Case, algorithms=()) -> tuple[type, list[str]]:
 
 def case_code(case: Case, backend: str, algorithms=(), check: str | None = None) -> str:
     """A short runnable Python snippet: builds the case, calls polymm, asserts the contract."""
-    lines = ["import numpy as np", "import polymm", "from polymm.testing import assert_matches, poison, random_array",
-             ""]
+    lines = [
+        "import numpy as np",
+        "import polymm",
+        "from polymm.testing import assert_matches, poison, random_array",
+        "",
+    ]
     lines += build_code(case)
     if case.kind != "valid":
         exc, names = expected_error(case, algorithms)
-        lines += ["try:", f"    {_call(case, backend)}", f"except {exc.__name__} as exc:",
-                  f"    for name in {names!r}:",
-                  "        assert name in str(exc), f'message does not name {name!r}: {exc}'",
-                  "else:", f"    raise AssertionError('no {exc.__name__} raised')"]
+        lines += [
+            "try:",
+            f"    {_call(case, backend)}",
+            f"except {exc.__name__} as exc:",
+            f"    for name in {names!r}:",
+            "        assert name in str(exc), f'message does not name {name!r}: {exc}'",
+            "else:",
+            f"    raise AssertionError('no {exc.__name__} raised')",
+        ]
         return "\n".join(lines) + "\n"
     aliased = case.out.startswith("alias")
-    lines.append("expected = (x1.copy(), x2.copy())  # before the call: out may alias an input"
-                 if aliased else "expected = (x1.copy(), x2.copy())")
+    lines.append(
+        "expected = (x1.copy(), x2.copy())  # before the call: out may alias an input"
+        if aliased
+        else "expected = (x1.copy(), x2.copy())"
+    )
     if check == "out-neighbours":
         lines.append("before = holder.copy()")
     lines.append(f"result = {_call(case, backend)}")
@@ -454,6 +524,7 @@ def case_code(case: Case, backend: str, algorithms=(), check: str | None = None)
 
 
 # ---------------------------------------------------------------------------------- checking
+
 
 @dataclass
 class Outcome:
@@ -498,10 +569,14 @@ def check_case(case: Case, backend: str) -> Outcome:
             polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, **kwargs)
         except Exception as exc:
             if not isinstance(exc, exc_type):
-                return _fail("wrong-exception", f"raised {type(exc).__name__}: {exc} (the contract wants {exc_type.__name__})")
+                return _fail(
+                    "wrong-exception", f"raised {type(exc).__name__}: {exc} (the contract wants {exc_type.__name__})"
+                )
             missing = [n for n in names if n not in str(exc)]
             if missing:
-                return _fail("message", f"{exc_type.__name__} message does not name {', '.join(map(repr, missing))}: {exc}")
+                return _fail(
+                    "message", f"{exc_type.__name__} message does not name {', '.join(map(repr, missing))}: {exc}"
+                )
             return Outcome("ok")
         return _fail("no-exception", f"no {exc_type.__name__} raised")
 
@@ -529,7 +604,9 @@ def check_case(case: Case, backend: str) -> Outcome:
         assert_matches(result, *expected, dtype=dtype)
     except AssertionError as exc:
         return _fail("values", str(exc))
-    if not case.out.startswith("alias") and (x1.tobytes() != expected[0].tobytes() or x2.tobytes() != expected[1].tobytes()):
+    if not case.out.startswith("alias") and (
+        x1.tobytes() != expected[0].tobytes() or x2.tobytes() != expected[1].tobytes()
+    ):
         return _fail("input-modified", "an input changed")
     if holder is not None:
         before[..., 1::2] = out
@@ -550,6 +627,7 @@ def _refuses(impl, dtype, x1) -> bool:
 
 
 # ---------------------------------------------------------------------------------- shrinking
+
 
 def _consistent(case: Case) -> bool:
     """Is ``case`` still the kind of problem it claims to be (valid stays valid, one error stays)?"""
@@ -598,12 +676,12 @@ def _candidates(case: Case):
     for name in ("batch1", "batch2"):
         batch = getattr(case, name)
         for i in range(len(batch)):
-            yield replace(case, **{name: batch[:i] + batch[i + 1:]})
+            yield replace(case, **{name: batch[:i] + batch[i + 1 :]})
     for name in ("batch1", "batch2"):
         batch = getattr(case, name)
         for i, d in enumerate(batch):
             for smaller in _smaller(d):
-                yield replace(case, **{name: batch[:i] + (smaller,) + batch[i + 1:]})
+                yield replace(case, **{name: batch[:i] + (smaller,) + batch[i + 1 :]})
     for name in ("m", "n", "k"):
         for smaller in _smaller(getattr(case, name)):
             yield replace(case, **{name: smaller}, **({"k2": smaller} if name == "k" and case.k == case.k2 else {}))
@@ -654,6 +732,7 @@ def replays(code: str) -> bool:
 
 # ---------------------------------------------------------------------------------- running
 
+
 @dataclass
 class Failure:
     backend: str
@@ -661,12 +740,12 @@ class Failure:
     index: int
     check: str
     message: str
-    case: str                  # the case as drawn, described
-    shrunk: str = ""           # the shrunk case, described
+    case: str  # the case as drawn, described
+    shrunk: str = ""  # the shrunk case, described
     shrunk_case: dict | None = None  # the shrunk case's fields (Case(**shrunk_case) rebuilds it)
-    reproducer: str = ""       # runnable Python source of the shrunk case
+    reproducer: str = ""  # runnable Python source of the shrunk case
     replays: bool | None = None
-    replay: str = ""           # the command that replays the original case
+    replay: str = ""  # the command that replays the original case
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -684,7 +763,7 @@ class Summary:
     per_kind: dict = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
-    stopped: str = ""          # why the run ended early ("time budget", "max failures"), if it did
+    stopped: str = ""  # why the run ended early ("time budget", "max failures"), if it did
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -699,9 +778,18 @@ def _replay_command(backend, seed, index, dtypes) -> str:
     return cmd
 
 
-def run(backends, cases: int = 1000, seed: int = 0, *, dtypes=None, case: int | None = None,
-        time_budget: float | None = None, max_failures: int = 10, shrink_failures: int = 3,
-        on_case=None) -> Summary:
+def run(
+    backends,
+    cases: int = 1000,
+    seed: int = 0,
+    *,
+    dtypes=None,
+    case: int | None = None,
+    time_budget: float | None = None,
+    max_failures: int = 10,
+    shrink_failures: int = 3,
+    on_case=None,
+) -> Summary:
     """Fuzz each backend with ``cases`` cases of run ``seed`` (or only case number ``case``).
 
     ``on_case(backend, index, outcome)`` is called after every case (for progress bars).
@@ -738,8 +826,15 @@ def run(backends, cases: int = 1000, seed: int = 0, *, dtypes=None, case: int | 
                 summary.per_kind[drawn.kind] = summary.per_kind.get(drawn.kind, 0) + 1
             summary.refused += outcome.status == "refused"
             if outcome.status == "fail":
-                failure = Failure(name, seed, index, outcome.check, outcome.message, drawn.describe(),
-                                  replay=_replay_command(name, seed, index, dtypes))
+                failure = Failure(
+                    name,
+                    seed,
+                    index,
+                    outcome.check,
+                    outcome.message,
+                    drawn.describe(),
+                    replay=_replay_command(name, seed, index, dtypes),
+                )
                 if failed < shrink_failures:
                     small, small_outcome, _ = shrink(drawn, name, outcome)
                     failure.shrunk = small.describe()

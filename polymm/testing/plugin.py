@@ -31,13 +31,18 @@ def pytest_addoption(parser):
         help="polymm backend(s) to run the conformance suite against: a name, a comma list, or 'all' "
         "(every available backend; default, or $POLYMM_TEST_BACKEND, or the ini option polymm_backend)",
     )
-    parser.addini("polymm_backend", "polymm backend(s) the conformance suite runs against (as --polymm-backend)",
-                  default=None)
+    parser.addini(
+        "polymm_backend", "polymm backend(s) the conformance suite runs against (as --polymm-backend)", default=None
+    )
 
 
 def _requested(config) -> str:
-    return (config.getoption("--polymm-backend") or os.environ.get("POLYMM_TEST_BACKEND")
-            or config.getini("polymm_backend") or _DEFAULT)
+    return (
+        config.getoption("--polymm-backend")
+        or os.environ.get("POLYMM_TEST_BACKEND")
+        or config.getini("polymm_backend")
+        or _DEFAULT
+    )
 
 
 def _chosen(config) -> list[str]:
@@ -64,7 +69,8 @@ def _chosen(config) -> list[str]:
         reasons = "; ".join(f"{n}: {r}" for n, r in config._polymm_left_out.items()) or "none is installed"
         raise pytest.UsageError(
             "the polymm conformance suite was collected but no polymm backend can be tested "
-            f"(every known backend is unavailable: {reasons}); name one with --polymm-backend")
+            f"(every known backend is unavailable: {reasons}); name one with --polymm-backend"
+        )
     config._polymm_chosen = names
     return names
 
@@ -88,8 +94,9 @@ def pytest_collection_modifyitems(config, items):
         return
     import polymm
 
-    declared = {name: dict(getattr(polymm.get_backend(name), "conformance_xfail", None) or {})
-                for name in config._polymm_chosen}
+    declared = {
+        name: dict(getattr(polymm.get_backend(name), "conformance_xfail", None) or {}) for name in config._polymm_chosen
+    }
     for item in items:
         callspec = getattr(item, "callspec", None)
         backend = callspec.params.get("polymm_backend") if callspec else None

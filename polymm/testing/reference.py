@@ -73,7 +73,9 @@ def assert_matches(result, x1: np.ndarray, x2: np.ndarray, dtype=None) -> None:
     assert result.shape == ref.shape, f"shape {result.shape}, expected {ref.shape}"
     if expected_dtype.kind in INTEGER_KINDS:
         bad = np.argwhere(result != ref)
-        assert bad.size == 0, f"{len(bad)} wrong elements, first at {tuple(bad[0])}: {result[tuple(bad[0])]} != {ref[tuple(bad[0])]}"
+        assert bad.size == 0, (
+            f"{len(bad)} wrong elements, first at {tuple(bad[0])}: {result[tuple(bad[0])]} != {ref[tuple(bad[0])]}"
+        )
         return
     k = x1.shape[-1]
     tol = tolerance(x1.astype(expected_dtype), x2.astype(expected_dtype), expected_dtype, k)
@@ -83,7 +85,9 @@ def assert_matches(result, x1: np.ndarray, x2: np.ndarray, dtype=None) -> None:
         assert np.array_equal(np.isfinite(result), finite), "non-finite values in different places than the reference"
     else:
         assert np.array_equal(np.isnan(result), np.isnan(ref)), "NaN in different places than the reference"
-        assert np.array_equal(result[np.isinf(ref)], ref[np.isinf(ref)].astype(result.dtype)), "Inf differs from the reference"
+        assert np.array_equal(result[np.isinf(ref)], ref[np.isinf(ref)].astype(result.dtype)), (
+            "Inf differs from the reference"
+        )
     err = np.abs(result[finite].astype(ref.dtype) - ref[finite]).astype(np.float64)
     bound = np.broadcast_to(tol, ref.shape)[finite]
     if err.size and not np.all(err <= bound):

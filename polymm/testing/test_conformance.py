@@ -35,8 +35,11 @@ def run(backend, algorithm, x1, x2, dtype=None):
         with pytest.raises(TypeError, match=str(dtype)):
             polymm.matmul(x1, x2, backend=backend, algorithm=algorithm)
         pytest.skip(f"backend {backend!r} refuses {dtype} on this device (checked: clear TypeError)")
-    expected_shape = np.broadcast_shapes(x1.shape[:-2], x2.shape[:-2]) + x1.shape[-2:-1] + x2.shape[-1:] \
-        if x1.ndim > 1 and x2.ndim > 1 else None
+    expected_shape = (
+        np.broadcast_shapes(x1.shape[:-2], x2.shape[:-2]) + x1.shape[-2:-1] + x2.shape[-1:]
+        if x1.ndim > 1 and x2.ndim > 1
+        else None
+    )
     result = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm)
     assert type(result) is np.ndarray
     assert_matches(result, x1, x2, dtype)
@@ -50,6 +53,7 @@ def run(backend, algorithm, x1, x2, dtype=None):
 
 
 # -- dtypes -----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_dtype(polymm_backend, polymm_algorithm, dtype, rng):
@@ -66,9 +70,20 @@ def test_every_dtype_batched_odd(polymm_backend, polymm_algorithm, dtype, rng):
 
 
 MIXED = [
-    ("int8", "uint8"), ("int16", "int32"), ("uint8", "int64"), ("uint32", "int32"), ("uint64", "int64"),
-    ("bool", "int8"), ("bool", "float32"), ("int32", "float32"), ("float16", "float32"), ("float16", "int8"),
-    ("float32", "float64"), ("float32", "complex64"), ("float64", "complex64"), ("int16", "complex128"),
+    ("int8", "uint8"),
+    ("int16", "int32"),
+    ("uint8", "int64"),
+    ("uint32", "int32"),
+    ("uint64", "int64"),
+    ("bool", "int8"),
+    ("bool", "float32"),
+    ("int32", "float32"),
+    ("float16", "float32"),
+    ("float16", "int8"),
+    ("float32", "float64"),
+    ("float32", "complex64"),
+    ("float64", "complex64"),
+    ("int16", "complex128"),
 ]
 
 
@@ -118,9 +133,22 @@ def test_float32_is_not_computed_in_reduced_precision(polymm_backend, polymm_alg
 # -- shapes -----------------------------------------------------------------------------------
 
 SIZES = [
-    (0, 5, 3), (4, 0, 3), (4, 5, 0), (0, 0, 0), (1, 1, 1), (1, 17, 1), (17, 1, 33),
-    (16, 16, 16), (17, 17, 17), (33, 65, 17), (65, 33, 127), (127, 129, 65),
-    (257, 33, 31), (31, 257, 129), (128, 127, 129), (64, 300, 64),
+    (0, 5, 3),
+    (4, 0, 3),
+    (4, 5, 0),
+    (0, 0, 0),
+    (1, 1, 1),
+    (1, 17, 1),
+    (17, 1, 33),
+    (16, 16, 16),
+    (17, 17, 17),
+    (33, 65, 17),
+    (65, 33, 127),
+    (127, 129, 65),
+    (257, 33, 31),
+    (31, 257, 129),
+    (128, 127, 129),
+    (64, 300, 64),
 ]
 
 
@@ -138,8 +166,16 @@ def test_large_odd_square(polymm_backend, polymm_algorithm, rng):
     run(polymm_backend, polymm_algorithm, x1, x2)
 
 
-VECTORS = [((7,), (7,)), ((7,), (7, 5)), ((6, 7), (7,)), ((3, 6, 7), (7,)), ((7,), (2, 7, 5)),
-           ((0,), (0,)), ((1,), (1, 4)), ((33,), (4, 33, 17))]
+VECTORS = [
+    ((7,), (7,)),
+    ((7,), (7, 5)),
+    ((6, 7), (7,)),
+    ((3, 6, 7), (7,)),
+    ((7,), (2, 7, 5)),
+    ((0,), (0,)),
+    ((1,), (1, 4)),
+    ((33,), (4, 33, 17)),
+]
 
 
 @pytest.mark.parametrize("s1,s2", VECTORS, ids=[f"{a}@{b}" for a, b in VECTORS])
@@ -154,9 +190,15 @@ def test_one_dimensional_operands(polymm_backend, polymm_algorithm, s1, s2, rng)
 
 
 BATCHES = [
-    ((2, 5, 6), (2, 6, 3)), ((2, 5, 6), (6, 3)), ((5, 6), (4, 6, 3)), ((1, 5, 6), (3, 6, 2)),
-    ((2, 1, 5, 6), (3, 6, 4)), ((3, 1, 5, 6), (1, 4, 6, 2)), ((2, 3, 4, 17, 9), (4, 9, 33)),
-    ((0, 5, 6), (6, 3)), ((2, 0, 5, 6), (1, 6, 3)),
+    ((2, 5, 6), (2, 6, 3)),
+    ((2, 5, 6), (6, 3)),
+    ((5, 6), (4, 6, 3)),
+    ((1, 5, 6), (3, 6, 2)),
+    ((2, 1, 5, 6), (3, 6, 4)),
+    ((3, 1, 5, 6), (1, 4, 6, 2)),
+    ((2, 3, 4, 17, 9), (4, 9, 33)),
+    ((0, 5, 6), (6, 3)),
+    ((2, 0, 5, 6), (1, 6, 3)),
 ]
 
 
@@ -170,6 +212,7 @@ def test_batches_broadcast(polymm_backend, polymm_algorithm, s1, s2, dtype, rng)
 
 # -- memory layouts ---------------------------------------------------------------------------
 
+
 def _layouts(rng, dtype):
     base1 = random_array(rng, (2, 40, 70), dtype)
     base2 = random_array(rng, (2, 70, 50), dtype)
@@ -180,12 +223,17 @@ def _layouts(rng, dtype):
     yield "negative", base1[:, ::-1, ::-1][:, :33, :35], base2[::-1, ::-2][:, :35, :17]
     yield "step", base1[:, ::2, ::2][:, :, :35], base2[:, ::2, ::3]
     yield "broadcast-view", np.broadcast_to(base1[0, :33, :35], (3, 33, 35)), base2[1, :35, :17]
-    yield "batch-transposed", random_array(rng, (5, 3, 33, 35), dtype).transpose(1, 0, 2, 3)[:, ::2], \
-        random_array(rng, (35, 17), dtype)
+    yield (
+        "batch-transposed",
+        random_array(rng, (5, 3, 33, 35), dtype).transpose(1, 0, 2, 3)[:, ::2],
+        random_array(rng, (35, 17), dtype),
+    )
 
 
-@pytest.mark.parametrize("layout", ["c", "fortran", "transposed", "both-transposed", "negative", "step",
-                                    "broadcast-view", "batch-transposed"])
+@pytest.mark.parametrize(
+    "layout",
+    ["c", "fortran", "transposed", "both-transposed", "negative", "step", "broadcast-view", "batch-transposed"],
+)
 @pytest.mark.parametrize("dtype", ["float32", "uint16"])
 def test_memory_layouts(polymm_backend, polymm_algorithm, layout, dtype, rng):
     x1, x2 = dict((name, (a, b)) for name, a, b in _layouts(rng, dtype))[layout]
@@ -204,6 +252,7 @@ def test_byte_swapped_inputs(polymm_backend, rng):
 
 
 # -- out= -------------------------------------------------------------------------------------
+
 
 def test_out_is_filled_and_returned(polymm_backend, polymm_algorithm, rng):
     x1 = random_array(rng, (4, 33, 17), "float64")
@@ -264,6 +313,7 @@ def test_out_other_library(polymm_backend):
 
 # -- special values ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"])
 def test_nan_and_inf_propagate(polymm_backend, polymm_algorithm, dtype, rng):
     x1 = random_array(rng, (19, 23), dtype)
@@ -278,6 +328,7 @@ def test_nan_and_inf_propagate(polymm_backend, polymm_algorithm, dtype, rng):
 
 
 # -- errors -----------------------------------------------------------------------------------
+
 
 def test_zero_dimensional_operand(polymm_backend):
     with pytest.raises(ValueError, match=r"\(\)"):
@@ -298,9 +349,11 @@ def test_batch_not_broadcastable(polymm_backend):
         polymm.matmul(np.ones((2, 3, 4)), np.ones((3, 4, 5)), backend=polymm_backend)
 
 
-@pytest.mark.parametrize("bad", [np.array([["a"]]), np.array([[object()]]),
-                                 np.zeros((1, 1), dtype=[("x", "f4")]), np.zeros((1, 1), "M8[s]")],
-                         ids=["str", "object", "structured", "datetime"])
+@pytest.mark.parametrize(
+    "bad",
+    [np.array([["a"]]), np.array([[object()]]), np.zeros((1, 1), dtype=[("x", "f4")]), np.zeros((1, 1), "M8[s]")],
+    ids=["str", "object", "structured", "datetime"],
+)
 def test_unsupported_dtypes(polymm_backend, bad):
     with pytest.raises(TypeError, match=re.escape(str(bad.dtype))):
         polymm.matmul(bad, np.ones((1, 1)), backend=polymm_backend)
@@ -335,6 +388,7 @@ def test_unknown_backend_lists_known_ones(polymm_backend):
 
 
 # -- selection and arrays in/out --------------------------------------------------------------
+
 
 def test_listed_in_backends(polymm_backend):
     info = {i.name: i for i in polymm.backends()}[polymm_backend]

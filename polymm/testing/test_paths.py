@@ -117,4 +117,3 @@ def test_path_shapes_views(polymm_backend, case, rng):  # noqa: F811
     x2 = random_array(rng, s2, "float32")
     for (_, a), (_, b) in zip(_layouts(x1), _layouts(x2)):
         run(polymm_backend, "auto", a, b)
-

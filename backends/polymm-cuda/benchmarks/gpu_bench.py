@@ -109,8 +109,15 @@ def main():
                 r64 = ref.astype(np.float64)
                 err = float(cp.linalg.norm(got - r64) / cp.linalg.norm(r64))
             tf = flops / (med * 1e-3) / 1e12
-            row = {"case": label, "kernel": name, "ms_median": med, "ms_min": lo, "ms_max": hi,
-                   "tflops": tf, "rel_err_vs_cublas": err}
+            row = {
+                "case": label,
+                "kernel": name,
+                "ms_median": med,
+                "ms_min": lo,
+                "ms_max": hi,
+                "tflops": tf,
+                "rel_err_vs_cublas": err,
+            }
             rows.append(row)
             print(f"{label:>22} {name:>16} {med:9.4f} ms {tf:7.2f} TFLOP/s err {err}", flush=True)
             return row
@@ -124,9 +131,15 @@ def main():
                 r = record(tag, lambda: be.run_fast_config(a, b, out, cname, cp_async=mode))
                 if r and (best is None or r["tflops"] > best["tflops"]):
                     best = r
-        v = fastgemm.choose_variant(np.dtype(dtype), a.data.ptr, tuple(s // a.itemsize for s in a.strides),
-                                    b.data.ptr, tuple(s // b.itemsize for s in b.strides),
-                                    (bt, m, n, k), info["sms"])
+        v = fastgemm.choose_variant(
+            np.dtype(dtype),
+            a.data.ptr,
+            tuple(s // a.itemsize for s in a.strides),
+            b.data.ptr,
+            tuple(s // b.itemsize for s in b.strides),
+            (bt, m, n, k),
+            info["sms"],
+        )
         auto = record("auto", lambda: be.matmul(a, b, out, "auto"))
         vname = f"{v.config.name}/{'async' if v.cp_async else 'reg'}/a{v.va}b{v.vb}"
         if auto:
@@ -138,9 +151,17 @@ def main():
             for r in (auto, best):
                 if r:
                     r["ratio_vs_cublas"] = r["tflops"] / cub["tflops"]
-            table.append((label, cub["tflops"], best["kernel"] if best else "-",
-                          best["tflops"] if best else 0, auto["tflops"] if auto else 0,
-                          vname, (auto["tflops"] / cub["tflops"]) if auto else 0))
+            table.append(
+                (
+                    label,
+                    cub["tflops"],
+                    best["kernel"] if best else "-",
+                    best["tflops"] if best else 0,
+                    auto["tflops"] if auto else 0,
+                    vname,
+                    (auto["tflops"] / cub["tflops"]) if auto else 0,
+                )
+            )
         del a, b, out, ref
         cp.get_default_memory_pool().free_all_blocks()
 
@@ -204,9 +225,11 @@ def main():
     for label, cub, bname, btf, atf, aname, ratio in table:
         print(f"| {label} | {cub:.2f} | {bname} | {btf:.2f} | {atf:.2f} | {aname} | {ratio:.3f} |")
     if "ratio" in ov:
-        print(f"overhead 64x64: cupy.matmul {ov['cupy.matmul_us']:.1f} us, polymm.matmul "
-              f"{ov['polymm.matmul_us']:.1f} us (x{ov['ratio']:.2f}), backend.matmul "
-              f"{ov['backend.matmul_us']:.1f} us")
+        print(
+            f"overhead 64x64: cupy.matmul {ov['cupy.matmul_us']:.1f} us, polymm.matmul "
+            f"{ov['polymm.matmul_us']:.1f} us (x{ov['ratio']:.2f}), backend.matmul "
+            f"{ov['backend.matmul_us']:.1f} us"
+        )
     return 0
 
 

@@ -3,6 +3,7 @@
     ncu --clock-control none --section SpeedOfLight --section WarpStateStats ... \\
         python3 backends/polymm-cuda/benchmarks/ncu_probe.py 4096
 """
+
 import os
 import sys
 

@@ -3,6 +3,7 @@
 Needs nvcc and cuobjdump (the GPU machine has both).  Usage:
     python3 backends/polymm-cuda/benchmarks/sass_report.py OUTDIR
 """
+
 import collections
 import os
 import re
@@ -12,9 +13,14 @@ import tempfile
 
 from polymm_cuda import fastgemm
 
-HOT = [("float32", "128x256x16", True, 1, True, 4, True), ("float32", "128x128x16", True, 4, True, 4, False),
-       ("float32", "256x128x8", True, 1, True, 1, True), ("float32", "64x64x8w", True, 4, True, 4, False),
-       ("float64", "64x64x8w", True, 1, True, 2, True), ("int32", "128x256x16", True, 1, True, 4, True)]
+HOT = [
+    ("float32", "128x256x16", True, 1, True, 4, True),
+    ("float32", "128x128x16", True, 4, True, 4, False),
+    ("float32", "256x128x8", True, 1, True, 1, True),
+    ("float32", "64x64x8w", True, 4, True, 4, False),
+    ("float64", "64x64x8w", True, 1, True, 2, True),
+    ("int32", "128x256x16", True, 1, True, 4, True),
+]
 
 
 def main(outdir):
@@ -28,11 +34,16 @@ def main(outdir):
             with open(src, "w") as f:
                 f.write(fastgemm.source() + fastgemm.explicit_instantiation(v))
             cub = os.path.join(tmp, "k.cubin")
-            p = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v",
-                                "-o", cub, src], capture_output=True, text=True)
+            p = subprocess.run(
+                ["nvcc", "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o", cub, src],
+                capture_output=True,
+                text=True,
+            )
             res = " ".join(re.findall(r"Used \d+ registers|\d+ bytes spill stores", p.stderr))
             sass = subprocess.run(["cuobjdump", "-sass", cub], capture_output=True, text=True).stdout
-            ops = collections.Counter(re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)", sass, re.M))
+            ops = collections.Counter(
+                re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)", sass, re.M)
+            )
             top = ", ".join(f"{k}:{n}" for k, n in ops.most_common(14))
             lines.append(f"{v.name_expression}: {res}\n    {top}")
             if i == 0:  # the hottest one in full

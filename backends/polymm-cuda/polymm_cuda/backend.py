@@ -26,8 +26,18 @@ _SUPPORTED = frozenset(CONTRACT_DTYPES)
 def _scalars(m, n, k, sa, sb):
     """Kernel scalars in their C types: int sizes, 64-bit offsets and strides."""
     i64 = np.int64
-    return (np.int32(m), np.int32(n), np.int32(k), i64(0), i64(sa[0]), i64(sa[1]), i64(sa[2]),
-            i64(sb[0]), i64(sb[1]), i64(sb[2]))
+    return (
+        np.int32(m),
+        np.int32(n),
+        np.int32(k),
+        i64(0),
+        i64(sa[0]),
+        i64(sa[1]),
+        i64(sa[2]),
+        i64(sb[0]),
+        i64(sb[1]),
+        i64(sb[2]),
+    )
 
 
 class CUDABackend(Backend):
@@ -72,8 +82,7 @@ class CUDABackend(Backend):
             props = self._runtime.getDeviceProperties(i)
             name = props["name"]
             name = name.decode() if isinstance(name, bytes) else name
-            out.append(f"cuda:{i} {name} (sm_{props['major']}{props['minor']}, "
-                       f"{props['multiProcessorCount']} SMs)")
+            out.append(f"cuda:{i} {name} (sm_{props['major']}{props['minor']}, {props['multiProcessorCount']} SMs)")
         return out
 
     # ---- host <-> device -----------------------------------------------------
@@ -96,6 +105,7 @@ class CUDABackend(Backend):
         fn = self._kernels.get(key)
         if fn is None:
             from polymm.kernels import kernel_name, render
+
             src = render("cuda", kernel, dtype)
             mod = self._cp.RawModule(code=src, options=_NVRTC_OPTIONS)
             fn = self._kernels[key] = mod.get_function(kernel_name(kernel))
@@ -106,8 +116,7 @@ class CUDABackend(Backend):
         fn = self._kernels.get(key)
         if fn is None:
             expr = v.name_expression
-            mod = self._cp.RawModule(code=fastgemm.source(), options=_NVRTC_OPTIONS,
-                                     name_expressions=(expr,))
+            mod = self._cp.RawModule(code=fastgemm.source(), options=_NVRTC_OPTIONS, name_expressions=(expr,))
             fn = mod.get_function(expr)
             if v.smem_bytes > 48 * 1024:
                 fn.max_dynamic_shared_size_bytes = v.smem_bytes
@@ -118,13 +127,13 @@ class CUDABackend(Backend):
         """(kernel, grid, block, shared bytes) for one call; memoised by the caller."""
         bt, m, n, k = shape
         if algorithm == "auto":
-            v = fastgemm.choose_variant(dtype, a.data.ptr, sa, b.data.ptr, sb, shape,
-                                        self._sm_count(dev))
+            v = fastgemm.choose_variant(dtype, a.data.ptr, sa, b.data.ptr, sb, shape, self._sm_count(dev))
             fn = self._fast_kernel(dev, v)
             c = v.config
             grid = (-(-m // c.bm) * -(-n // c.bn), 1, min(bt, _MAX_GRID_Z))
             return fn, grid, (c.threads, 1, 1), v.smem_bytes, _scalars(m, n, k, sa, sb)
         from polymm.kernels import launch_geometry
+
         fn = self._shared_kernel(dev, dtype, algorithm)
         glob, local = launch_geometry(algorithm, None, m, n, 1)
         grid = (glob[0] // local[0], glob[1] // local[1], min(bt, _MAX_GRID_Z))
@@ -136,7 +145,8 @@ class CUDABackend(Backend):
         if b.data.device_id != dev or out.data.device_id != dev:
             raise ValueError(
                 "polymm cuda: operands on different GPUs: x1 on cuda:%d, x2 on cuda:%d, out on cuda:%d"
-                % (dev, b.data.device_id, out.data.device_id))
+                % (dev, b.data.device_id, out.data.device_id)
+            )
         dtype = a.dtype
         isz = dtype.itemsize
         bt, m, k = a.shape
@@ -146,8 +156,7 @@ class CUDABackend(Backend):
         s0, s1, s2 = b.strides
         sb = (s0 // isz, s1 // isz, s2 // isz)
         # The plan depends on shape, strides and the operands' alignment only.
-        key = (dev, dtype, algorithm, bt, m, n, k, sa, sb,
-               a.data.ptr & 15, b.data.ptr & 15)
+        key = (dev, dtype, algorithm, bt, m, n, k, sa, sb, a.data.ptr & 15, b.data.ptr & 15)
         plan = self._plans.get(key)
         if plan is None:
             if self._runtime.getDevice() != dev:
@@ -176,10 +185,23 @@ class CUDABackend(Backend):
         with self._cp.cuda.Device(dev):
             for z0 in range(0, bt, _MAX_GRID_Z):
                 nz = min(_MAX_GRID_Z, bt - z0)
-                args = (i32(m), i32(n), i32(k),
-                        a, i64(z0 * sa[0]), i64(sa[0]), i64(sa[1]), i64(sa[2]),
-                        b, i64(z0 * sb[0]), i64(sb[0]), i64(sb[1]), i64(sb[2]),
-                        out, i64(z0 * m * n))
+                args = (
+                    i32(m),
+                    i32(n),
+                    i32(k),
+                    a,
+                    i64(z0 * sa[0]),
+                    i64(sa[0]),
+                    i64(sa[1]),
+                    i64(sa[2]),
+                    b,
+                    i64(z0 * sb[0]),
+                    i64(sb[0]),
+                    i64(sb[1]),
+                    i64(sb[2]),
+                    out,
+                    i64(z0 * m * n),
+                )
                 fn((grid[0], grid[1], nz), block, args, shared_mem=smem)
 
     def run_fast_config(self, a, b, out, config: str, cp_async=None) -> fastgemm.Variant:
@@ -193,12 +215,25 @@ class CUDABackend(Backend):
         sb = tuple(s // isz for s in b.strides)
         size = fastgemm.DTYPE_TAGS[dtype.name][2]
         with self._cp.cuda.Device(dev):
-            v = fastgemm.choose_variant(dtype, a.data.ptr, sa, b.data.ptr, sb, (bt, m, n, k), 1,
-                                        config=fastgemm.CONFIG_BY_NAME[(size, config)],
-                                        cp_async=cp_async)
+            v = fastgemm.choose_variant(
+                dtype,
+                a.data.ptr,
+                sa,
+                b.data.ptr,
+                sb,
+                (bt, m, n, k),
+                1,
+                config=fastgemm.CONFIG_BY_NAME[(size, config)],
+                cp_async=cp_async,
+            )
             fn = self._fast_kernel(dev, v)
             c = v.config
-            plan = (fn, (-(-m // c.bm) * -(-n // c.bn), 1, min(bt, _MAX_GRID_Z)),
-                    (c.threads, 1, 1), v.smem_bytes, _scalars(m, n, k, sa, sb))
+            plan = (
+                fn,
+                (-(-m // c.bm) * -(-n // c.bn), 1, min(bt, _MAX_GRID_Z)),
+                (c.threads, 1, 1),
+                v.smem_bytes,
+                _scalars(m, n, k, sa, sb),
+            )
             self._launch(dev, plan, a, b, out, bt, m, n, k, sa, sb)
         return v

@@ -20,8 +20,17 @@ from importlib import resources
 
 import numpy as np
 
-__all__ = ["TileConfig", "CONFIGS", "DTYPE_TAGS", "source", "name_expression", "Variant",
-           "choose_variant", "choose_config", "explicit_instantiation"]
+__all__ = [
+    "TileConfig",
+    "CONFIGS",
+    "DTYPE_TAGS",
+    "source",
+    "name_expression",
+    "Variant",
+    "choose_variant",
+    "choose_config",
+    "explicit_instantiation",
+]
 
 # dtype name -> (tag struct in fastgemm.cu, storage C type, bytes of the compute type)
 DTYPE_TAGS = {
@@ -59,10 +68,9 @@ class TileConfig:
     tn: int
     minb: int
     rate: float = 1.0
-    stages: int = 2   # shared-memory stages when loading with cp.async
-    occ: int = 2      # resident blocks per SM that keep it busy (the selection model)
+    stages: int = 2  # shared-memory stages when loading with cp.async
+    occ: int = 2  # resident blocks per SM that keep it busy (the selection model)
     prefer_async: bool = False  # measured faster with cp.async even for vector loads
-
 
     @property
     def threads(self) -> int:
@@ -77,8 +85,13 @@ class TileConfig:
     def check(self, widths=(1, 2, 4)) -> None:
         """Raise ``ValueError`` unless the kernel's static assertions hold for these vector widths."""
         lm, ln = self.wm // self.tm, self.wn // self.tn
-        ok = (self.bm % self.wm == 0 and self.bn % self.wn == 0 and lm * ln == 32
-              and self.tm % 4 == 0 and self.tn % 4 == 0)
+        ok = (
+            self.bm % self.wm == 0
+            and self.bn % self.wn == 0
+            and lm * ln == 32
+            and self.tm % 4 == 0
+            and self.tn % 4 == 0
+        )
         nt = self.threads
         for v in widths:
             ok &= (self.bm * self.bk // v) % nt == 0 and (self.bk * self.bn // v) % nt == 0
@@ -92,19 +105,15 @@ class TileConfig:
 CONFIGS = {
     4: (
         TileConfig("128x128x16", 128, 128, 16, 64, 32, 8, 8, 2, rate=1.0, stages=3, occ=2),
-        TileConfig("128x256x16", 128, 256, 16, 64, 64, 8, 16, 1, rate=1.05, stages=3, occ=1,
-                   prefer_async=True),
-        TileConfig("256x128x8", 256, 128, 8, 64, 64, 16, 8, 1, rate=1.05, stages=4, occ=1,
-                   prefer_async=True),
+        TileConfig("128x256x16", 128, 256, 16, 64, 64, 8, 16, 1, rate=1.05, stages=3, occ=1, prefer_async=True),
+        TileConfig("256x128x8", 256, 128, 8, 64, 64, 16, 8, 1, rate=1.05, stages=4, occ=1, prefer_async=True),
         TileConfig("128x64x8", 128, 64, 8, 64, 32, 8, 8, 4, rate=0.95, stages=3, occ=2),
-        TileConfig("128x64x16", 128, 64, 16, 64, 32, 8, 8, 4, rate=0.95, stages=3, occ=1,
-                   prefer_async=True),
+        TileConfig("128x64x16", 128, 64, 16, 64, 32, 8, 8, 4, rate=0.95, stages=3, occ=1, prefer_async=True),
         TileConfig("64x64x8w", 64, 64, 8, 64, 32, 8, 8, 8, rate=0.92, stages=3, occ=2),
     ),
     8: (
         TileConfig("128x128x8", 128, 128, 8, 64, 32, 8, 8, 1, rate=1.0, stages=3, occ=1),
-        TileConfig("64x64x8w", 64, 64, 8, 64, 32, 8, 8, 4, rate=1.02, stages=3, occ=1,
-                   prefer_async=True),
+        TileConfig("64x64x8w", 64, 64, 8, 64, 32, 8, 8, 4, rate=1.02, stages=3, occ=1, prefer_async=True),
         TileConfig("64x64x8", 64, 64, 8, 32, 32, 4, 8, 4, rate=0.8, stages=3, occ=1),
         TileConfig("32x64x8", 32, 64, 8, 32, 16, 4, 4, 8, rate=0.6, stages=3, occ=1),
     ),
@@ -178,23 +187,23 @@ def name_expression(v: Variant) -> str:
     """The template-id NVRTC lowers (must match the source's parameter order)."""
     c = v.config
     tag = DTYPE_TAGS[v.dtype][0]
-    return (f"polymm_fastgemm<{tag}, {c.bm}, {c.bn}, {c.bk}, {c.wm}, {c.wn}, {c.tm}, {c.tn}, "
-            f"{_b(v.ak)}, {v.va}, {_b(v.bnm)}, {v.vb}, {c.minb}, {v.stages}, {_b(v.cp_async)}>")
+    return (
+        f"polymm_fastgemm<{tag}, {c.bm}, {c.bn}, {c.bk}, {c.wm}, {c.wn}, {c.tm}, {c.tn}, "
+        f"{_b(v.ak)}, {v.va}, {_b(v.bnm)}, {v.vb}, {c.minb}, {v.stages}, {_b(v.cp_async)}>"
+    )
 
 
 def explicit_instantiation(v: Variant) -> str:
     """An explicit instantiation statement (what nvcc needs to compile ``v`` offline)."""
     s = DTYPE_TAGS[v.dtype][1]
     i = "long long"
-    args = (f"int, int, int, const {s}*, {i}, {i}, {i}, {i}, const {s}*, {i}, {i}, {i}, {i}, "
-            f"{s}*, {i}")
+    args = f"int, int, int, const {s}*, {i}, {i}, {i}, {i}, const {s}*, {i}, {i}, {i}, {i}, {s}*, {i}"
     return f"template __global__ void {name_expression(v)}({args});\n"
 
 
 #: dtypes whose shared-memory (compute) representation is their stored bits,
 #: so tiles can be copied with cp.async (no conversion on the way).
-ASYNC_DTYPES = frozenset({"float32", "float64", "int32", "uint32", "int64", "uint64",
-                          "complex64", "complex128"})
+ASYNC_DTYPES = frozenset({"float32", "float64", "int32", "uint32", "int64", "uint64", "complex64", "complex128"})
 
 
 def vector_width(dtype: np.dtype) -> int:
@@ -206,8 +215,7 @@ def _aligned(ptr_bytes: int, itemsize: int, w: int, *strides: int) -> bool:
     return ptr_bytes % (w * itemsize) == 0 and all(s % w == 0 for s in strides)
 
 
-def access_pattern(dtype: np.dtype, a_ptr: int, a_strides, b_ptr: int, b_strides,
-                   shape) -> tuple[bool, int, bool, int]:
+def access_pattern(dtype: np.dtype, a_ptr: int, a_strides, b_ptr: int, b_strides, shape) -> tuple[bool, int, bool, int]:
     """``(ak, va, bnm, vb)`` for operands at byte addresses ``a_ptr``/``b_ptr``.
 
     ``a_strides = (sb, sm, sk)``, ``b_strides = (sb, sk, sn)`` in elements;
@@ -248,8 +256,7 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def choose_config(compute_size: int, batch: int, m: int, n: int, sms: int,
-                  path: str = "vector") -> TileConfig:
+def choose_config(compute_size: int, batch: int, m: int, n: int, sms: int, path: str = "vector") -> TileConfig:
     """The configuration with the best modelled throughput for this problem.
 
     Model (fitted to H100 measurements, see RESULTS.md): rate x (useful
@@ -271,8 +278,17 @@ def choose_config(compute_size: int, batch: int, m: int, n: int, sms: int,
     return best
 
 
-def choose_variant(dtype: np.dtype, a_ptr: int, a_strides, b_ptr: int, b_strides, shape,
-                   sms: int, config: TileConfig | None = None, cp_async: bool | None = None) -> Variant:
+def choose_variant(
+    dtype: np.dtype,
+    a_ptr: int,
+    a_strides,
+    b_ptr: int,
+    b_strides,
+    shape,
+    sms: int,
+    config: TileConfig | None = None,
+    cp_async: bool | None = None,
+) -> Variant:
     """The instantiation "auto" runs for these operands."""
     name = np.dtype(dtype).name
     size = DTYPE_TAGS[name][2]

@@ -56,8 +56,7 @@ def _jobs(dtype):
     """(tag, source, nvcc extra args) for everything to compile for one dtype."""
     from polymm.kernels import render
 
-    body = fastgemm.source() + "".join(
-        fastgemm.explicit_instantiation(v) for v in fastgemm.all_variants(dtype))
+    body = fastgemm.source() + "".join(fastgemm.explicit_instantiation(v) for v in fastgemm.all_variants(dtype))
     jobs = [(f"fast-{dtype}", body, ("--ptx", "-Xcicc", "-O0"))]
     for kernel in ("naive", "tiled"):
         jobs.append((f"{kernel}-{dtype}", render("cuda", kernel, dtype), ("--ptx",)))
@@ -84,7 +83,7 @@ def test_hot_path_does_not_spill(config, va, cp_async):
     """The float32 instantiations "auto" runs on large aligned problems keep all in registers."""
     hot = fastgemm.Variant("float32", fastgemm.CONFIG_BY_NAME[(4, config)], True, va, True, 4, cp_async)
     src = fastgemm.source() + fastgemm.explicit_instantiation(hot)
-    (rc, log), = _run_all([("hot", src, ("-cubin", "-Xptxas", "-v"))]).values()
+    ((rc, log),) = _run_all([("hot", src, ("-cubin", "-Xptxas", "-v"))]).values()
     assert rc == 0, log
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
     assert spills and max(spills) == 0, f"{hot.name_expression} spills:\n{log}"

@@ -27,8 +27,16 @@ from polymm.testing import random_array  # noqa: E402
 
 DTYPES = [d.name for d in CONTRACT_DTYPES]
 ALGORITHMS = ("naive", "tiled", "auto")
-SHAPES = [(1, 1, 1, 1), (1, 1, 1, 7), (1, 17, 33, 65), (2, 33, 17, 127), (1, 65, 127, 257),
-          (3, 127, 65, 33), (1, 257, 257, 17), (1, 300, 260, 130)]  # (B, M, N, K)
+SHAPES = [
+    (1, 1, 1, 1),
+    (1, 1, 1, 7),
+    (1, 17, 33, 65),
+    (2, 33, 17, 127),
+    (1, 65, 127, 257),
+    (3, 127, 65, 33),
+    (1, 257, 257, 17),
+    (1, 300, 260, 130),
+]  # (B, M, N, K)
 LAYOUTS = ("c", "at", "bt", "neg", "bcast", "slice", "misaligned", "padded", "padded-t")
 
 
@@ -40,6 +48,7 @@ def backend():
 def _operands(rng, layout, bt, m, n, k, dtype):
     """Host arrays a (B,M,K), b (B,K,N) with the layout's strides, then put on the GPU
     preserving those strides (views of device buffers)."""
+
     def dev(x):  # device view with the same structure as the host view x
         return x
 
@@ -57,18 +66,15 @@ def _operands(rng, layout, bt, m, n, k, dtype):
     if layout == "neg":
         a = random_array(rng, (bt, m, k), dtype)
         b = random_array(rng, (bt, k, n), dtype)
-        return (cp.asarray(a)[::-1, ::-1, :], cp.asarray(b)[:, ::-1, ::-1],
-                a[::-1, ::-1, :], b[:, ::-1, ::-1])
+        return (cp.asarray(a)[::-1, ::-1, :], cp.asarray(b)[:, ::-1, ::-1], a[::-1, ::-1, :], b[:, ::-1, ::-1])
     if layout == "bcast":
         a = random_array(rng, (1, m, k), dtype)
         b = random_array(rng, (bt, k, n), dtype)
-        return (cp.broadcast_to(cp.asarray(a), (bt, m, k)), cp.asarray(b),
-                np.broadcast_to(a, (bt, m, k)), b)
+        return (cp.broadcast_to(cp.asarray(a), (bt, m, k)), cp.asarray(b), np.broadcast_to(a, (bt, m, k)), b)
     if layout == "slice":
         a = random_array(rng, (bt, 2 * m, 3 * k), dtype)
         b = random_array(rng, (bt, 2 * k, n + 1), dtype)
-        return (cp.asarray(a)[:, ::2, ::3], cp.asarray(b)[:, ::2, 1:],
-                a[:, ::2, ::3], b[:, ::2, 1:])
+        return (cp.asarray(a)[:, ::2, ::3], cp.asarray(b)[:, ::2, 1:], a[:, ::2, ::3], b[:, ::2, 1:])
     if layout == "misaligned":
         a = random_array(rng, (bt, m, k + 1), dtype)
         b = random_array(rng, (bt, k, n + 3), dtype)
@@ -163,22 +169,22 @@ def test_large_batch_is_split(backend):
 def test_64bit_indexing(backend, algorithm):
     """M*K and M*N beyond 2**31 elements (int8 keeps it to a few GB)."""
     rng = np.random.default_rng(5)
-    m, k, n = 70000, 32768, 3          # M*K = 2.29e9
+    m, k, n = 70000, 32768, 3  # M*K = 2.29e9
     a = cp.asarray(rng.integers(-128, 127, size=(1, m, k), dtype=np.int8))
     b = cp.asarray(rng.integers(-128, 127, size=(1, k, n), dtype=np.int8))
     out = _poisoned(1, m, n, np.int8)
     backend.matmul(a, b, out, algorithm)
-    rows = np.r_[0:4, m - 64:m]
+    rows = np.r_[0:4, m - 64 : m]
     ha, hb = cp.asnumpy(a[0, rows]).astype(np.int64), cp.asnumpy(b[0]).astype(np.int64)
-    want = (ha @ hb).astype(np.int8)   # wraps like NumPy's int8 product
+    want = (ha @ hb).astype(np.int8)  # wraps like NumPy's int8 product
     assert (cp.asnumpy(out[0, rows]) == want).all()
     del a, out
-    m2, n2 = 65536, 32800              # M*N = 2.15e9
+    m2, n2 = 65536, 32800  # M*N = 2.15e9
     a = cp.asarray(rng.integers(-128, 127, size=(1, m2, 1), dtype=np.int8))
     b = cp.asarray(rng.integers(-128, 127, size=(1, 1, n2), dtype=np.int8))
     out = _poisoned(1, m2, n2, np.int8)
     backend.matmul(a, b, out, algorithm)
-    rows = np.r_[0:2, m2 - 2:m2]
+    rows = np.r_[0:2, m2 - 2 : m2]
     want = (cp.asnumpy(a[0, rows]).astype(np.int64) * cp.asnumpy(b[0]).astype(np.int64)).astype(np.int8)
     assert (cp.asnumpy(out[0, rows]) == want).all()
 

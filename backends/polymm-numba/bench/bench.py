@@ -5,6 +5,7 @@ Run:  NUMBA_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 python bench/bench.py [algorith
 NumPy and the backend are timed in alternating blocks (so both see the same
 machine load); medians and bests of the repetitions are printed.
 """
+
 import os
 import sys
 import time
@@ -46,12 +47,14 @@ def main():
             b = (rng.random((1, n, n)) + 0.5).astype(dt)
             out = np.empty((1, n, n), dt)
             reps = 2 if n >= 2048 else 5
-            (tn, bn), (tb, bb) = interleaved(
-                [lambda: np.matmul(a[0], b[0]), lambda: be.matmul(a, b, out, alg)], reps)
-            gf = 2.0 * n ** 3 / 1e9
-            print(f"{np.dtype(dt).name:8s} {n:5d}  median: polymm-numba {gf / tb:6.1f} GFLOP/s"
-                  f"  numpy {gf / tn:6.1f}  ratio {tn / tb:4.2f}   |  best: {gf / bb:6.1f}"
-                  f" vs {gf / bn:6.1f}  ratio {bn / bb:4.2f}", flush=True)
+            (tn, bn), (tb, bb) = interleaved([lambda: np.matmul(a[0], b[0]), lambda: be.matmul(a, b, out, alg)], reps)
+            gf = 2.0 * n**3 / 1e9
+            print(
+                f"{np.dtype(dt).name:8s} {n:5d}  median: polymm-numba {gf / tb:6.1f} GFLOP/s"
+                f"  numpy {gf / tn:6.1f}  ratio {tn / tb:4.2f}   |  best: {gf / bb:6.1f}"
+                f" vs {gf / bn:6.1f}  ratio {bn / bb:4.2f}",
+                flush=True,
+            )
     a = np.random.rand(1, 4, 4).astype(np.float32)
     b = np.random.rand(1, 4, 4).astype(np.float32)
     out = np.empty((1, 4, 4), np.float32)
@@ -67,8 +70,10 @@ def main():
             np.matmul(a2, b2)
 
     (tb, bb), (tn, bn) = interleaved([loop_backend, loop_numpy], 3)
-    print(f"4x4 float32 (best of 9 x {n} calls): backend.matmul {bb / n * 1e6:.2f} us/call,"
-          f" numpy.matmul {bn / n * 1e6:.2f} us/call")
+    print(
+        f"4x4 float32 (best of 9 x {n} calls): backend.matmul {bb / n * 1e6:.2f} us/call,"
+        f" numpy.matmul {bn / n * 1e6:.2f} us/call"
+    )
     print(be.devices()[0], "| load average %.2f %.2f %.2f" % os.getloadavg())
 
 

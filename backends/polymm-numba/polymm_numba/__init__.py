@@ -144,8 +144,7 @@ class CPUBackend(Backend):
             layer = f"{numba.threading_layer()} threading layer"
         except ValueError:  # no parallel region has run yet
             layer = "threading layer omp/tbb/workqueue, chosen at first parallel call"
-        return [f"cpu: {numba.get_num_threads()} threads "
-                f"(numba {numba.__version__}, {layer})"]
+        return [f"cpu: {numba.get_num_threads()} threads (numba {numba.__version__}, {layer})"]
 
     # -- compilation -----------------------------------------------------
     def _kernel(self, kind: str, dtype: np.dtype):
@@ -221,9 +220,17 @@ class CPUBackend(Backend):
                 fn = self._kernel("tiny_2d", dt)
             fn(a, b, out)
             return
-        if (algorithm == "auto" and dt in _SMALL_DT and m <= params.SMALL_MN and n <= params.SMALL_MN
-                and k <= params.SMALL_K and m * k * n <= params.SERIAL_WORK and b.strides[1] == dt.itemsize
-                and a.dtype is dt and b.dtype is dt):
+        if (
+            algorithm == "auto"
+            and dt in _SMALL_DT
+            and m <= params.SMALL_MN
+            and n <= params.SMALL_MN
+            and k <= params.SMALL_K
+            and m * k * n <= params.SERIAL_WORK
+            and b.strides[1] == dt.itemsize
+            and a.dtype is dt
+            and b.dtype is dt
+        ):
             # one small product: the shape-compiled kernel, no planner
             self._small_kernel(dt, m, n, False)(a[None], b[None], out[None], 1)
             return
@@ -276,8 +283,7 @@ class CPUBackend(Backend):
         elif algorithm == "naive":
             kind, args = "naive_parallel", (a, b, out)
         else:
-            raise ValueError(f"unknown algorithm {algorithm!r}; "
-                             f"choose one of {self.algorithms}")
+            raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {self.algorithms}")
         if algorithm != "auto" and a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] <= params.TINY_WORK:
             kind, args = _slab(a, b, out, b.shape[2], 1, dt.itemsize)
             kind = "slab_serial"
@@ -316,10 +322,14 @@ class CPUBackend(Backend):
             # low latency: no threads, no packing
             return "slab_serial", _slab(a, b, out, n, 1, size)[1]
         nth = numba.get_num_threads()
-        if (dt in _SMALL_DT and m <= params.SMALL_MN and n <= params.SMALL_MN
-                and (kk <= params.SMALL_K or kk >= params.SPLITK_MIN_K)
-                and not (a.strides[0] | a.strides[1] | a.strides[2] | b.strides[0] | b.strides[1]) % size
-                and out.strides[2] == size):
+        if (
+            dt in _SMALL_DT
+            and m <= params.SMALL_MN
+            and n <= params.SMALL_MN
+            and (kk <= params.SMALL_K or kk >= params.SPLITK_MIN_K)
+            and not (a.strides[0] | a.strides[1] | a.strides[2] | b.strides[0] | b.strides[1]) % size
+            and out.strides[2] == size
+        ):
             # small products (a batch, broadcast or not, or one): register
             # tiles compiled for this N, whole products per task, no packing
             if b.strides[2] != size:

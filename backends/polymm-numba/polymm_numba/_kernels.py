@@ -43,6 +43,7 @@ NR = 32
 # --------------------------------------------------------------------------
 # dtype-generic helpers
 
+
 def _zero(x):
     """Typed additive identity of the accumulator for values like ``x``."""
 
@@ -84,6 +85,7 @@ def _ol_mac(acc, x, y):
 # --------------------------------------------------------------------------
 # naive: the textbook triple loop, one output element at a time
 
+
 @numba.njit(**JIT)
 def _naive_row(a, b, out, bi, i):
     K = a.shape[2]
@@ -112,6 +114,7 @@ def naive_parallel(a, b, out):
 # --------------------------------------------------------------------------
 # tiled: blocks of A and B copied into small contiguous tiles (the CPU
 # counterpart of the GPU kernel's shared-memory tiles), reused from cache
+
 
 @numba.njit(**JIT)
 def _tile(a, b, out, bi, i0, mb, j0, nb, tk):
@@ -159,6 +162,7 @@ def tiled_parallel(a, b, out, tm, tn, tk):
 # --------------------------------------------------------------------------
 # auto: packed panels + register-blocked micro-kernel (GotoBLAS/BLIS shape)
 
+
 class _NoAliasCompiler(compiler.Compiler):
     """Compile with ``noalias`` on array arguments.
 
@@ -167,11 +171,9 @@ class _NoAliasCompiler(compiler.Compiler):
     in vector registers' reach instead of re-checking memory dependences.
     """
 
-    def __init__(self, typingctx, targetctx, library, args, return_type,
-                 flags, locals):
+    def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
         flags.noalias = True
-        super().__init__(typingctx, targetctx, library, args, return_type,
-                         flags, locals)
+        super().__init__(typingctx, targetctx, library, args, return_type, flags, locals)
 
 
 def _micro(ap, bp, acc, kc):
@@ -232,7 +234,7 @@ def _block(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp):
     for jp in range(jp_lo, jp_hi):
         jj = jp * NR
         cols = min(NR, nb - jj)
-        bpan = bp[jj * kb:(jj + NR) * kb]
+        bpan = bp[jj * kb : (jj + NR) * kb]
         for ip in range(0, mb, MR):
             rows = min(MR, mb - ip)
             r0 = i0 + ip
@@ -248,7 +250,7 @@ def _block(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp):
                     for r in range(MR):
                         for c in range(NR):
                             acc[r, c] = out[bi, r0 + r, c0 + c]
-                _micro(ap[ip * kb:(ip + MR) * kb], bpan, acc, kb)
+                _micro(ap[ip * kb : (ip + MR) * kb], bpan, acc, kb)
                 for r in range(MR):
                     for c in range(NR):
                         out[bi, r0 + r, c0 + c] = acc[r, c]
@@ -260,7 +262,7 @@ def _block(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp):
                     for r in range(rows):
                         for c in range(cols):
                             acc[r, c] = out[bi, r0 + r, c0 + c]
-                _micro(ap[ip * kb:(ip + MR) * kb], bpan, acc, kb)
+                _micro(ap[ip * kb : (ip + MR) * kb], bpan, acc, kb)
                 for r in range(rows):
                     for c in range(cols):
                         out[bi, r0 + r, c0 + c] = acc[r, c]
@@ -317,13 +319,15 @@ def _micro_regs(typingctx, ap, bp, c, coff, ldc, kc, load, mr, nr):
             return builder.add(coffv, builder.add(builder.mul(k64(i), ldcv), k64(v * vw)))
 
         if isinstance(dt, types.Float):
+
             def mac(acc, x, y):
-                return builder.fadd(acc, builder.fmul(x, y, flags=("contract",)),
-                                    flags=("contract",))
+                return builder.fadd(acc, builder.fmul(x, y, flags=("contract",)), flags=("contract",))
         elif isinstance(dt, types.Integer):
+
             def mac(acc, x, y):
                 return builder.add(acc, builder.mul(x, y))
         else:
+
             def mac(acc, x, y):
                 return builder.or_(acc, builder.and_(x, y))
 
@@ -346,15 +350,15 @@ def _micro_regs(typingctx, ap, bp, c, coff, ldc, kc, load, mr, nr):
             ph = builder.phi(vty)
             ph.add_incoming(x, pre)
             phis.append(ph)
-        bvec = [builder.load(vptr(b_ptr, builder.add(builder.mul(p, k64(nnr)), k64(v * vw))),
-                             align=1) for v in range(nv)]
+        bvec = [
+            builder.load(vptr(b_ptr, builder.add(builder.mul(p, k64(nnr)), k64(v * vw))), align=1) for v in range(nv)
+        ]
         undef = ir.Constant(vty, ir.Undefined)
         bcast = ir.Constant(ir.VectorType(i32, vw), [0] * vw)
         new = []
         for i in range(nmr):
             x = builder.load(builder.gep(a_ptr, [builder.add(builder.mul(p, k64(nmr)), k64(i))]))
-            xv = builder.shuffle_vector(builder.insert_element(undef, x, ir.Constant(i32, 0)),
-                                        undef, bcast)
+            xv = builder.shuffle_vector(builder.insert_element(undef, x, ir.Constant(i32, 0)), undef, bcast)
             for v in range(nv):
                 new.append(mac(phis[i * nv + v], xv, bvec[v]))
         pn = builder.add(p, k64(1))
@@ -390,12 +394,12 @@ def _block_regs(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp):
     for jp in range(jp_lo, jp_hi):
         jj = jp * NR
         cols = min(NR, nb - jj)
-        bpan = bp[jj * kb:(jj + NR) * kb]
+        bpan = bp[jj * kb : (jj + NR) * kb]
         for ip in range(0, mb, MR):
             rows = min(MR, mb - ip)
             r0 = i0 + ip
             c0 = j0 + jj
-            apan = ap[ip * kb:(ip + MR) * kb]
+            apan = ap[ip * kb : (ip + MR) * kb]
             if rows == MR and cols == NR:
                 _micro_regs(apan, bpan, out, (bi * M + r0) * N + c0, N, kb, load, MR, NR)
             else:  # edge tile: through a private MR x NR buffer
@@ -421,11 +425,9 @@ def _one_serial(a, b, out, bi, mc, nc, kc):
             bp = np.empty(npan * NR * kb, b.dtype)
             for jp in range(npan):
                 jj = jp * NR
-                _pack_b(b, bi, p0, kb, j0 + jj, min(NR, nb - jj),
-                        bp[jj * kb:(jj + NR) * kb])
+                _pack_b(b, bi, p0, kb, j0 + jj, min(NR, nb - jj), bp[jj * kb : (jj + NR) * kb])
             for i0 in range(0, M, mc):
-                _block(a, out, bi, i0, min(mc, M - i0), j0, nb, 0, npan,
-                       p0, kb, bp)
+                _block(a, out, bi, i0, min(mc, M - i0), j0, nb, 0, npan, p0, kb, bp)
 
 
 def auto_serial(a, b, out, mc, nc, kc, nth):
@@ -471,14 +473,12 @@ def auto_parallel(a, b, out, mc, nc, kc, nth):
                 bp = np.empty(npan * NR * kb, b.dtype)
                 for jp in prange(npan):
                     jj = jp * NR
-                    _pack_b(b, bi, p0, kb, j0 + jj, min(NR, nb - jj),
-                            bp[jj * kb:(jj + NR) * kb])
+                    _pack_b(b, bi, p0, kb, j0 + jj, min(NR, nb - jj), bp[jj * kb : (jj + NR) * kb])
                 for t in prange(nmb * nsl):
                     ib = t // nsl
                     s = t - ib * nsl
                     i0 = ib * mc
-                    _block(a, out, bi, i0, min(mc, M - i0), j0, nb,
-                           s * per, min(npan, (s + 1) * per), p0, kb, bp)
+                    _block(a, out, bi, i0, min(mc, M - i0), j0, nb, s * per, min(npan, (s + 1) * per), p0, kb, bp)
 
 
 def auto_splitk(a, b, out, mc, nc, kc, ks):
@@ -530,8 +530,7 @@ def specialise(mr: int, nr: int, regs: bool) -> dict:
 
     def copy(name):
         f = globals()[name]
-        fn = _pytypes.FunctionType(f.__code__, g, name, f.__defaults__,
-                                   f.__closure__)
+        fn = _pytypes.FunctionType(f.__code__, g, name, f.__defaults__, f.__closure__)
         fn.__qualname__ = name + suffix
         fn.__module__ = f.__module__
         fn.__doc__ = f.__doc__
@@ -548,6 +547,7 @@ def specialise(mr: int, nr: int, regs: bool) -> dict:
 
 # --------------------------------------------------------------------------
 # shape-specific paths: small products, matrix-vector, split-K
+
 
 def _add(x, y):
     """``x + y`` in the result type (``x | y`` for bool): sums of partial products."""
@@ -610,8 +610,7 @@ def _slab(a, b, out, bi, j0, j1, acc):
             a3 = a[bi, i, p + 3]
             arow = acc[i]
             for jj in range(w):
-                arow[jj] = _mac(_mac(_mac(_mac(arow[jj], a0, b0[jj]), a1, b1[jj]),
-                                     a2, b2[jj]), a3, b3[jj])
+                arow[jj] = _mac(_mac(_mac(_mac(arow[jj], a0, b0[jj]), a1, b1[jj]), a2, b2[jj]), a3, b3[jj])
     for p in range(K4, K):
         brow = _unit(b[bi, p, j0:j1])
         for i in range(M):
@@ -682,10 +681,10 @@ def slab_splitk(a, b, out, js, ks):
         r = t - bi * M * nsl
         i = r // nsl
         j0 = (r - i * nsl) * js
-        orow = _unit(out[bi, i, j0:min(N, j0 + js)])
-        orow[:] = part[0, bi, i, j0:min(N, j0 + js)]
+        orow = _unit(out[bi, i, j0 : min(N, j0 + js)])
+        orow[:] = part[0, bi, i, j0 : min(N, j0 + js)]
         for c in range(1, nch):
-            prow = _unit(part[c, bi, i, j0:min(N, j0 + js)])
+            prow = _unit(part[c, bi, i, j0 : min(N, j0 + js)])
             for j in range(orow.shape[0]):
                 orow[j] = _add(orow[j], prow[j])
 
@@ -832,13 +831,15 @@ def _small_regs(typingctx, a, aoff, sai, sap, b, boff, ldb, c, coff, ldc, kc, mr
             return builder.bitcast(builder.gep(base, [idx]), vty.as_pointer())
 
         if isinstance(dt, types.Float):
+
             def mac(acc, x, y):
-                return builder.fadd(acc, builder.fmul(x, y, flags=("contract",)),
-                                    flags=("contract",))
+                return builder.fadd(acc, builder.fmul(x, y, flags=("contract",)), flags=("contract",))
         elif isinstance(dt, types.Integer):
+
             def mac(acc, x, y):
                 return builder.add(acc, builder.mul(x, y))
         else:
+
             def mac(acc, x, y):
                 return builder.or_(acc, builder.and_(x, y))
 
@@ -857,16 +858,14 @@ def _small_regs(typingctx, a, aoff, sai, sap, b, boff, ldb, c, coff, ldc, kc, mr
             ph.add_incoming(zero, pre)
             phis.append(ph)
         brow = builder.add(boffv, builder.mul(p, ldbv))
-        bvec = [builder.load(vptr(b_ptr, builder.add(brow, k64(v * vw))), align=1)
-                for v in range(nv)]
+        bvec = [builder.load(vptr(b_ptr, builder.add(brow, k64(v * vw))), align=1) for v in range(nv)]
         acol = builder.add(aoffv, builder.mul(p, sapv))
         undef = ir.Constant(vty, ir.Undefined)
         bcast = ir.Constant(ir.VectorType(i32, vw), [0] * vw)
         new = []
         for r in range(nmr):
             x = builder.load(builder.gep(a_ptr, [builder.add(acol, builder.mul(k64(r), saiv))]))
-            xv = builder.shuffle_vector(builder.insert_element(undef, x, ir.Constant(i32, 0)),
-                                        undef, bcast)
+            xv = builder.shuffle_vector(builder.insert_element(undef, x, ir.Constant(i32, 0)), undef, bcast)
             for v in range(nv):
                 new.append(mac(phis[r * nv + v], xv, bvec[v]))
         pn = builder.add(p, k64(1))
@@ -917,8 +916,7 @@ def _small_one(a, b, out, bi, sa0, sa1, sa2, sb0, sb1, sc0, sc1):
         while True:
             if j0 > SN - SNR:
                 j0 = SN - SNR
-            _small_regs(a, ao + i0 * sa1, sa1, sa2, b, bo + j0, sb1,
-                        out, co + i0 * sc1 + j0, sc1, K, SMR, SNR)
+            _small_regs(a, ao + i0 * sa1, sa1, sa2, b, bo + j0, sb1, out, co + i0 * sc1 + j0, sc1, K, SMR, SNR)
             if j0 == SN - SNR:
                 break
             j0 += SNR

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Blocking", "Tiling", "AUTO_BLOCKING", "TILED", "TINY_WORK",
-           "SERIAL_WORK", "blocking_for"]
+__all__ = ["Blocking", "Tiling", "AUTO_BLOCKING", "TILED", "TINY_WORK", "SERIAL_WORK", "blocking_for"]
 
 
 @dataclass(frozen=True)
@@ -80,16 +79,16 @@ def _has_wide_vectors() -> bool:
 WIDE_VECTORS = _has_wide_vectors()
 
 if WIDE_VECTORS:
-    _B1 = Blocking(mr=8, nr=64, mc=128, nc=2048, kc=512)   # bool, int8, uint8
-    _B2 = Blocking(mr=8, nr=64, mc=128, nc=2048, kc=512)   # int16, uint16
-    _B4 = Blocking(mr=8, nr=32, mc=128, nc=2048, kc=512)   # float32, int32, uint32
-    _B8 = Blocking(mr=8, nr=16, mc=64, nc=2048, kc=512)    # float64, int64, uint64, complex64
+    _B1 = Blocking(mr=8, nr=64, mc=128, nc=2048, kc=512)  # bool, int8, uint8
+    _B2 = Blocking(mr=8, nr=64, mc=128, nc=2048, kc=512)  # int16, uint16
+    _B4 = Blocking(mr=8, nr=32, mc=128, nc=2048, kc=512)  # float32, int32, uint32
+    _B8 = Blocking(mr=8, nr=16, mc=64, nc=2048, kc=512)  # float64, int64, uint64, complex64
 else:
     _B1 = Blocking(mr=6, nr=64, mc=144, nc=2048, kc=256)
     _B2 = Blocking(mr=6, nr=32, mc=144, nc=2048, kc=256)
     _B4 = Blocking(mr=6, nr=16, mc=144, nc=2048, kc=256)
     _B8 = Blocking(mr=6, nr=8, mc=96, nc=2048, kc=256)
-_B16 = Blocking(mr=4, nr=8, mc=64, nc=1024, kc=256)    # complex128
+_B16 = Blocking(mr=4, nr=8, mc=64, nc=1024, kc=256)  # complex128
 
 
 #: Per-dtype blocking of the ``"auto"`` kernel (float16 is computed as float32).

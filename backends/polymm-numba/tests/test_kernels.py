@@ -145,8 +145,7 @@ def test_small_blocks_reach_every_edge(backend, dt, monkeypatch):
     """Tiny cache blocks (not multiples of MR/NR): every packing/edge branch runs."""
     dt = np.dtype(dt)
     blk = params.AUTO_BLOCKING[dt]
-    monkeypatch.setitem(params.AUTO_BLOCKING, dt,
-                        dataclasses.replace(blk, mc=13, nc=blk.nr + 7, kc=5))
+    monkeypatch.setitem(params.AUTO_BLOCKING, dt, dataclasses.replace(blk, mc=13, nc=blk.nr + 7, kc=5))
     monkeypatch.setattr(params, "TILED", params.Tiling(tm=7, tn=9, tk=4))
     rng = np.random.default_rng(7)
     for shape in [(1, 67, 23, 150), (5, 70, 17, 90)]:
@@ -163,7 +162,7 @@ def test_nan_inf_propagate_like_numpy(backend, dt):
     """No multiply is ever skipped: Inf*0 and NaN*0 give NaN as in NumPy."""
     dt = np.dtype(dt)
     rng = np.random.default_rng(3)
-    for (B, M, K, N) in [(1, 3, 4, 5), (1, 70, 40, 90)]:
+    for B, M, K, N in [(1, 3, 4, 5), (1, 70, 40, 90)]:
         a = _random(rng, dt, (B, M, K))
         b = _random(rng, dt, (B, K, N))
         a[0, 1, :] = 0

@@ -63,15 +63,22 @@ def main(argv=None):
     polymm_opencl.set_queue(queue)
     backend = polymm.get_backend("opencl")
     device = queue.device.name.strip()
-    report = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "device": device,
-              "platform": queue.device.platform.name.strip(), "host": platform.node(),
-              "command": " ".join(sys.argv), "rows": []}
+    report = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "device": device,
+        "platform": queue.device.platform.name.strip(),
+        "host": platform.node(),
+        "command": " ".join(sys.argv),
+        "rows": [],
+    }
     print(f"device: {device} ({report['platform']})")
     if args.tune:
         best, results = tune.tune(queue, "float32", max(args.sizes), repeats=5)
         tune.save(queue.device, "float32", best)
-        report["tuned"] = {"best": repr(best), "candidates": [
-            (repr(p), 2 * max(args.sizes) ** 3 / s / 1e9) for p, s in results]}
+        report["tuned"] = {
+            "best": repr(best),
+            "candidates": [(repr(p), 2 * max(args.sizes) ** 3 / s / 1e9) for p, s in results],
+        }
         print(f"tuned: {best}")
 
     rng = np.random.default_rng(0)
@@ -103,15 +110,25 @@ def main(argv=None):
             seconds = statistics.median(ours)
             if not args.cupy:
                 ref_seconds = statistics.median(theirs)
-            row = {"n": n, "algorithm": algorithm, "kernel": backend.last_choice[0],
-                   "params": repr(backend.last_choice[1]), "fast_path": backend.last_choice[2],
-                   "gflops": flops / seconds / 1e9, "reference": ref_name,
-                   "reference_gflops": flops / ref_seconds / 1e9, "ratio": ref_seconds / seconds,
-                   "max_rel_error": error}
+            row = {
+                "n": n,
+                "algorithm": algorithm,
+                "kernel": backend.last_choice[0],
+                "params": repr(backend.last_choice[1]),
+                "fast_path": backend.last_choice[2],
+                "gflops": flops / seconds / 1e9,
+                "reference": ref_name,
+                "reference_gflops": flops / ref_seconds / 1e9,
+                "ratio": ref_seconds / seconds,
+                "max_rel_error": error,
+            }
             report["rows"].append(row)
-            print(f"n={n:5d} {algorithm:14s} {row['gflops']:9.1f} GFLOP/s   {ref_name} "
-                  f"{row['reference_gflops']:9.1f} GFLOP/s   ratio {row['ratio']:.3f}   "
-                  f"rel.err {error:.1e}   {row['kernel']}", flush=True)
+            print(
+                f"n={n:5d} {algorithm:14s} {row['gflops']:9.1f} GFLOP/s   {ref_name} "
+                f"{row['reference_gflops']:9.1f} GFLOP/s   ratio {row['ratio']:.3f}   "
+                f"rel.err {error:.1e}   {row['kernel']}",
+                flush=True,
+            )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)

@@ -22,13 +22,17 @@ import numpy as np
 
 from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable
 from polymm.kernels import (
-    KernelParams, fast_path, kernel_name, launch_geometry, local_mem_bytes, render,
+    KernelParams,
+    fast_path,
+    kernel_name,
+    launch_geometry,
+    local_mem_bytes,
+    render,
 )
 
 from . import params as _params
 
-__all__ = ["OpenCLBackend", "KernelBuildError", "set_queue", "using_queue", "default_queue",
-           "list_devices"]
+__all__ = ["OpenCLBackend", "KernelBuildError", "set_queue", "using_queue", "default_queue", "list_devices"]
 
 _FP64_DTYPES = frozenset((np.dtype("float64"), np.dtype("complex128")))
 _CONTRACT_SET = frozenset(CONTRACT_DTYPES)
@@ -81,8 +85,9 @@ def _pick_device():
 
     found = _all_devices()
     if not found:
-        raise BackendUnavailable("no OpenCL platform with a device was found "
-                                 "(install pocl-binary-distribution for a CPU device)")
+        raise BackendUnavailable(
+            "no OpenCL platform with a device was found (install pocl-binary-distribution for a CPU device)"
+        )
     wanted = os.environ.get("POLYMM_OPENCL_DEVICE", "").strip()
     if wanted:
         parts = wanted.split(":")
@@ -98,7 +103,8 @@ def _pick_device():
                     return device
         raise BackendUnavailable(
             f"POLYMM_OPENCL_DEVICE={wanted!r} matches no OpenCL device; have: "
-            + "; ".join(f"{p}:{d} {dev.name.strip()} ({pl.name.strip()})" for p, d, pl, dev in found))
+            + "; ".join(f"{p}:{d} {dev.name.strip()} ({pl.name.strip()})" for p, d, pl, dev in found)
+        )
     for _, _, _, device in found:
         if device.type & cl.device_type.GPU:
             return device
@@ -130,14 +136,23 @@ def describe_device(platform, device, p_index=None, d_index=None) -> str:
     import pyopencl as cl
 
     where = f"{p_index}:{d_index} " if p_index is not None else ""
-    kinds = [name for name, bit in (("GPU", cl.device_type.GPU), ("CPU", cl.device_type.CPU),
-                                    ("accelerator", cl.device_type.ACCELERATOR)) if device.type & bit]
-    return (f"{where}{device.name.strip()} [{'/'.join(kinds) or 'other'}] on "
-            f"{platform.name.strip()}: {device.max_compute_units} compute units, "
-            f"local memory {device.local_mem_size // 1024} KiB, "
-            f"max work-group {device.max_work_group_size}, "
-            f"fp64 {'yes' if _has_fp64(device) else 'no'}, fp16 via vload_half"
-            f"{' and cl_khr_fp16' if 'cl_khr_fp16' in device.extensions else ''}")
+    kinds = [
+        name
+        for name, bit in (
+            ("GPU", cl.device_type.GPU),
+            ("CPU", cl.device_type.CPU),
+            ("accelerator", cl.device_type.ACCELERATOR),
+        )
+        if device.type & bit
+    ]
+    return (
+        f"{where}{device.name.strip()} [{'/'.join(kinds) or 'other'}] on "
+        f"{platform.name.strip()}: {device.max_compute_units} compute units, "
+        f"local memory {device.local_mem_size // 1024} KiB, "
+        f"max work-group {device.max_work_group_size}, "
+        f"fp64 {'yes' if _has_fp64(device) else 'no'}, fp16 via vload_half"
+        f"{' and cl_khr_fp16' if 'cl_khr_fp16' in device.extensions else ''}"
+    )
 
 
 def list_devices() -> list[str]:
@@ -252,8 +267,9 @@ class OpenCLBackend(Backend):
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise BackendUnavailable(f"pyopencl is not importable: {exc}") from exc
         if not _all_devices():
-            raise BackendUnavailable("no OpenCL platform with a device was found "
-                                     "(install pocl-binary-distribution for a CPU device)")
+            raise BackendUnavailable(
+                "no OpenCL platform with a device was found (install pocl-binary-distribution for a CPU device)"
+            )
         _pick_device()  # an unmatched POLYMM_OPENCL_DEVICE makes the backend unavailable
         self._programs: dict = {}
         self._facts: dict = {}
@@ -285,8 +301,9 @@ class OpenCLBackend(Backend):
         if dtype in _FP64_DTYPES:
             facts = self._facts_for(self._queue_for(operand))
             if not facts.fp64:
-                raise TypeError(f"OpenCL device {facts.name!r} has no fp64 support "
-                                f"(cl_khr_fp64), so it cannot compute {dtype}")
+                raise TypeError(
+                    f"OpenCL device {facts.name!r} has no fp64 support (cl_khr_fp64), so it cannot compute {dtype}"
+                )
 
     def from_numpy(self, x):
         return _upload(default_queue(), np.asarray(x))
@@ -316,15 +333,16 @@ class OpenCLBackend(Backend):
             program = cl.Program(queue.context, source).build(options=options, devices=[facts.device])
         except cl.RuntimeError as exc:  # build failure: PyOpenCL's message holds the log
             raise KernelBuildError(
-                f"polymm: building the OpenCL {kernel} kernel for {dtype} on "
-                f"{facts.name} failed ({params}):\n{exc}") from exc
+                f"polymm: building the OpenCL {kernel} kernel for {dtype} on {facts.name} failed ({params}):\n{exc}"
+            ) from exc
         try:
             cl.Kernel(program, kernel_name(kernel))
         except cl.Error as exc:  # e.g. PoCL silently dropping a kernel it cannot lower
             log = program.get_build_info(facts.device, cl.program_build_info.LOG)
             raise KernelBuildError(
                 f"polymm: the OpenCL {kernel} kernel for {dtype} is missing from the program built on "
-                f"{facts.name} ({params}): {exc}\ncompiler log:\n{log}") from exc
+                f"{facts.name} ({params}): {exc}\ncompiler log:\n{log}"
+            ) from exc
         self._programs[key] = program
         return program
 
@@ -345,14 +363,12 @@ class OpenCLBackend(Backend):
             return _params.Choice("naive", None, "asked for naive")
         if algorithm in ("tiled", "tiled-dynamic"):
             return _params.Choice(algorithm, _params.tiled_params(device, dtype), f"asked for {algorithm}")
-        return _params.auto_choice(device, dtype, M, N, K, batch=batch, a_strides=a_strides,
-                                   b_strides=b_strides)
+        return _params.auto_choice(device, dtype, M, N, K, batch=batch, a_strides=a_strides, b_strides=b_strides)
 
     def matmul(self, a, b, out, algorithm: str) -> None:
         queue = out.queue
         facts = self._facts.get(queue) or self._facts_for(queue)
-        key = (queue, out.dtype, algorithm, a.shape, b.shape, a.strides, b.strides,
-               a.offset, b.offset, out.offset)
+        key = (queue, out.dtype, algorithm, a.shape, b.shape, a.strides, b.strides, a.offset, b.offset, out.offset)
         plan = self._plans.get(key)
         if plan is None:
             plan = self._make_plan(facts, a, b, out, algorithm, None)
@@ -365,8 +381,18 @@ class OpenCLBackend(Backend):
         """The dispatcher's short path: plain matrices, no batch-of-one views to build."""
         queue = out.queue
         facts = self._facts.get(queue) or self._facts_for(queue)
-        key = (queue, out.dtype, algorithm, x1.shape, x2.shape, x1.strides, x2.strides,
-               x1.offset, x2.offset, out.offset)
+        key = (
+            queue,
+            out.dtype,
+            algorithm,
+            x1.shape,
+            x2.shape,
+            x1.strides,
+            x2.strides,
+            x1.offset,
+            x2.offset,
+            out.offset,
+        )
         plan = self._plans.get(key)
         if plan is None:
             kind = _batch_views()
@@ -442,10 +468,19 @@ class OpenCLBackend(Backend):
             if transpose:
                 rows, cols, sr, sc = cols, rows, sc, sr
             dst = new_scratch(copies * rows * cols)
-            steps.append(self._kernel_step(
-                facts, "pack", dtype, None, {}, _PACK_ARG_TYPES,
-                [rows, cols, None, off, sb, sr, sc, None, 0], [(2, slot), (7, dst)],
-                launch_geometry("pack", None, rows, cols, copies)))
+            steps.append(
+                self._kernel_step(
+                    facts,
+                    "pack",
+                    dtype,
+                    None,
+                    {},
+                    _PACK_ARG_TYPES,
+                    [rows, cols, None, off, sb, sr, sc, None, 0],
+                    [(2, slot), (7, dst)],
+                    launch_geometry("pack", None, rows, cols, copies),
+                )
+            )
             new_sb = rows * cols if sb else 0
             return (dst, 0, new_sb, 1, cols) if transpose else (dst, 0, new_sb, cols, 1)
 
@@ -462,16 +497,25 @@ class OpenCLBackend(Backend):
         def product(A, B, C_slot, c_off, batch, K):
             flags = {}
             if kernel in ("regblock", "matvec"):
-                flags = fast_path("opencl", dtype, params, M, N, K, batch, A[1], A[2:], B[1], B[2:],
-                                  kernel=kernel)
+                flags = fast_path("opencl", dtype, params, M, N, K, batch, A[1], A[2:], B[1], B[2:], kernel=kernel)
             args = [M, N, K, None, *A[1:], None, *B[1:], None, c_off]
             types = _PM_ARG_TYPES
             if kernel == "tiled-dynamic":
                 args.append(cl.LocalMemory(local_mem_bytes(kernel, dtype, params)))
                 types = types + [None]
-            steps.append(self._kernel_step(
-                facts, kernel, dtype, params, flags, types, args, [(3, A[0]), (8, B[0]), (13, C_slot)],
-                launch_geometry(kernel, params, M, N, batch)))
+            steps.append(
+                self._kernel_step(
+                    facts,
+                    kernel,
+                    dtype,
+                    params,
+                    flags,
+                    types,
+                    args,
+                    [(3, A[0]), (8, B[0]), (13, C_slot)],
+                    launch_geometry(kernel, params, M, N, batch),
+                )
+            )
             return flags
 
         if choice.splits > 1:  # split-K: slices of K as a batch into scratch, then summed in order
@@ -480,15 +524,31 @@ class OpenCLBackend(Backend):
             rest = K - full * depth
             count = M * N
             parts = new_scratch((full + (rest > 0)) * count)
-            flags = product((A[0], A[1], depth * A[4], A[3], A[4]), (B[0], B[1], depth * B[3], B[3], B[4]),
-                            parts, 0, full, depth)
+            flags = product(
+                (A[0], A[1], depth * A[4], A[3], A[4]), (B[0], B[1], depth * B[3], B[3], B[4]), parts, 0, full, depth
+            )
             if rest:
-                product((A[0], A[1] + full * depth * A[4], 0, A[3], A[4]),
-                        (B[0], B[1] + full * depth * B[3], 0, B[3], B[4]), parts, full * count, 1, rest)
-            steps.append(self._kernel_step(
-                facts, "sum-slices", dtype, None, {}, _SUM_ARG_TYPES,
-                [full + (rest > 0), count, None, None, c_off], [(2, parts), (3, 2)],
-                launch_geometry("sum-slices", None, count, 1, 1)))
+                product(
+                    (A[0], A[1] + full * depth * A[4], 0, A[3], A[4]),
+                    (B[0], B[1] + full * depth * B[3], 0, B[3], B[4]),
+                    parts,
+                    full * count,
+                    1,
+                    rest,
+                )
+            steps.append(
+                self._kernel_step(
+                    facts,
+                    "sum-slices",
+                    dtype,
+                    None,
+                    {},
+                    _SUM_ARG_TYPES,
+                    [full + (rest > 0), count, None, None, c_off],
+                    [(2, parts), (3, 2)],
+                    launch_geometry("sum-slices", None, count, 1, 1),
+                )
+            )
         else:
             flags = product(A, B, 2, c_off, batch, K)
         return _Plan(steps, scratch, choice, flags)

@@ -29,10 +29,10 @@ _VECTOR = ("float32", "float64")
 CPU_TABLE = {
     # 48 x 128 per work-item in 16-column slices: 0.47x -> 0.62x NumPy at 4096,
     # 0.53x -> 0.73x at 2048 against the former 192 x 16 (4 work-items of 48 x 16).
-    "float32": KernelParams(mwg=48, nwg=128, kwg=256, mdimc=1, ndimc=1, vw=8, mr=6, nr=16, pack_b=True,
-                            use_local=False),
-    "float64": KernelParams(mwg=192, nwg=8, kwg=256, mdimc=4, ndimc=1, vw=4, mr=6, pack_b=True,
-                            use_local=False),
+    "float32": KernelParams(
+        mwg=48, nwg=128, kwg=256, mdimc=1, ndimc=1, vw=8, mr=6, nr=16, pack_b=True, use_local=False
+    ),
+    "float64": KernelParams(mwg=192, nwg=8, kwg=256, mdimc=4, ndimc=1, vw=4, mr=6, pack_b=True, use_local=False),
     "other": KernelParams(mwg=4, nwg=8, kwg=1, mdimc=1, ndimc=1, vw=1, mr=1, use_local=False),
 }
 
@@ -89,8 +89,10 @@ def tuned_params(device, dtype) -> KernelParams | None:
 
 
 def _fits(device, kernel, dtype, params) -> bool:
-    return (params.mdimc * params.ndimc <= device.max_work_group_size
-            and local_mem_bytes(kernel, dtype, params) <= device.local_mem_size)
+    return (
+        params.mdimc * params.ndimc <= device.max_work_group_size
+        and local_mem_bytes(kernel, dtype, params) <= device.local_mem_size
+    )
 
 
 def table_params(device, dtype) -> KernelParams:
@@ -111,8 +113,10 @@ def table_params(device, dtype) -> KernelParams:
 def tiled_params(device, dtype) -> KernelParams:
     """16 x 16 tiles, smaller where a device's work-group or local memory is small."""
     ts = 16
-    while ts > 1 and (ts * ts > device.max_work_group_size
-                      or local_mem_bytes("tiled", dtype, KernelParams(ts=ts)) > device.local_mem_size):
+    while ts > 1 and (
+        ts * ts > device.max_work_group_size
+        or local_mem_bytes("tiled", dtype, KernelParams(ts=ts)) > device.local_mem_size
+    ):
         ts //= 2
     return KernelParams(ts=ts)
 
@@ -146,14 +150,14 @@ class Choice:
 
 
 #: Thresholds of the CPU planner, in elements.
-FEW = 4            # N up to this: matvec (dot products along K); M up to 2 * FEW: a row strip
-SMALL_BATCHED = 64 * 64   # M * N per matrix at most, for several matrices per work-group
-DEEP_K = 16        # K at least this many times max(M, N), batch 1: split-K
+FEW = 4  # N up to this: matvec (dot products along K); M up to 2 * FEW: a row strip
+SMALL_BATCHED = 64 * 64  # M * N per matrix at most, for several matrices per work-group
+DEEP_K = 16  # K at least this many times max(M, N), batch 1: split-K
 
 
 def _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params) -> Choice:
     """The CPU (PoCL) planner for float32/float64; strides in elements."""
-    width = 32 // np.dtype(dtype).itemsize   # 256-bit vectors
+    width = 32 // np.dtype(dtype).itemsize  # 256-bit vectors
     _, a_sm, a_sk = a_strides
     _, b_sk, b_sn = b_strides
     pack_b = "" if b_sn == 1 else "rows"
@@ -164,21 +168,42 @@ def _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params) -> Choice:
         nr = 2 * width if nwg % (2 * width) == 0 else width
         mr = 4 if nr == 2 * width else 6
         mr = min(mr, M)
-        small = KernelParams(mwg=-(-M // mr) * mr, nwg=nwg, kwg=1 << 20, mdimc=1, ndimc=1, vw=width, mr=mr,
-                             nr=nr, use_local=False, bpg=16)
-        return Choice("regblock", small, f"batch of {batch} small {M}x{N}: whole matrices per work-item",
-                      pack_a=pack_a, pack_b=pack_b)
+        small = KernelParams(
+            mwg=-(-M // mr) * mr,
+            nwg=nwg,
+            kwg=1 << 20,
+            mdimc=1,
+            ndimc=1,
+            vw=width,
+            mr=mr,
+            nr=nr,
+            use_local=False,
+            bpg=16,
+        )
+        return Choice(
+            "regblock",
+            small,
+            f"batch of {batch} small {M}x{N}: whole matrices per work-item",
+            pack_a=pack_a,
+            pack_b=pack_b,
+        )
     # Matrix-vector: few columns; read A along its rows.
     if N <= FEW and K >= 2 * width:
         mv = KernelParams(mr={1: 4, 2: 4}.get(N, 2), nwg=N, vw=width, mdimc=4, use_local=False)
         if a_sk == 1:
-            return Choice("matvec", mv, f"N={N} <= {FEW}: dot products along K",
-                          pack_b="" if b_sk == 1 else "transposed")
+            return Choice(
+                "matvec", mv, f"N={N} <= {FEW}: dot products along K", pack_b="" if b_sk == 1 else "transposed"
+            )
         if N == 1 and a_sm == 1:
             inner = _cpu_choice(dtype, 1, M, K, batch, (0, 0, 1), (0, a_sk, a_sm), params)
             return inner.replace(swap=True, reason="A column-major, N=1: as (B^T A^T); " + inner.reason)
-        return Choice("matvec", mv, f"N={N} <= {FEW}, A packed to rows first", pack_a=True,
-                      pack_b="" if b_sk == 1 else "transposed")
+        return Choice(
+            "matvec",
+            mv,
+            f"N={N} <= {FEW}, A packed to rows first",
+            pack_a=True,
+            pack_b="" if b_sk == 1 else "transposed",
+        )
     # A strip of few rows: vectors along N, one pass over B.
     if M <= 2 * FEW and K >= 2 * width:
         if b_sn != 1 and M == 1 and b_sk == 1:
@@ -190,27 +215,46 @@ def _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params) -> Choice:
         nr = max(2, 8 // mr) * width
         nwg = next(w * width for w in (128, 64, 32, 16, 8) if N % (w * width) == 0 or w == 8)
         nwg = max(nwg, nr)
-        strip = KernelParams(mwg=-(-M // mr) * mr, nwg=nwg, kwg=16, mdimc=1, ndimc=1, vw=width,
-                             mr=mr, nr=nr, use_local=False)
+        strip = KernelParams(
+            mwg=-(-M // mr) * mr, nwg=nwg, kwg=16, mdimc=1, ndimc=1, vw=width, mr=mr, nr=nr, use_local=False
+        )
         splits = 2 if batch == 1 and K >= 1024 else 1
-        return Choice("regblock", strip, f"M={M} <= {2 * FEW}: row strip, rows of B streamed {nwg} wide",
-                      pack_b="" if b_sn == 1 else "rows", splits=splits)
+        return Choice(
+            "regblock",
+            strip,
+            f"M={M} <= {2 * FEW}: row strip, rows of B streamed {nwg} wide",
+            pack_b="" if b_sn == 1 else "rows",
+            splits=splits,
+        )
     # Deep K: not enough blocks of C to share out; split K and add the slices in order.
     if batch == 1 and K >= DEEP_K * max(M, N) and K >= 4096:
         mr = 4 if M % 6 else 6
-        deep = KernelParams(mwg=min(8 * mr, -(-M // mr) * mr), nwg=min(-(-N // (2 * width)) * 2 * width, 16 * width),
-                            kwg=256, mdimc=1, ndimc=1, vw=width, mr=mr, nr=2 * width, pack_b=True,
-                            use_local=False)
+        deep = KernelParams(
+            mwg=min(8 * mr, -(-M // mr) * mr),
+            nwg=min(-(-N // (2 * width)) * 2 * width, 16 * width),
+            kwg=256,
+            mdimc=1,
+            ndimc=1,
+            vw=width,
+            mr=mr,
+            nr=2 * width,
+            pack_b=True,
+            use_local=False,
+        )
         blocks = -(-M // deep.mwg) * -(-N // deep.nwg)
         splits = max(2, min(32, -(-16 // blocks), K // 2048))
-        return Choice("regblock", deep, f"deep K={K}: {splits} slices of K, added in order",
-                      pack_a=pack_a, pack_b=pack_b, splits=splits)
+        return Choice(
+            "regblock",
+            deep,
+            f"deep K={K}: {splits} slices of K, added in order",
+            pack_a=pack_a,
+            pack_b=pack_b,
+            splits=splits,
+        )
     # Small K (outer products): C is the traffic; write long runs of each row.
     if K <= 64 and N >= 256 and M >= 48:
-        outer = KernelParams(mwg=48, nwg=256, kwg=64, mdimc=1, ndimc=1, vw=width, mr=6, nr=2 * width,
-                             use_local=False)
-        return Choice("regblock", outer, f"K={K} <= 64: C written 256 columns at a time",
-                      pack_a=pack_a, pack_b=pack_b)
+        outer = KernelParams(mwg=48, nwg=256, kwg=64, mdimc=1, ndimc=1, vw=width, mr=6, nr=2 * width, use_local=False)
+        return Choice("regblock", outer, f"K={K} <= 64: C written 256 columns at a time", pack_a=pack_a, pack_b=pack_b)
     # A is read a scalar at a time along K: with K-steps far apart (A transposed)
     # they all land in one cache set, so it is worth a copy too.
     pack_a = a_sk != 1

@@ -27,18 +27,34 @@ from . import params as _params
 #: CPU shape candidates: (rows per work-item, mr, columns, vw, mdimc, kwg[, nr, pack_b]),
 #: columns and nr in 4-byte floats.
 _CPU_SHAPES = [
-    (96, 6, 16, 8, 1, 256, 0, True), (48, 6, 64, 8, 1, 256, 16, True), (48, 6, 16, 8, 4, 256, 0, True),
-    (48, 6, 16, 8, 4, 256), (48, 6, 16, 8, 1, 256), (96, 6, 16, 8, 1, 256), (24, 6, 16, 8, 4, 256),
-    (48, 6, 16, 8, 4, 128), (48, 6, 16, 8, 4, 512), (48, 4, 16, 8, 4, 256), (48, 6, 24, 8, 4, 256),
+    (96, 6, 16, 8, 1, 256, 0, True),
+    (48, 6, 64, 8, 1, 256, 16, True),
+    (48, 6, 16, 8, 4, 256, 0, True),
+    (48, 6, 16, 8, 4, 256),
+    (48, 6, 16, 8, 1, 256),
+    (96, 6, 16, 8, 1, 256),
+    (24, 6, 16, 8, 4, 256),
+    (48, 6, 16, 8, 4, 128),
+    (48, 6, 16, 8, 4, 512),
+    (48, 4, 16, 8, 4, 256),
+    (48, 6, 24, 8, 4, 256),
     (6, 6, 16, 8, 4, 4096),
 ]
 
 #: GPU shape candidates for 4-byte floats: (mwg, nwg, kwg, mdimc, ndimc, pad, maxrreg).
 _GPU_SHAPES = [
-    (128, 128, 16, 16, 16, 0, 0), (128, 128, 8, 16, 16, 0, 0), (128, 128, 16, 16, 16, 0, 128),
-    (128, 128, 8, 16, 16, 0, 128), (128, 128, 32, 16, 16, 0, 0), (128, 128, 16, 16, 16, 4, 0),
-    (128, 64, 16, 16, 8, 0, 0), (64, 128, 16, 8, 16, 0, 0), (256, 128, 16, 32, 16, 0, 0),
-    (128, 256, 16, 16, 32, 0, 0), (64, 64, 16, 16, 16, 0, 0), (64, 64, 16, 8, 8, 0, 0),
+    (128, 128, 16, 16, 16, 0, 0),
+    (128, 128, 8, 16, 16, 0, 0),
+    (128, 128, 16, 16, 16, 0, 128),
+    (128, 128, 8, 16, 16, 0, 128),
+    (128, 128, 32, 16, 16, 0, 0),
+    (128, 128, 16, 16, 16, 4, 0),
+    (128, 64, 16, 16, 8, 0, 0),
+    (64, 128, 16, 8, 16, 0, 0),
+    (256, 128, 16, 32, 16, 0, 0),
+    (128, 256, 16, 16, 32, 0, 0),
+    (64, 64, 16, 16, 16, 0, 0),
+    (64, 64, 16, 8, 8, 0, 0),
 ]
 
 
@@ -50,14 +66,28 @@ def candidates(device, dtype) -> list[KernelParams]:
         width = max(1, 32 // dtype.itemsize)  # PoCL wheels target 256-bit vectors
         for rows, mr, cols, vw, mdimc, kwg, *rest in _CPU_SHAPES:
             nr, pack_b = rest or (0, False)
-            found.append(KernelParams(mwg=rows * mdimc, nwg=cols * width // 8, kwg=kwg, mdimc=mdimc,
-                                      ndimc=1, vw=width, mr=mr, nr=nr * width // 8, pack_b=pack_b,
-                                      use_local=False))
+            found.append(
+                KernelParams(
+                    mwg=rows * mdimc,
+                    nwg=cols * width // 8,
+                    kwg=kwg,
+                    mdimc=mdimc,
+                    ndimc=1,
+                    vw=width,
+                    mr=mr,
+                    nr=nr * width // 8,
+                    pack_b=pack_b,
+                    use_local=False,
+                )
+            )
     else:
         gvw = 4 if dtype.itemsize <= 4 else 2
         for mwg, nwg, kwg, mdimc, ndimc, pad, maxrreg in _GPU_SHAPES:
-            found.append(KernelParams(mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, vw=gvw,
-                                      gvw=gvw, pad=pad, maxrreg=maxrreg))
+            found.append(
+                KernelParams(
+                    mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, vw=gvw, gvw=gvw, pad=pad, maxrreg=maxrreg
+                )
+            )
     unique = []
     for p in found:
         try:

@@ -77,8 +77,9 @@ def test_cuda_sources_compile():
         source = render("cuda", kernel, dtype, params, **flags)
         with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as f:
             f.write(source)
-        result = subprocess.run(["nvcc", "-arch=sm_90", "--ptx", "-o", "/dev/null", f.name],
-                                capture_output=True, text=True)
+        result = subprocess.run(
+            ["nvcc", "-arch=sm_90", "--ptx", "-o", "/dev/null", f.name], capture_output=True, text=True
+        )
         return dtype, kernel, flags, result.returncode, result.stderr
 
     jobs = [(d, v) for d in DTYPES for v in VARIANTS + HELPERS]
@@ -126,11 +127,15 @@ def _operands(rng, dtype, layout, batch=3, M=37, K=29, N=43):
     if layout == "contiguous":
         return random_array(rng, (batch, M, K), dtype), random_array(rng, (batch, K, N), dtype)
     if layout == "transposed":
-        return (random_array(rng, (batch, K, M), dtype).transpose(0, 2, 1),
-                random_array(rng, (batch, N, K), dtype).transpose(0, 2, 1))
+        return (
+            random_array(rng, (batch, K, M), dtype).transpose(0, 2, 1),
+            random_array(rng, (batch, N, K), dtype).transpose(0, 2, 1),
+        )
     if layout == "negative":
-        return (random_array(rng, (batch, M, 2 * K), dtype)[::-1, ::-1, ::-2],
-                random_array(rng, (batch, K + 3, N), dtype)[:, :K][:, ::-1])
+        return (
+            random_array(rng, (batch, M, 2 * K), dtype)[::-1, ::-1, ::-2],
+            random_array(rng, (batch, K + 3, N), dtype)[:, :K][:, ::-1],
+        )
     if layout == "broadcast":
         a = np.broadcast_to(random_array(rng, (1, M, K), dtype), (batch, M, K))
         return a, random_array(rng, (batch, K, N), dtype)
@@ -227,15 +232,18 @@ def test_batches_per_group_divide_the_batch():
     assert launch_geometry("regblock", p, 8, 8, 7)[1] == (1, 1, 7)
 
 
-@pytest.mark.parametrize("shape,layout,expect", [
-    ((4096, 4096, 1), "c", {"kernel": "matvec"}),
-    ((4096, 4096, 4), "c", {"kernel": "matvec", "pack_b": "transposed"}),
-    ((1, 4096, 4096), "c", {"kernel": "regblock"}),
-    ((1, 4096, 4096), "f", {"kernel": "matvec", "swap": True}),
-    ((128, 65536, 128), "c", {"kernel": "regblock", "splits": lambda s: s > 1}),
-    ((1024, 1024, 1024), "t", {"kernel": "regblock", "pack_b": "rows", "pack_a": True}),
-    ((1024, 1024, 1024), "c", {"kernel": "regblock", "pack_b": "", "splits": 1}),
-])
+@pytest.mark.parametrize(
+    "shape,layout,expect",
+    [
+        ((4096, 4096, 1), "c", {"kernel": "matvec"}),
+        ((4096, 4096, 4), "c", {"kernel": "matvec", "pack_b": "transposed"}),
+        ((1, 4096, 4096), "c", {"kernel": "regblock"}),
+        ((1, 4096, 4096), "f", {"kernel": "matvec", "swap": True}),
+        ((128, 65536, 128), "c", {"kernel": "regblock", "splits": lambda s: s > 1}),
+        ((1024, 1024, 1024), "t", {"kernel": "regblock", "pack_b": "rows", "pack_a": True}),
+        ((1024, 1024, 1024), "c", {"kernel": "regblock", "pack_b": "", "splits": 1}),
+    ],
+)
 def test_cpu_planner_choices(queue, shape, layout, expect):
     from polymm_opencl import params
 
@@ -295,9 +303,12 @@ def test_device_views_are_packed_not_slow(queue, view):
 
     rng = np.random.default_rng(5)
     x = rng.standard_normal((96, 192)).astype(np.float32)
-    a, b = {"transposed": (x[:, :96].T, x[:, 96:].T),
-            "fortran": (np.asfortranarray(x[:, :96]), np.asfortranarray(x[:, 96:])),
-            "negative": (x[::-1, :96], x[::-1, 96:]), "step": (x[:, ::2], x[:, ::2].T)}[view]
+    a, b = {
+        "transposed": (x[:, :96].T, x[:, 96:].T),
+        "fortran": (np.asfortranarray(x[:, :96]), np.asfortranarray(x[:, 96:])),
+        "negative": (x[::-1, :96], x[::-1, 96:]),
+        "step": (x[:, ::2], x[:, ::2].T),
+    }[view]
     backend = polymm.get_backend("opencl")
     c = polymm.matmul(backend.from_numpy(a), backend.from_numpy(b))
     np.testing.assert_allclose(c.get(), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
