@@ -41,4 +41,3 @@ html_title = f"polymm {release}"
 html_static_path = ["_static"]
 # Nothing is fetched at build or view time: no intersphinx, no external fonts.
 html_theme_options = {"navigation_with_keys": True}
-

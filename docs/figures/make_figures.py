@@ -24,8 +24,15 @@ LIGHT = {"A": "#c9d6ee", "B": "#f6d5bd", "C": "#cce7d3"}
 DPI = 110
 
 # H100 SXM (compute capability 9.0) per-SM limits, from NVIDIA's CUDA C Programming Guide.
-H100 = dict(smem_per_sm=228 * 1024, smem_reserved_per_block=1024, regs_per_sm=65536,
-            threads_per_sm=2048, blocks_per_sm=32, reg_alloc_unit=256, warp=32)
+H100 = dict(
+    smem_per_sm=228 * 1024,
+    smem_reserved_per_block=1024,
+    regs_per_sm=65536,
+    threads_per_sm=2048,
+    blocks_per_sm=32,
+    reg_alloc_unit=256,
+    warp=32,
+)
 
 
 def occupancy(threads: int, regs_per_thread: int, smem_per_block: int, dev=H100) -> dict:
@@ -55,6 +62,7 @@ def occupancy(threads: int, regs_per_thread: int, smem_per_block: int, dev=H100)
 
 # ---------------------------------------------------------------- drawing helpers
 
+
 def grid(ax, x, y, rows, cols, cell=1.0, face="white", edge="#999999", lw=0.6):
     """A rows x cols grid of cells whose top-left corner is (x, y) (y grows downwards)."""
     for r in range(rows):
@@ -67,8 +75,11 @@ def box(ax, x, y, w, h, face, edge="black", lw=1.5, alpha=1.0, hatch=None, z=2):
 
 
 def arrow(ax, p, q, color="black", lw=1.5, style="-|>", rad=0.0):
-    ax.add_patch(FancyArrowPatch(p, q, arrowstyle=style, mutation_scale=12, color=color, lw=lw,
-                                 connectionstyle=f"arc3,rad={rad}", zorder=5))
+    ax.add_patch(
+        FancyArrowPatch(
+            p, q, arrowstyle=style, mutation_scale=12, color=color, lw=lw, connectionstyle=f"arc3,rad={rad}", zorder=5
+        )
+    )
 
 
 def canvas(width, height, w_units, h_units):
@@ -89,6 +100,7 @@ def save(fig, name):
 
 # ---------------------------------------------------------------- figures
 
+
 def fig_naive():
     """One thread per C element: a whole row of A and column of B from global memory."""
     fig, ax = canvas(9, 3.4, 29, 9.5)
@@ -106,9 +118,15 @@ def fig_naive():
     ax.text(19, 4, "=", ha="center", va="center", fontsize=16)
     arrow(ax, (0.3, i + 0.5), (7.7, i + 0.5), color="white")
     arrow(ax, (10 + j + 0.5, 0.3), (10 + j + 0.5, 7.7), color="white")
-    ax.text(14, 9.1, "thread (m, n) = (2, 5): for k in 0..K-1:  acc += A[m, k] * B[k, n]\n"
-            "2 loads from global memory per multiply-add: about 0.25 FLOP per byte (float32)",
-            ha="center", va="center", fontsize=10)
+    ax.text(
+        14,
+        9.1,
+        "thread (m, n) = (2, 5): for k in 0..K-1:  acc += A[m, k] * B[k, n]\n"
+        "2 loads from global memory per multiply-add: about 0.25 FLOP per byte (float32)",
+        ha="center",
+        va="center",
+        fontsize=10,
+    )
     save(fig, "naive.png")
 
 
@@ -125,9 +143,19 @@ def fig_tiled():
     bi, bj = 1, 2
     for p in range(nt):
         box(ax, p * t, bi * t, t, t, colors[p], lw=1)
-        ax.text(p * t + 1, bi * t + 1, f"{p}", color="white" if p < 2 else "black", ha="center", va="center", fontsize=12)
+        ax.text(
+            p * t + 1, bi * t + 1, f"{p}", color="white" if p < 2 else "black", ha="center", va="center", fontsize=12
+        )
         box(ax, 11 + bj * t, p * t, t, t, ocolors[p], lw=1)
-        ax.text(11 + bj * t + 1, p * t + 1, f"{p}", color="white" if p < 2 else "black", ha="center", va="center", fontsize=12)
+        ax.text(
+            11 + bj * t + 1,
+            p * t + 1,
+            f"{p}",
+            color="white" if p < 2 else "black",
+            ha="center",
+            va="center",
+            fontsize=12,
+        )
     box(ax, 22 + bj * t, bi * t, t, t, C_COLOR, lw=2)
     ax.text(22 + bj * t + 1, bi * t + 1, "Σ", ha="center", va="center", fontsize=14, color="white")
     arrow(ax, (0.2, bi * t - 0.4), (7.8, bi * t - 0.4), color=A_COLOR)
@@ -138,20 +166,34 @@ def fig_tiled():
     ax.text(21, 4, "=", ha="center", va="center", fontsize=16)
     # the timeline of one phase
     y = 10
-    steps = [("load A tile p\n+ B tile p\n(one element each)", "#dddddd", 6),
-             ("BARRIER", "#c44e52", 2.6),
-             ("TS multiply-adds\nfrom local memory", "#dddddd", 6),
-             ("BARRIER", "#c44e52", 2.6),
-             ("next phase\np + 1", "#ffffff", 4.5)]
+    steps = [
+        ("load A tile p\n+ B tile p\n(one element each)", "#dddddd", 6),
+        ("BARRIER", "#c44e52", 2.6),
+        ("TS multiply-adds\nfrom local memory", "#dddddd", 6),
+        ("BARRIER", "#c44e52", 2.6),
+        ("next phase\np + 1", "#ffffff", 4.5),
+    ]
     x = 1
     for text, face, w in steps:
         box(ax, x, y, w, 2.6, face, lw=1)
-        ax.text(x + w / 2, y + 1.3, text, ha="center", va="center", fontsize=9,
-                color="white" if face == "#c44e52" else "black")
+        ax.text(
+            x + w / 2,
+            y + 1.3,
+            text,
+            ha="center",
+            va="center",
+            fontsize=9,
+            color="white" if face == "#c44e52" else "black",
+        )
         x += w + 0.6
     ax.text(1, y - 0.6, "each phase p = 0, 1, ..., ceil(K / TS) - 1, per work-group:", fontsize=10)
-    ax.text(1, y + 3.5, "1st barrier: the tiles are complete before anyone reads them.   "
-            "2nd barrier: nobody overwrites them while a neighbour still reads.", fontsize=9)
+    ax.text(
+        1,
+        y + 3.5,
+        "1st barrier: the tiles are complete before anyone reads them.   "
+        "2nd barrier: nobody overwrites them while a neighbour still reads.",
+        fontsize=9,
+    )
     save(fig, "tiled.png")
 
 
@@ -175,11 +217,18 @@ def fig_edges():
     ax.text(13.4, 2.6, "element of the matrix", fontsize=9, va="center")
     box(ax, 12.3, 3.6, 0.8, 0.8, "#eeeeee", lw=0.8, hatch="///")
     ax.text(13.4, 4.0, "outside: its work-item still runs", fontsize=9, va="center")
-    ax.text(12.3, 6.0, "loads:  if (m < M && k < K) v = A[...] else v = 0\n"
-            "          (zeros add nothing to the sum)\n"
-            "barriers: every work-item reaches them,\n"
-            "          also the ones outside C\n"
-            "store:  if (m < M && n < N) C[...] = acc", fontsize=9, va="top", family="monospace")
+    ax.text(
+        12.3,
+        6.0,
+        "loads:  if (m < M && k < K) v = A[...] else v = 0\n"
+        "          (zeros add nothing to the sum)\n"
+        "barriers: every work-item reaches them,\n"
+        "          also the ones outside C\n"
+        "store:  if (m < M && n < N) C[...] = acc",
+        fontsize=9,
+        va="top",
+        family="monospace",
+    )
     save(fig, "tiled_edges.png")
 
 
@@ -216,8 +265,10 @@ def fig_occupancy():
     """The worked example: blocks per H100 SM allowed by each resource, for two kernels."""
     cases = [
         ("16x16 tiled\n256 threads, 40 regs,\n2 KiB shared", occupancy(256, 40, 2 * 16 * 16 * 4)),
-        ("128x128x8 register-blocked\n256 threads, 128 regs,\n16 KiB shared (double-buffered)",
-         occupancy(256, 128, 2 * 8 * (128 + 128) * 4)),
+        (
+            "128x128x8 register-blocked\n256 threads, 128 regs,\n16 KiB shared (double-buffered)",
+            occupancy(256, 128, 2 * 8 * (128 + 128) * 4),
+        ),
     ]
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), sharey=True)
     for ax, (title, occ) in zip(axes, cases):
@@ -227,8 +278,11 @@ def fig_occupancy():
         ax.barh(names, vals, color=colors)
         for yv, v in enumerate(vals):
             ax.text(v + 0.5, yv, str(v), va="center", fontsize=9)
-        ax.set_title(f"{title}\n-> {occ['blocks_per_sm']} blocks = {occ['threads_per_sm']} threads per SM "
-                     f"({occ['occupancy']:.0%})", fontsize=9)
+        ax.set_title(
+            f"{title}\n-> {occ['blocks_per_sm']} blocks = {occ['threads_per_sm']} threads per SM "
+            f"({occ['occupancy']:.0%})",
+            fontsize=9,
+        )
         ax.set_xlabel("blocks per SM allowed by this resource")
         ax.invert_yaxis()
         ax.set_xlim(0, max(vals) * 1.15 + 2)
@@ -256,16 +310,29 @@ def fig_regblock():
     box(ax, x0 + 2, 0, 4, 1, B_COLOR, alpha=0.8, lw=1)
     ax.text(x0 + 6.3, 0.5, "b_reg (WPTN)", va="center", fontsize=9)
     grid(ax, x0 + 2, 2, 4, 4, cell=1, face=C_COLOR)
-    ax.text(x0 + 4, 6.8, "acc[WPTM][WPTN] += a_reg[i] * b_reg[j]\n"
-            "4 + 4 loads from local memory,\n16 multiply-adds in registers", ha="center", va="top", fontsize=9)
+    ax.text(
+        x0 + 4,
+        6.8,
+        "acc[WPTM][WPTN] += a_reg[i] * b_reg[j]\n4 + 4 loads from local memory,\n16 multiply-adds in registers",
+        ha="center",
+        va="top",
+        fontsize=9,
+    )
     arrow(ax, (16 * cell + 0.2, 10 * cell), (x0 - 0.3, 4), rad=-0.2)
     # Far right: a vector load.
     x1 = 24.5
     grid(ax, x1, 2, 1, 8, cell=1, face="white")
     box(ax, x1, 2, 4, 1, "#8172b3", alpha=0.85, lw=1.5)
     ax.text(x1 + 4, 1.2, "one float4 load = 4 consecutive floats\n(16 bytes, one instruction)", ha="center", fontsize=9)
-    ax.text(x1 + 4, 4.2, "needs: unit stride, 16-byte alignment,\nsizes a multiple of 4 (checked at run time;\n"
-            "otherwise the scalar path)", ha="center", va="top", fontsize=9)
+    ax.text(
+        x1 + 4,
+        4.2,
+        "needs: unit stride, 16-byte alignment,\nsizes a multiple of 4 (checked at run time;\n"
+        "otherwise the scalar path)",
+        ha="center",
+        va="top",
+        fontsize=9,
+    )
     save(fig, "regblock.png")
 
 
@@ -283,17 +350,21 @@ def fig_cpu_loops():
             box(ax, 3, 0, 1, 8, B_COLOR, alpha=0.85, lw=1)
             arrow(ax, (3.5, 0.2), (3.5, 7.8), color="white")
             box(ax, 13, 2, 1, 1, C_COLOR, lw=1)
-            ax.set_title("for i: for j: for k:  C[i,j] += A[i,k] * B[k,j]\n"
-                         "inner loop strides down a column of B:\na new cache line per step, no SIMD",
-                         fontsize=9)
+            ax.set_title(
+                "for i: for j: for k:  C[i,j] += A[i,k] * B[k,j]\n"
+                "inner loop strides down a column of B:\na new cache line per step, no SIMD",
+                fontsize=9,
+            )
         else:
             box(ax, 0, 4, 8, 1, B_COLOR, alpha=0.85, lw=1)
             arrow(ax, (0.2, 4.5), (7.8, 4.5), color="white")
             box(ax, 10, 2, 8, 1, C_COLOR, lw=1)
             arrow(ax, (10.2, 2.5), (17.8, 2.5), color="white")
-            ax.set_title("for i: for k: for j:  C[i,j] += A[i,k] * B[k,j]\n"
-                         "inner loop walks a row of B and a row of C:\nconsecutive addresses, vectorised",
-                         fontsize=9)
+            ax.set_title(
+                "for i: for k: for j:  C[i,j] += A[i,k] * B[k,j]\n"
+                "inner loop walks a row of B and a row of C:\nconsecutive addresses, vectorised",
+                fontsize=9,
+            )
         ax.text(4, 8.9, "B (row-major)", ha="center", fontsize=9)
         ax.text(14, 8.9, "C", ha="center", fontsize=9)
     fig.tight_layout()
@@ -320,16 +391,22 @@ def fig_cpu_blocking():
     box(ax, 12, 7, 22, 6, LIGHT["C"], lw=1)
     box(ax, 12 + 6, 9, 2, 1, C_COLOR, lw=1.5)
     ax.text(12 + 7, 10.6, "MR x NR accumulators\n[registers]", ha="center", va="top", fontsize=9)
-    ax.text(21.5, 11.0, "for j0 in N by NC:\n  for p0 in K by KC:  pack B\n    for i0 in M by MC (threads): pack A\n"
-            "      for each NR panel, each MR panel:\n        micro-kernel: KC rank-1 updates", fontsize=8.5,
-            family="monospace", ha="left", va="center")
+    ax.text(
+        21.5,
+        11.0,
+        "for j0 in N by NC:\n  for p0 in K by KC:  pack B\n    for i0 in M by MC (threads): pack A\n"
+        "      for each NR panel, each MR panel:\n        micro-kernel: KC rank-1 updates",
+        fontsize=8.5,
+        family="monospace",
+        ha="left",
+        va="center",
+    )
     arrow(ax, (5.2, 9.5), (12 + 5.8, 9.5), color=A_COLOR)
     arrow(ax, (12 + 7, 5.2), (12 + 7, 8.8), color=B_COLOR)
     save(fig, "cpu_blocking.png")
 
 
-FIGURES = [fig_naive, fig_tiled, fig_edges, fig_tile_size, fig_occupancy, fig_regblock, fig_cpu_loops,
-           fig_cpu_blocking]
+FIGURES = [fig_naive, fig_tiled, fig_edges, fig_tile_size, fig_occupancy, fig_regblock, fig_cpu_loops, fig_cpu_blocking]
 
 
 def main(argv=None) -> int:
