@@ -227,7 +227,7 @@ def _overhead(names, args, console) -> int:
 
     rows = []
     for name in names:
-        size = args.overhead_size or (64 if polymm.get_backend(name).array_library == "cupy" else 4)
+        size = args.overhead_size or (4 if polymm.get_backend(name).array_library == "numpy" else 64)
         rows.append(bench.call_overhead(name, size, args.dtype.split(",")[0]))
     if args.json:
         _write_json(rows, args.json)
@@ -390,7 +390,8 @@ def main(argv=None) -> int:
     b.add_argument(
         "--overhead",
         action="store_true",
-        help="measure per-call overhead on tiny inputs (4x4 on host, 64x64 on CUDA) instead",
+        help="measure per-call overhead on tiny inputs instead: 4x4 NumPy against numpy.matmul, 64x64 "
+        "CuPy against cupy.matmul, 64x64 OpenCL arrays against one elementwise kernel on their queue",
     )
     b.add_argument("--overhead-size", type=int, default=None, help="matrix size for --overhead")
     b.set_defaults(func=_bench)

@@ -29,7 +29,7 @@ def _runs():
     runs = []
     for path in sorted(RUNS.glob("*.json")):
         document = json.loads(path.read_text())
-        if document.get("suite") == "cliffs":
+        if isinstance(document, dict) and document.get("suite") == "cliffs":  # not the overhead files
             runs.append((path.stem, document))
     return sorted(runs, key=lambda r: (r[1]["date"], r[0]))
 
