@@ -196,7 +196,19 @@ def _pack_a(a, bi, i0, mb, p0, kb, ap):
     for ip in range(0, mb, MR):
         base = ip * kb
         rows = min(MR, mb - ip)
-        if along_k:
+        if along_k and a.strides[2] == a.itemsize:
+            # unit stride along K: each row a contiguous run, typed so
+            if rows == MR:
+                # MR rows side by side: one contiguous store of MR per K step
+                for p in range(kb):
+                    for r in range(MR):
+                        ap[base + p * MR + r] = a[bi, i0 + ip + r, p0 + p]
+            else:
+                for r in range(rows):
+                    src = _unit(a[bi, i0 + ip + r, p0 : p0 + kb])
+                    for p in range(kb):
+                        ap[base + p * MR + r] = src[p]
+        elif along_k:
             for r in range(rows):
                 for p in range(kb):
                     ap[base + p * MR + r] = a[bi, i0 + ip + r, p0 + p]
@@ -212,7 +224,19 @@ def _pack_a(a, bi, i0, mb, p0, kb, ap):
 def _pack_b(b, bi, p0, kb, j0, cols, bp):
     """One NR-wide k-major panel of B (columns j0..j0+cols), zero-padded."""
     z = _zero(b[0, 0, 0])
-    if abs(b.strides[1]) < abs(b.strides[2]):  # read B in memory order
+    if b.strides[2] == b.itemsize and abs(b.strides[1]) >= abs(b.strides[2]):
+        # rows of B unit-stride: each K step one contiguous run of the panel
+        if cols == NR:
+            for p in range(kb):
+                src = _unit(b[bi, p0 + p, j0 : j0 + NR])
+                for c in range(NR):
+                    bp[p * NR + c] = src[c]
+        else:
+            for p in range(kb):
+                src = _unit(b[bi, p0 + p, j0 : j0 + cols])
+                for c in range(cols):
+                    bp[p * NR + c] = src[c]
+    elif abs(b.strides[1]) < abs(b.strides[2]):  # read B in memory order
         for c in range(cols):
             for p in range(kb):
                 bp[p * NR + c] = b[bi, p0 + p, j0 + c]
