@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 import polymm
+from polymm.backend import CONTRACT_DTYPES
 from polymm.bench import flops
 from polymm.shapes import matmul_shape
 from polymm.testing.reference import assert_matches, poison, random_array
@@ -35,20 +36,7 @@ __all__ = ["Case", "Floor", "CASES", "FLOORS", "Cell", "run", "summarise", "plot
 
 FLOAT_DTYPES = ("float32", "float64")
 #: The rest of the contract's dtypes, measured on one square and one skinny case.
-OTHER_DTYPES = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "complex64",
-    "complex128",
-)
+OTHER_DTYPES = tuple(str(d) for d in CONTRACT_DTYPES if str(d) not in FLOAT_DTYPES)
 
 
 @dataclass(frozen=True)
@@ -237,28 +225,22 @@ def _cuda_clock():
     return clock
 
 
-def _is_nvidia_opencl(impl) -> bool:
+def _opencl_gpu_vendor() -> str | None:
+    """The vendor of the OpenCL device that NumPy operands go to, when it is a GPU; else None."""
     try:
+        import pyopencl as cl
         from polymm_opencl import default_queue
 
         device = default_queue().device
-        import pyopencl as cl
-
-        return bool(device.type & cl.device_type.GPU) and "nvidia" in device.vendor.lower()
-    except Exception:  # noqa: BLE001 - no OpenCL, no NVIDIA
-        return False
+        return device.vendor.lower() if device.type & cl.device_type.GPU else None
+    except Exception:  # noqa: BLE001 - no OpenCL here: not a GPU
+        return None
 
 
 def floor_key(name: str, impl) -> str:
     """Which :data:`FLOORS` entry applies to backend ``name``."""
     if impl.array_library == "pyopencl":
-        try:
-            from polymm_opencl import default_queue
-            import pyopencl as cl
-
-            return "opencl:gpu" if default_queue().device.type & cl.device_type.GPU else "opencl:cpu"
-        except Exception:  # noqa: BLE001
-            return "opencl:cpu"
+        return "opencl:gpu" if _opencl_gpu_vendor() else "opencl:cpu"
     return name
 
 
@@ -275,7 +257,7 @@ class _Backend:
                 raise RuntimeError("the cliff suite compares with cuBLAS in float32: unset CUPY_TF32")
             self.ref_name, self.ref_xp, clock = "cupy.matmul", cupy, _cuda_clock()
             self.ours_clock = self.ref_clock = clock
-        elif impl.array_library == "pyopencl" and _is_nvidia_opencl(impl):
+        elif impl.array_library == "pyopencl" and "nvidia" in (_opencl_gpu_vendor() or ""):
             import cupy
 
             sync = cupy.cuda.get_current_stream().synchronize
