@@ -292,6 +292,15 @@ def _block(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp):
                         out[bi, r0 + r, c0 + c] = acc[r, c]
 
 
+def _ir_mac(builder, dt):
+    """``acc + x*y`` on LLVM vectors of ``dt`` (FMA contraction allowed), ``acc | (x & y)`` for bool."""
+    if isinstance(dt, types.Float):
+        return lambda acc, x, y: builder.fadd(acc, builder.fmul(x, y, flags=("contract",)), flags=("contract",))
+    if isinstance(dt, types.Integer):
+        return lambda acc, x, y: builder.add(acc, builder.mul(x, y))
+    return lambda acc, x, y: builder.or_(acc, builder.and_(x, y))
+
+
 @intrinsic
 def _micro_regs(typingctx, ap, bp, c, coff, ldc, kc, load, mr, nr):
     """``C[0:mr, 0:nr] (+)= Ap^T @ Bp`` with the accumulators in vector registers.
@@ -342,18 +351,7 @@ def _micro_regs(typingctx, ap, bp, c, coff, ldc, kc, load, mr, nr):
         def cidx(i, v):
             return builder.add(coffv, builder.add(builder.mul(k64(i), ldcv), k64(v * vw)))
 
-        if isinstance(dt, types.Float):
-
-            def mac(acc, x, y):
-                return builder.fadd(acc, builder.fmul(x, y, flags=("contract",)), flags=("contract",))
-        elif isinstance(dt, types.Integer):
-
-            def mac(acc, x, y):
-                return builder.add(acc, builder.mul(x, y))
-        else:
-
-            def mac(acc, x, y):
-                return builder.or_(acc, builder.and_(x, y))
+        mac = _ir_mac(builder, dt)
 
         zero = ir.Constant(vty, None)
         init = []
@@ -854,18 +852,7 @@ def _small_regs(typingctx, a, aoff, sai, sap, b, boff, ldb, c, coff, ldc, kc, mr
         def vptr(base, idx):
             return builder.bitcast(builder.gep(base, [idx]), vty.as_pointer())
 
-        if isinstance(dt, types.Float):
-
-            def mac(acc, x, y):
-                return builder.fadd(acc, builder.fmul(x, y, flags=("contract",)), flags=("contract",))
-        elif isinstance(dt, types.Integer):
-
-            def mac(acc, x, y):
-                return builder.add(acc, builder.mul(x, y))
-        else:
-
-            def mac(acc, x, y):
-                return builder.or_(acc, builder.and_(x, y))
+        mac = _ir_mac(builder, dt)
 
         zero = ir.Constant(vty, None)
         pre = builder.block
