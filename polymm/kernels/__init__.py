@@ -8,22 +8,13 @@ arithmetic (``LOAD``, ``ACC_MADD``, ``STORE``, ...).  :func:`render` glues
 prelude + ``#define``s for the dtype and tile parameters + body into one
 complete source, so a fix to the algorithm is made once for both backends.
 
-Kernel interface (identical for every kernel, dialect and dtype)::
-
-    KERNEL void polymm_<kernel>(
-        const int M, const int N, const int K,
-        GLOBAL const T* A, const long a_off, const long a_sb, const long a_sm, const long a_sk,
-        GLOBAL const T* B, const long b_off, const long b_sb, const long b_sk, const long b_sn,
-        GLOBAL T* C, const long c_off)
-
-computes ``C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]`` for ``b < B`` (the
-batch is grid dimension 2), with element ``A[b, m, k]`` at
-``A[a_off + b*a_sb + m*a_sm + k*a_sk]`` (offsets and strides in *elements*,
-64-bit, any sign, 0 allowed), likewise for ``B``, and ``C`` contiguous
-``(B, M, N)`` starting at ``C[c_off]``.  ``long`` is ``long long`` in CUDA
-(both 64-bit): pass ``numpy.int64``; sizes are ``numpy.int32``.  ``T`` is the
-dtype's storage type: ``uchar`` for bool, ``half`` (OpenCL) / ``unsigned short``
-(CUDA, raw bits) for float16, ``float2``/``double2`` for complex.
+Kernel interfaces: declared once in :mod:`polymm.kernels.abi` (the products'
+``PM_ARGS``: sizes, then each operand as base pointer + element offset +
+element strides, C contiguous ``(B, M, N)`` from ``c_off``); :func:`render`
+writes the signatures into every source and the backends pack arguments with
+:func:`polymm.kernels.abi.arguments`.  ``T`` is the dtype's storage type:
+``uchar`` for bool, ``half`` (OpenCL) / ``unsigned short`` (CUDA, raw bits)
+for float16, ``float2``/``double2`` for complex (one table: ``_DTYPES``).
 
 Kernel names: :func:`kernel_name` (``polymm_naive``, ``polymm_tiled``,
 ``polymm_tiled_dynamic``, ``polymm_regblock``; CUDA ones are ``extern "C"``).
@@ -44,6 +35,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 import numpy as np
+
+from . import abi
 
 __all__ = [
     "KernelParams",
@@ -100,7 +93,9 @@ class KernelParams:
 
     ``matvec`` reads the same words: ``mr`` rows x ``nwg`` columns of dot
     products per work-item, ``vw`` the vector width along K, ``mdimc``
-    work-items per group.
+    work-items per group; ``use_local`` (GPUs): the ``mdimc`` work-items of a
+    group share one ``mr x nwg`` block, walking K side by side, and reduce
+    in local memory (``mdimc`` a power of two).
     """
 
     ts: int = 16
@@ -137,6 +132,8 @@ class KernelParams:
                 raise ValueError(f"ts must be positive: {self}")
         if kernel == "matvec" and (self.mr < 1 or self.nwg < 1 or self.vw < 1):
             raise ValueError(f"matvec needs positive mr, nwg, vw: {self}")
+        if kernel == "matvec" and self.use_local and self.mdimc & (self.mdimc - 1):
+            raise ValueError(f"the work-group matvec needs mdimc a power of two: {self}")
         if kernel != "regblock":
             return
         if self.mwg % self.mdimc or self.nwg % self.ndimc:
@@ -187,6 +184,7 @@ _COPY_TYPES = {
     8: ("ulong", "unsigned long long"),
     16: ("ulong2", "ulonglong2"),
 }
+_COPY_ZERO = {"opencl": "((pm_copy_t)(0))", "cuda": "pm_copy_t()"}
 # Fast (vector) paths exist for these; GVEC type per dialect is the same name.
 _VECTOR_DTYPES = {"float32": "float", "float64": "double"}
 
@@ -278,6 +276,8 @@ def render(
         PM_RB_VEC_B="1" if (vec_b and vector_ok) else "0",
         PM_MV_VEC="1" if (kernel == "matvec" and vec_a and vec_b and vector_ok) else "0",
         COPY_T=_COPY_TYPES[dtype.itemsize][0 if dialect == "opencl" else 1],
+        COPY_ZERO=_COPY_ZERO[dialect],
+        PM_MV_GROUP="1" if (kernel == "matvec" and params.use_local) else "0",
         BPG=str(params.bpg),
         PM_RB_VEC_LOCAL="1"
         if (
@@ -300,6 +300,7 @@ def render(
             elements = ", ".join(f"(p)[{i}]" for i in range(params.vw))
             defines.update(PM_VECTOR_MATH="1", VEC_T=f"{base}{params.vw}", VSTOREN=f"vstore{params.vw}")
             defines["VLOADN(p)"] = f"(({base}{params.vw})({elements}))"
+    defines.update(abi.signature_defines())
     head = "".join(f"#define {k} {v}\n" for k, v in defines.items())
     parts = [
         f"/* polymm {kernel} kernel, dtype {dtype.name}, dialect {dialect}, {params} */\n",
@@ -330,6 +331,9 @@ def launch_geometry(kernel: str, params: KernelParams | None, M: int, N: int, B:
         ts = params.ts
         local = (ts, ts, 1)
         glob = (_ceil_div(N, ts) * ts, _ceil_div(M, ts) * ts, B)
+    elif kernel == "matvec" and params.use_local:
+        local = (params.mdimc, 1, 1)
+        glob = (_ceil_div(M, params.mr) * params.mdimc, _ceil_div(N, params.nwg), B)
     elif kernel == "matvec":
         local = (params.mdimc, 1, 1)
         glob = (_ceil_div(_ceil_div(M, params.mr), params.mdimc) * params.mdimc, _ceil_div(N, params.nwg), B)
@@ -356,6 +360,8 @@ def local_mem_bytes(kernel: str, dtype, params: KernelParams | None = None) -> i
         return 2 * params.ts * params.ts * size
     if kernel == "regblock" and params.use_local:
         return params.kwg * (params.mwg + params.nwg + 2 * params.pad) * size
+    if kernel == "matvec" and params.use_local:
+        return params.mr * params.nwg * params.mdimc * max(4, size)
     return 0
 
 
@@ -372,6 +378,7 @@ def fast_path(
     b_off: int,
     b_strides,
     kernel: str = "regblock",
+    padded: bool = False,
 ) -> dict[str, bool]:
     """Which vector paths of ``kernel`` are valid for these operands (``render`` keywords).
 
@@ -381,7 +388,8 @@ def fast_path(
     elements.  The local-memory (GPU) shape reads ``gvw``-element vectors, so
     it needs inner stride 1 and every vector start a multiple of ``gvw``
     elements (buffers themselves are assumed aligned, as allocators give
-    them).  The CPU shape uses ``vloadN``, which needs only inner stride 1.
+    them); ``padded``: B was packed with rows padded to a multiple of ``gvw``
+    (zeros), so N itself need not be one.  The CPU shape uses ``vloadN``, which needs only inner stride 1.
     """
     dtype = np.dtype(dtype)
     if dtype.name not in _VECTOR_DTYPES:
@@ -399,7 +407,7 @@ def fast_path(
         return all(v % g == 0 for v in values)
 
     vec_a = a_sk == 1 and aligned(K, a_off, a_sm, a_sb if batch > 1 else 0)
-    vec_b = b_sn == 1 and aligned(N, b_off, b_sk, b_sb if batch > 1 else 0)
+    vec_b = b_sn == 1 and aligned(0 if padded else N, b_off, b_sk, b_sb if batch > 1 else 0)
     # The GPU shape's vector path needs both (they share one prefetch pipeline).
     both = vec_a and vec_b
     return {"vec_a": both, "vec_b": both}

@@ -8,7 +8,69 @@
  * with PM_VECTOR_MATH (OpenCL, float32/64): VW-wide partial sums along K,
  * their lanes added in a fixed order at the end, the K tail scalar.
  * Otherwise a scalar loop over K for any dtype and any strides.  Rows and
- * columns past the edges are clamped for loading and never stored. */
+ * columns past the edges are clamped for loading and never stored.
+ *
+ * PM_MV_GROUP (GPUs): a work-group of MDIMC work-items (a power of two) per
+ * MR x NWG block of C instead of one work-item: the lanes walk K side by
+ * side (each warp reads consecutive addresses of a row of A), and the
+ * partial sums meet in local memory in a fixed tree order (deterministic). */
+#if PM_MV_GROUP
+KERNEL_WG(MDIMC, 1) void polymm_matvec(PM_ARGS)
+{
+    LOCAL_MEM ACC_T part[MR * NWG * MDIMC];
+    const int lane = LOCAL_ID(0);
+    const int m0 = GROUP_ID(0) * MR;
+    const int n0 = GROUP_ID(1) * NWG;
+    const INDEX_T batch = GROUP_ID(2);
+    INDEX_T a_row[MR];
+    PM_UNROLL
+    for (int i = 0; i < MR; ++i) {
+        const int m = (m0 + i < M) ? m0 + i : M - 1;
+        a_row[i] = a_off + batch * a_sb + (INDEX_T)m * a_sm;
+    }
+    INDEX_T b_col[NWG];
+    PM_UNROLL
+    for (int j = 0; j < NWG; ++j) {
+        const int n = (n0 + j < N) ? n0 + j : N - 1;
+        b_col[j] = b_off + batch * b_sb + (INDEX_T)n * b_sn;
+    }
+    ACC_T acc[MR][NWG];
+    PM_UNROLL
+    for (int i = 0; i < MR; ++i) {
+        PM_UNROLL
+        for (int j = 0; j < NWG; ++j) ACC_INIT(acc[i][j]);
+    }
+    for (int k = lane; k < K; k += MDIMC) {
+        VAL_T b_reg[NWG];
+        PM_UNROLL
+        for (int j = 0; j < NWG; ++j) b_reg[j] = LOAD(B, b_col[j] + (INDEX_T)k * b_sk);
+        PM_UNROLL
+        for (int i = 0; i < MR; ++i) {
+            const VAL_T a_val = LOAD(A, a_row[i] + (INDEX_T)k * a_sk);
+            PM_UNROLL
+            for (int j = 0; j < NWG; ++j) ACC_MADD(acc[i][j], a_val, b_reg[j]);
+        }
+    }
+    PM_UNROLL
+    for (int i = 0; i < MR; ++i) {
+        PM_UNROLL
+        for (int j = 0; j < NWG; ++j) part[(i * NWG + j) * MDIMC + lane] = acc[i][j];
+    }
+    BARRIER();
+    for (int s = MDIMC / 2; s > 0; s >>= 1) {
+        if (lane < s) {
+            PM_UNROLL
+            for (int q = 0; q < MR * NWG; ++q) ACC_ADD(part[q * MDIMC + lane], part[q * MDIMC + lane + s]);
+        }
+        BARRIER();
+    }
+    if (lane < MR * NWG) {
+        const int m = m0 + lane / NWG;
+        const int n = n0 + lane % NWG;
+        if (m < M && n < N) STORE(C, c_off + (batch * M + m) * (INDEX_T)N + n, part[lane * MDIMC]);
+    }
+}
+#else
 KERNEL void polymm_matvec(PM_ARGS)
 {
     const int m0 = GLOBAL_ID(0) * MR;
@@ -85,3 +147,4 @@ KERNEL void polymm_matvec(PM_ARGS)
         }
     }
 }
+#endif

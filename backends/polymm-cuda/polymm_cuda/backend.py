@@ -1,8 +1,10 @@
-"""The CUDA backend: our own kernels through CuPy (NVRTC), on CuPy arrays.
+"""The CUDA backend: the shared kernels of :mod:`polymm.kernels` through CuPy (NVRTC), on CuPy arrays.
 
-``naive`` and ``tiled`` are the shared sources of :mod:`polymm.kernels`
-rendered for CUDA (the same algorithm the OpenCL backend runs); ``auto`` is
-the CUDA-only register-blocked kernel of :mod:`polymm_cuda.fastgemm`.
+Every kernel -- ``naive``, ``tiled`` and everything ``auto`` runs (the
+register-blocked ``regblock``, ``matvec``, split-K's ``sum-slices``,
+``pack``) -- is the source the OpenCL backend runs, rendered for CUDA, and
+the launches come from the shared planner (:mod:`polymm.kernels.planner`).
+This module only compiles, caches and launches.
 
 CuPy is imported only when the backend is instantiated, so ``import
 polymm_cuda`` (and ``polymm.backends()``) works on machines without it.
@@ -13,31 +15,27 @@ from __future__ import annotations
 import numpy as np
 
 from polymm.backend import Backend, BackendUnavailable, CONTRACT_DTYPES
-
-from . import fastgemm
+from polymm.kernels import abi, kernel_name, planner, render
+from polymm.kernels.params import DeviceInfo
 
 __all__ = ["CUDABackend"]
 
 _NVRTC_OPTIONS = ("-std=c++17",)
 _MAX_GRID_Z = 65535
 _SUPPORTED = frozenset(CONTRACT_DTYPES)
+#: Plans kept per backend; when full the cache starts again (shapes in a program are few).
+_PLAN_CACHE_SIZE = 4096
 
 
-def _scalars(m, n, k, sa, sb):
-    """Kernel scalars in their C types: int sizes, 64-bit offsets and strides."""
-    i64 = np.int64
-    return (
-        np.int32(m),
-        np.int32(n),
-        np.int32(k),
-        i64(0),
-        i64(sa[0]),
-        i64(sa[1]),
-        i64(sa[2]),
-        i64(sb[0]),
-        i64(sb[1]),
-        i64(sb[2]),
-    )
+class _Step:
+    """One launch: the compiled function, grid and block, dynamic shared
+    memory, scalar arguments converted once, and the buffer positions
+    (position -> 0 = A, 1 = B, 2 = C, 3+ = scratch) filled per call."""
+
+    __slots__ = ("fn", "grid", "block", "smem", "args", "buffers")
+
+    def __init__(self, fn, grid, block, smem, args, buffers):
+        self.fn, self.grid, self.block, self.smem, self.args, self.buffers = fn, grid, block, smem, args, buffers
 
 
 class CUDABackend(Backend):
@@ -61,11 +59,10 @@ class CUDABackend(Backend):
         self._cp = cupy
         self._runtime = cupy.cuda.runtime
         self._count = count
-        self._sms: dict[int, int] = {}
-        # (device, dtype, algorithm-or-Variant) -> compiled kernel function
-        self._kernels: dict = {}
-        # (device, dtype, B, M, N, layout key) -> (kernel, grid, block, smem)
-        self._plans: dict = {}
+        self._info: dict[int, DeviceInfo] = {}
+        self._kernels: dict = {}  # (device, kernel, dtype, params, flags) -> compiled function
+        self._plans: dict = {}  # (device, dtype, algorithm, shapes, strides, alignment) -> (steps, scratch)
+        self.last_plan = None
 
     # ---- description -------------------------------------------------------
     def dtypes(self):
@@ -79,11 +76,38 @@ class CUDABackend(Backend):
     def devices(self) -> list[str]:
         out = []
         for i in range(self._count):
-            props = self._runtime.getDeviceProperties(i)
+            info = self.device_info(i)
+            out.append(f"cuda:{i} {info.name} ({info.key.split('|')[2]}, {info.compute_units} SMs)")
+        return out
+
+    def device_info(self, dev: int) -> DeviceInfo:
+        """What the shared planner needs to know about GPU ``dev`` (asked once)."""
+        info = self._info.get(dev)
+        if info is None:
+            props = self._runtime.getDeviceProperties(dev)
             name = props["name"]
             name = name.decode() if isinstance(name, bytes) else name
-            out.append(f"cuda:{i} {name} (sm_{props['major']}{props['minor']}, {props['multiProcessorCount']} SMs)")
-        return out
+            info = self._info[dev] = DeviceInfo(
+                name=name,
+                vendor="NVIDIA",
+                kind="gpu",
+                dialect="cuda",
+                compute_units=props["multiProcessorCount"],
+                max_work_group=props["maxThreadsPerBlock"],
+                local_mem=props["sharedMemPerBlock"],
+                key=f"CUDA|{name}|sm_{props['major']}{props['minor']}",
+                platform="CUDA",
+                max_batch=_MAX_GRID_Z,
+                threads_per_cu=props["maxThreadsPerMultiProcessor"],
+                blocks_per_cu=props.get("maxBlocksPerMultiProcessor", 32),
+                local_mem_per_cu=props["sharedMemPerMultiprocessor"],
+                registers_per_cu=props["regsPerMultiprocessor"],
+            )
+        return info
+
+    def planner_device(self, operand) -> DeviceInfo:
+        """The planner's description of the GPU ``operand`` (a CuPy array) lives on."""
+        return self.device_info(operand.data.device_id)
 
     # ---- host <-> device -----------------------------------------------------
     def from_numpy(self, x: np.ndarray):
@@ -92,52 +116,46 @@ class CUDABackend(Backend):
     def to_numpy(self, x) -> np.ndarray:
         return self._cp.asnumpy(x)
 
+    def synchronize(self) -> None:
+        self._cp.cuda.get_current_stream().synchronize()
+
     # ---- kernels -------------------------------------------------------------
-    def _sm_count(self, dev: int) -> int:
-        n = self._sms.get(dev)
-        if n is None:
-            n = self._sms[dev] = self._runtime.getDeviceProperties(dev)["multiProcessorCount"]
-        return n
-
-    def _shared_kernel(self, dev: int, dtype: np.dtype, kernel: str):
-        """``polymm_naive`` / ``polymm_tiled`` from the shared sources (compiled once)."""
-        key = (dev, dtype, kernel)
+    def compiled(self, dev: int, kernel: str, dtype, params, flags):
+        """The CuPy function for one rendered kernel (compiled once per device)."""
+        key = (dev, kernel, dtype, params, tuple(sorted(flags.items())))
         fn = self._kernels.get(key)
         if fn is None:
-            from polymm.kernels import kernel_name, render
-
-            src = render("cuda", kernel, dtype)
-            mod = self._cp.RawModule(code=src, options=_NVRTC_OPTIONS)
-            fn = self._kernels[key] = mod.get_function(kernel_name(kernel))
-        return fn
-
-    def _fast_kernel(self, dev: int, v: fastgemm.Variant):
-        key = (dev, v)
-        fn = self._kernels.get(key)
-        if fn is None:
-            expr = v.name_expression
-            mod = self._cp.RawModule(code=fastgemm.source(), options=_NVRTC_OPTIONS, name_expressions=(expr,))
-            fn = mod.get_function(expr)
-            if v.smem_bytes > 48 * 1024:
-                fn.max_dynamic_shared_size_bytes = v.smem_bytes
+            options = _NVRTC_OPTIONS
+            if params is not None and params.maxrreg:
+                options += (f"--maxrregcount={params.maxrreg}",)
+            src = render("cuda", kernel, dtype, params, **flags)
+            fn = self._cp.RawModule(code=src, options=options).get_function(kernel_name(kernel))
             self._kernels[key] = fn
         return fn
 
-    def _plan(self, dev, dtype, algorithm, a, b, shape, sa, sb):
-        """(kernel, grid, block, shared bytes) for one call; memoised by the caller."""
-        bt, m, n, k = shape
-        if algorithm == "auto":
-            v = fastgemm.choose_variant(dtype, a.data.ptr, sa, b.data.ptr, sb, shape, self._sm_count(dev))
-            fn = self._fast_kernel(dev, v)
-            c = v.config
-            grid = (-(-m // c.bm) * -(-n // c.bn), 1, min(bt, _MAX_GRID_Z))
-            return fn, grid, (c.threads, 1, 1), v.smem_bytes, _scalars(m, n, k, sa, sb)
-        from polymm.kernels import launch_geometry
+    def _steps(self, dev, made) -> list:
+        steps = []
+        for launch in made.launches:
+            fn = self.compiled(dev, launch.kernel, made.dtype, launch.params, launch.flags)
+            if launch.dynamic_local > 48 * 1024:
+                fn.max_dynamic_shared_size_bytes = launch.dynamic_local
+            grid = tuple(g // b for g, b in zip(launch.global_size, launch.local_size))
+            args = [t(v) if t is not None else None for t, v in zip(abi.scalar_types(launch.kernel), launch.args)]
+            steps.append(_Step(fn, grid, launch.local_size, launch.dynamic_local, args, sorted(launch.buffers.items())))
+        return steps
 
-        fn = self._shared_kernel(dev, dtype, algorithm)
-        glob, local = launch_geometry(algorithm, None, m, n, 1)
-        grid = (glob[0] // local[0], glob[1] // local[1], min(bt, _MAX_GRID_Z))
-        return fn, grid, local, 0, _scalars(m, n, k, sa, sb)
+    def plan(self, a, b, algorithm="auto", choice=None, out_offset=0):
+        """The shared planner's :class:`~polymm.kernels.planner.Plan` for CuPy operands ``a``, ``b`` (3-D)."""
+        isz = a.dtype.itemsize
+        bt, m, k = a.shape
+        n = b.shape[2]
+        sa = tuple(s // isz for s in a.strides)
+        sb = tuple(s // isz for s in b.strides)
+        # Element offsets from the 16-byte aligned allocation: what the vector paths check.
+        a_off, b_off = (a.data.ptr % 16) // isz, (b.data.ptr % 16) // isz
+        info = self.device_info(a.data.device_id)
+        made = planner.plan(info, a.dtype, (bt, m, n, k), (a_off, sa), (b_off, sb), out_offset, algorithm, choice)
+        return made, a_off, b_off
 
     # ---- compute ---------------------------------------------------------------
     def matmul(self, a, b, out, algorithm: str) -> None:
@@ -147,93 +165,39 @@ class CUDABackend(Backend):
                 "polymm cuda: operands on different GPUs: x1 on cuda:%d, x2 on cuda:%d, out on cuda:%d"
                 % (dev, b.data.device_id, out.data.device_id)
             )
-        dtype = a.dtype
-        isz = dtype.itemsize
-        bt, m, k = a.shape
-        n = b.shape[2]
-        s0, s1, s2 = a.strides
-        sa = (s0 // isz, s1 // isz, s2 // isz)
-        s0, s1, s2 = b.strides
-        sb = (s0 // isz, s1 // isz, s2 // isz)
-        # The plan depends on shape, strides and the operands' alignment only.
-        key = (dev, dtype, algorithm, bt, m, n, k, sa, sb, a.data.ptr & 15, b.data.ptr & 15)
-        plan = self._plans.get(key)
-        if plan is None:
-            if self._runtime.getDevice() != dev:
-                with self._cp.cuda.Device(dev):
-                    plan = self._plan(dev, dtype, algorithm, a, b, (bt, m, n, k), sa, sb)
-            else:
-                plan = self._plan(dev, dtype, algorithm, a, b, (bt, m, n, k), sa, sb)
-            if len(self._plans) > 4096:
+        key = (dev, a.dtype, algorithm, a.shape, b.shape, a.strides, b.strides, a.data.ptr & 15, b.data.ptr & 15)
+        found = self._plans.get(key)
+        if found is None:
+            with self._cp.cuda.Device(dev):
+                made, a_off, b_off = self.plan(a, b, algorithm)
+                found = (self._steps(dev, made), made.scratch, a_off, b_off, made)
+            if len(self._plans) >= _PLAN_CACHE_SIZE:
                 self._plans.clear()
-            self._plans[key] = plan
-        self._launch(dev, plan, a, b, out, bt, m, n, k, sa, sb)
+            self._plans[key] = found
+        self._run(dev, found, a, b, out)
 
-    def _launch(self, dev, plan, a, b, out, bt, m, n, k, sa, sb) -> None:
-        fn, grid, block, smem = plan[:4]
-        if bt <= _MAX_GRID_Z:
-            # Scalars were converted once per plan (np.int32 sizes, np.int64 offsets/strides).
-            mm, nn, kk, z, a0, a1, a2, b0, b1, b2 = plan[4]
-            args = (mm, nn, kk, a, z, a0, a1, a2, b, z, b0, b1, b2, out, z)
-            if self._runtime.getDevice() != dev:
-                with self._cp.cuda.Device(dev):
-                    fn(grid, block, args, shared_mem=smem)
-            else:
-                fn(grid, block, args, shared_mem=smem)
-            return
-        i32, i64 = np.int32, np.int64
-        with self._cp.cuda.Device(dev):
-            for z0 in range(0, bt, _MAX_GRID_Z):
-                nz = min(_MAX_GRID_Z, bt - z0)
-                args = (
-                    i32(m),
-                    i32(n),
-                    i32(k),
-                    a,
-                    i64(z0 * sa[0]),
-                    i64(sa[0]),
-                    i64(sa[1]),
-                    i64(sa[2]),
-                    b,
-                    i64(z0 * sb[0]),
-                    i64(sb[0]),
-                    i64(sb[1]),
-                    i64(sb[2]),
-                    out,
-                    i64(z0 * m * n),
-                )
-                fn((grid[0], grid[1], nz), block, args, shared_mem=smem)
-
-    def run_fast_config(self, a, b, out, config: str, cp_async=None) -> fastgemm.Variant:
-        """Run the fast kernel with a named tile configuration (tests, benchmarks, tuning)."""
+    def launch(self, a, b, out, kernel: str, params):
+        """Run ``kernel`` with ``params`` as the product (tests, tuning); returns the plan."""
         dev = a.data.device_id
-        dtype = a.dtype
-        isz = dtype.itemsize
-        bt, m, k = a.shape
-        n = b.shape[2]
-        sa = tuple(s // isz for s in a.strides)
-        sb = tuple(s // isz for s in b.strides)
-        size = fastgemm.DTYPE_TAGS[dtype.name][2]
         with self._cp.cuda.Device(dev):
-            v = fastgemm.choose_variant(
-                dtype,
-                a.data.ptr,
-                sa,
-                b.data.ptr,
-                sb,
-                (bt, m, n, k),
-                1,
-                config=fastgemm.CONFIG_BY_NAME[(size, config)],
-                cp_async=cp_async,
-            )
-            fn = self._fast_kernel(dev, v)
-            c = v.config
-            plan = (
-                fn,
-                (-(-m // c.bm) * -(-n // c.bn), 1, min(bt, _MAX_GRID_Z)),
-                (c.threads, 1, 1),
-                v.smem_bytes,
-                _scalars(m, n, k, sa, sb),
-            )
-            self._launch(dev, plan, a, b, out, bt, m, n, k, sa, sb)
-        return v
+            made, a_off, b_off = self.plan(a, b, choice=planner.Choice(kernel, params, "explicit"))
+            self._run(dev, (self._steps(dev, made), made.scratch, a_off, b_off, made), a, b, out)
+        return made
+
+    def _run(self, dev, found, a, b, out) -> None:
+        steps, scratch, a_off, b_off, made = found
+        cp = self._cp
+        isz = a.dtype.itemsize
+        # Buffers as raw device pointers, A and B at the 16-byte-aligned base
+        # their plan's element offsets count from; scratch from CuPy's pool
+        # (stream-ordered: released after the launches are queued).
+        held = [cp.empty(nbytes, dtype=np.uint8) for nbytes in scratch]
+        buffers = [np.uint64(a.data.ptr - a_off * isz), np.uint64(b.data.ptr - b_off * isz), np.uint64(out.data.ptr)]
+        buffers += [np.uint64(x.data.ptr) for x in held]
+        with cp.cuda.Device(dev):
+            for step in steps:
+                args = list(step.args)
+                for pos, slot in step.buffers:
+                    args[pos] = buffers[slot]
+                step.fn(step.grid, step.block, tuple(args), shared_mem=step.smem)
+        self.last_plan = made

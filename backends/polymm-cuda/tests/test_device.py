@@ -4,9 +4,9 @@ Every dtype x algorithm x layout (contiguous, transposed, negative strides,
 broadcast batch, strided slices, misaligned starts) at odd sizes, against
 NumPy: integers and bool exactly (NumPy's own wrap-around is the reference),
 floating types against a float64/complex128 product by relative norm.  Outputs
-are poisoned first so an unwritten element fails.  Every tile configuration
-of the fast kernel is also run directly, plus the 64-bit indexing and
-> 65535-batch paths.
+are poisoned first so an unwritten element fails.  Every path of the shared
+planner is reached (and asserted to be the one planned), plus the 64-bit
+indexing and > 65535-batch paths.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ except Exception:  # no driver
 pytestmark = pytest.mark.skipif(_NDEV < 1, reason="no CUDA device")
 
 from polymm.backend import CONTRACT_DTYPES  # noqa: E402
-from polymm_cuda import CUDABackend, fastgemm  # noqa: E402
+from polymm_cuda import CUDABackend  # noqa: E402
 from polymm.testing import random_array  # noqa: E402
 
 DTYPES = [d.name for d in CONTRACT_DTYPES]
@@ -131,27 +131,32 @@ def test_matmul(backend, dtype, algorithm, layout):
         _check(out, ha, hb, dtype)
 
 
-def _configs():
-    for dt in DTYPES:
-        for c in fastgemm.CONFIGS[fastgemm.DTYPE_TAGS[dt][2]]:
-            yield dt, c.name
+#: (B, M, N, K, layout) -> what the planner's reason says: one per GPU path.
+PATHS = [
+    ((1, 2000, 3, 700, "c"), "lanes along K"),
+    ((1, 700, 1, 900, "at"), "packed to rows"),
+    ((1, 5, 900, 3000, "c"), "row strip"),
+    ((1, 40, 24, 9000, "c"), "slices of K"),
+    ((300, 20, 30, 40, "c"), "small"),
+    ((1, 200, 190, 70, "c"), "tiles"),
+    ((1, 1001, 999, 1003, "c"), "packed"),
+    ((1, 1024, 1024, 512, "bt"), "packed"),
+]
 
 
-@pytest.mark.parametrize("dtype,config", list(_configs()))
-def test_every_fast_config(backend, dtype, config):
-    """Each tile configuration, with vector and scalar loads along either axis."""
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case,reason", PATHS, ids=[f"{c[0]}x{c[1]}x{c[2]}x{c[3]}-{c[4]}" for c, _ in PATHS])
+def test_every_planner_path(backend, dtype, case, reason):
+    """Each GPU path of the shared planner runs and is the one planned."""
     rng = np.random.default_rng(7)
-    bt, m, n, k = 2, 200, 190, 70
-    for layout in ("c", "at", "bt", "misaligned"):
-        da, db, ha, hb = _operands(rng, layout, bt, m, n, k, dtype)
-        out = _poisoned(bt, m, n, dtype)
-        backend.run_fast_config(da, db, out, config)
-        _check(out, ha, hb, dtype)
-    # Aligned multiples of every tile (the no-edge path).
-    da, db, ha, hb = _operands(rng, "c", 1, 256, 256, 64, dtype)
-    out = _poisoned(1, 256, 256, dtype)
-    backend.run_fast_config(da, db, out, config)
+    bt, m, n, k, layout = case
+    da, db, ha, hb = _operands(rng, layout, bt, m, n, k, dtype)
+    out = _poisoned(bt, m, n, dtype)
+    backend.matmul(da, db, out, "auto")
     _check(out, ha, hb, dtype)
+    if reason == "packed" and dtype not in ("float32", "float64"):
+        reason = "tiles"  # only the vector dtypes pack for the vector path
+    assert reason in backend.last_plan.choice.reason, backend.last_plan.choice
 
 
 def test_large_batch_is_split(backend):
