@@ -185,8 +185,10 @@ _COPY_TYPES = {
     16: ("ulong2", "ulonglong2"),
 }
 _COPY_ZERO = {"opencl": "((pm_copy_t)(0))", "cuda": "pm_copy_t()"}
-# Fast (vector) paths exist for these; GVEC type per dialect is the same name.
-_VECTOR_DTYPES = {"float32": "float", "float64": "double"}
+# Fast (vector) paths exist for these: (scalar type of the vector, lanes per element).
+# GVEC_T (same name in both dialects) holds GVW elements: complex64 pairs go as float4.
+# The CPU shape's vector arithmetic (PM_VECTOR_MATH) is for the real types only.
+_VECTOR_DTYPES = {"float32": ("float", 1), "float64": ("double", 1), "complex64": ("float", 2)}
 
 
 def _type_defines(dialect: str, dtype: np.dtype) -> dict[str, str]:
@@ -291,9 +293,9 @@ def render(
         else "0",
     )
     if vector_ok:
-        base = _VECTOR_DTYPES[dtype.name]
-        defines["GVEC_T"] = f"{base}{params.gvw}"
-        if dialect == "opencl" and not params.use_local:
+        base, lanes = _VECTOR_DTYPES[dtype.name]
+        defines["GVEC_T"] = f"{base}{params.gvw * lanes}"
+        if dialect == "opencl" and not params.use_local and lanes == 1:
             # vloadN is an out-of-line call in PoCL (every accumulator spills
             # around it); a vector built from adjacent scalars becomes one
             # unaligned SIMD load instead.
@@ -389,10 +391,11 @@ def fast_path(
     it needs inner stride 1 and every vector start a multiple of ``gvw``
     elements (buffers themselves are assumed aligned, as allocators give
     them); ``padded``: B was packed with rows padded to a multiple of ``gvw``
-    (zeros), so N itself need not be one.  The CPU shape uses ``vloadN``, which needs only inner stride 1.
+    (zeros), so N itself need not be one.  The CPU shape uses ``vloadN``,
+    which needs only inner stride 1 (real dtypes only).
     """
     dtype = np.dtype(dtype)
-    if dtype.name not in _VECTOR_DTYPES:
+    if dtype.name not in _VECTOR_DTYPES or (dtype.kind == "c" and not (params.use_local and kernel == "regblock")):
         return {"vec_a": False, "vec_b": False}
     a_sb, a_sm, a_sk = a_strides
     if kernel == "matvec":  # both operands contiguous along K

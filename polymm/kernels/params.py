@@ -21,7 +21,7 @@ from . import KernelParams, local_mem_bytes
 
 __all__ = ["DeviceInfo", "table_params", "tiled_params", "tuned_params", "tuning_path", "fits", "save_tuned"]
 
-_VECTOR = ("float32", "float64")
+_VECTOR = ("float32", "float64", "complex64")
 
 
 @dataclass(frozen=True)

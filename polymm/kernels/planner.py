@@ -205,7 +205,7 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
 def _gpu_packing(choice, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
     """Pack (and zero-pad) operands the vector path cannot read, where it pays."""
     params = choice.params
-    if np.dtype(dtype).name not in _VECTOR or M * N * K * batch < PACK_WORTH or params.gvw == 1:
+    if np.dtype(dtype).name not in _VECTOR + ("complex64",) or M * N * K * batch < PACK_WORTH or params.gvw == 1:
         return choice
     g = params.gvw
     flags = fast_path("cuda", dtype, params, M, N, K, batch, 0, a_strides, 0, b_strides)
