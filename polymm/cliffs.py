@@ -35,6 +35,8 @@ from polymm.testing.reference import assert_matches, poison, random_array
 __all__ = ["Case", "Floor", "CASES", "FLOORS", "Cell", "run", "summarise", "plot", "machine_info"]
 
 FLOAT_DTYPES = ("float32", "float64")
+#: The dtypes of the tensor-core cases (GPU backends only).
+TC_DTYPES = ("float16", "int8", "float64")
 #: The rest of the contract's dtypes, measured on one square and one skinny case.
 OTHER_DTYPES = tuple(str(d) for d in CONTRACT_DTYPES if str(d) not in FLOAT_DTYPES)
 
@@ -54,6 +56,7 @@ class Case:
     x2: tuple[int, ...]
     layout: str = "c"
     dtypes: tuple[str, ...] = FLOAT_DTYPES
+    gpu_only: bool = False  # sizes a host backend would spend minutes on
 
     def multiply_adds(self) -> int:
         shape = matmul_shape(self.x1, self.x2)
@@ -88,6 +91,14 @@ CASES: tuple[Case, ...] = (
     _sq(1024, layout="fortran", name="fortran-1024", group="views"),
     _sq(1024, layout="negative", name="negative-1024", group="views"),
     _sq(1024, layout="step", name="step-1024", group="views"),
+    # GPU only: the dtypes tensor cores serve (float16 with float32 accumulation, int8 with int32,
+    # float64 on FP64 tensor cores), up to 8192, one skinny and one batched case
+    *(
+        Case(f"tc-square-{n}", "tensor-core", (n, n), (n, n), dtypes=TC_DTYPES, gpu_only=True)
+        for n in (1024, 2048, 4096, 8192)
+    ),
+    Case("tc-skinny", "tensor-core", (8192, 4096), (4096, 256), dtypes=TC_DTYPES, gpu_only=True),
+    Case("tc-batched", "tensor-core", (64, 512, 512), (64, 512, 512), dtypes=TC_DTYPES, gpu_only=True),
 )
 
 
@@ -250,6 +261,7 @@ class _Backend:
     def __init__(self, name):
         self.name = name
         self.impl = impl = polymm.get_backend(name)
+        self.on_gpu = impl.array_library == "cupy" or (impl.array_library == "pyopencl" and bool(_opencl_gpu_vendor()))
         if impl.array_library == "cupy":
             import cupy
 
@@ -422,6 +434,10 @@ def run(names, cases=None, dtypes=None, budget=0.8, progress=None, seed=2026, on
         backend = _Backend(name)
         rng = np.random.default_rng(seed)
         for case, dtype in pairs:
+            if case.gpu_only and not backend.on_gpu:
+                if progress:
+                    progress.advance(task)
+                continue
             if progress:
                 progress.update(task, description=f"{name} {case.name} {dtype}")
             try:

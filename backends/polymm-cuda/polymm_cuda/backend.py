@@ -14,7 +14,7 @@ import numpy as np
 
 from polymm.backend import Backend, BackendUnavailable, CONTRACT_DTYPES
 
-from . import fastgemm
+from . import fastgemm, tensorcore
 
 __all__ = ["CUDABackend"]
 
@@ -62,6 +62,7 @@ class CUDABackend(Backend):
         self._runtime = cupy.cuda.runtime
         self._count = count
         self._sms: dict[int, int] = {}
+        self._ccs: dict[int, int] = {}
         # (device, dtype, algorithm-or-Variant) -> compiled kernel function
         self._kernels: dict = {}
         # (device, dtype, B, M, N, layout key) -> (kernel, grid, block, smem)
@@ -123,9 +124,31 @@ class CUDABackend(Backend):
             self._kernels[key] = fn
         return fn
 
+    def _compute_capability(self, dev: int) -> int:
+        cc = self._ccs.get(dev)
+        if cc is None:
+            cc = self._ccs[dev] = int(self._cp.cuda.Device(dev).compute_capability)
+        return cc
+
+    def _tensor_core_ok(self, dev, dtype, shape, sa, sb, a, b) -> bool:
+        cc = self._compute_capability(dev)
+        return tensorcore.why_not(dtype, cc, shape, sa, sb, a.data.ptr, b.data.ptr) is None
+
+    def _tensor_core_kernel(self, dev: int, dtype: np.dtype):
+        key = (dev, dtype, "tensorcore")
+        fn = self._kernels.get(key)
+        if fn is None:
+            mod = self._cp.RawModule(code=tensorcore.source(), options=_NVRTC_OPTIONS)
+            fn = self._kernels[key] = mod.get_function(tensorcore.KERNELS[dtype.name])
+        return fn
+
     def _plan(self, dev, dtype, algorithm, a, b, shape, sa, sb):
         """(kernel, grid, block, shared bytes) for one call; memoised by the caller."""
         bt, m, n, k = shape
+        if algorithm == "auto" and self._tensor_core_ok(dev, dtype, shape, sa, sb, a, b):
+            fn = self._tensor_core_kernel(dev, dtype)
+            grid, block = tensorcore.geometry(shape, _MAX_GRID_Z)
+            return fn, grid, block, tensorcore.smem_bytes(), _scalars(m, n, k, sa, sb)
         if algorithm == "auto":
             v = fastgemm.choose_variant(dtype, a.data.ptr, sa, b.data.ptr, sb, shape, self._sm_count(dev))
             fn = self._fast_kernel(dev, v)

@@ -235,3 +235,33 @@ def test_through_polymm(backend):
     got = polymm.matmul(ha, hb, backend="cuda")
     assert isinstance(got, np.ndarray)
     _check(got, ha, np.broadcast_to(hb, (4, 17, 9)), np.float32)
+
+
+TC_SHAPES = [  # (B, M, N, K): whole tiles, edges of every tile dimension, a K tail, batches
+    (1, 128, 128, 32),
+    (1, 256, 384, 512),
+    (1, 130, 136, 40),
+    (3, 200, 264, 64),
+    (1, 1, 8, 8),
+    (2, 1000, 520, 1032),
+]
+
+
+@pytest.mark.parametrize("layout", ("c", "bcast", "padded"))
+def test_tensor_core_path(backend, layout):
+    """float16 products the tensor-core kernel takes (checked that it does), at tile edges."""
+    from polymm_cuda import tensorcore
+
+    rng = np.random.default_rng(11)
+    cc = backend._compute_capability(0)
+    for bt, m, n, k in TC_SHAPES:
+        da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "float16")
+        isz = 2
+        sa = tuple(s // isz for s in da.strides)
+        sb = tuple(s // isz for s in db.strides)
+        reason = tensorcore.why_not(np.dtype("float16"), cc, (bt, m, n, k), sa, sb, da.data.ptr, db.data.ptr)
+        if cc >= tensorcore.MIN_CC and layout != "padded":
+            assert reason is None, reason
+        out = _poisoned(bt, m, n, "float16")
+        backend.matmul(da, db, out, "auto")
+        _check(out, ha, hb, "float16")
