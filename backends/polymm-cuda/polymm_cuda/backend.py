@@ -134,21 +134,24 @@ class CUDABackend(Backend):
         cc = self._compute_capability(dev)
         return tensorcore.why_not(dtype, cc, shape, sa, sb, a.data.ptr, b.data.ptr) is None
 
-    def _tensor_core_kernel(self, dev: int, dtype: np.dtype):
-        key = (dev, dtype, "tensorcore")
+    def _tensor_core_kernel(self, dev: int, dtype: np.dtype, params: tensorcore.Params):
+        key = (dev, dtype, params)
         fn = self._kernels.get(key)
         if fn is None:
-            mod = self._cp.RawModule(code=tensorcore.source(), options=_NVRTC_OPTIONS)
-            fn = self._kernels[key] = mod.get_function(tensorcore.KERNELS[dtype.name])
+            mod = self._cp.RawModule(code=tensorcore.source(), options=_NVRTC_OPTIONS + params.options())
+            fn = mod.get_function(tensorcore.KERNELS[dtype.name])
+            if params.smem_bytes() > 48 * 1024:
+                fn.max_dynamic_shared_size_bytes = params.smem_bytes()
+            self._kernels[key] = fn
         return fn
 
     def _plan(self, dev, dtype, algorithm, a, b, shape, sa, sb):
         """(kernel, grid, block, shared bytes) for one call; memoised by the caller."""
         bt, m, n, k = shape
         if algorithm == "auto" and self._tensor_core_ok(dev, dtype, shape, sa, sb, a, b):
-            fn = self._tensor_core_kernel(dev, dtype)
-            grid, block = tensorcore.geometry(shape, _MAX_GRID_Z)
-            return fn, grid, block, tensorcore.smem_bytes(), _scalars(m, n, k, sa, sb)
+            p = tensorcore.DEFAULT
+            grid, block = p.geometry(shape, _MAX_GRID_Z)
+            return self._tensor_core_kernel(dev, dtype, p), grid, block, p.smem_bytes(), _scalars(m, n, k, sa, sb)
         if algorithm == "auto":
             v = fastgemm.choose_variant(dtype, a.data.ptr, sa, b.data.ptr, sb, shape, self._sm_count(dev))
             fn = self._fast_kernel(dev, v)

@@ -2,8 +2,8 @@
 // through the warp-level `mma.sync.m16n8k16` instruction (sm_80 and later; Hopper runs it too,
 // at a fraction of what its warp-group `wgmma` reaches).
 //
-// Tiling. A block of 256 threads (8 warps, 2 x 4) computes a 128 x 128 tile of C; each warp a
-// 64 x 32 sub-tile as 4 x 4 MMA tiles of 16 x 8, i.e. 64 float32 accumulators per thread. K is
+// Tiling. A block of 256 threads (8 warps, 2 x 4) computes a 128 x 4*WN tile of C; each warp a
+// 64 x WN sub-tile as 4 x WN/8 MMA tiles of 16 x 8 (WN = 32: 64 float32 accumulators per thread). K is
 // walked in slices of 32 through a ring of STAGES shared-memory stages filled by `cp.async`
 // (16-byte copies, straight from global memory, zero-filled past the matrix edges), so the
 // loads of slice k+STAGES-1 fly while slice k is multiplied.
@@ -12,8 +12,8 @@
 // of k) and `ldmatrix.x4.trans` its B fragments for two 8-column MMA tiles, read from B stored
 // k-major as in global memory. Shared rows are swizzled (the 16-byte chunk index XORed with
 // bits of the row) so that the eight rows one `ldmatrix` phase reads fall in eight different
-// bank groups: A rows are 64 bytes (4 chunks, XOR with (row / 2) % 4), B rows 256 bytes (16
-// chunks, XOR with row % 8).
+// bank groups: A rows are 64 bytes (4 chunks, XOR with (row / 2) % 4), B rows 8 * WN bytes (XOR
+// of the chunk's low three bits with row % 8).
 //
 // Contract with the host (polymm_cuda.tensorcore.plan checks it, else the SIMT kernel runs):
 // A and B are unit-stride along K and N respectively, every row and batch stride, offset and
@@ -27,13 +27,25 @@
 typedef long long pm_i64;
 typedef unsigned short pm_u16;
 
-#define TC_BM 128
-#define TC_BN 128
-#define TC_BK 32
-#define TC_THREADS 256
+// Tile parameters (compile-time; the host passes -D to choose): warp tile 64 x TC_WN, block
+// tile 128 x (4 * TC_WN), TC_STAGES slices in flight, and TC_GROUP_M > 0 orders the blocks in
+// groups of that many tile rows (so the blocks running at once share panels of A and B in L2).
+#ifndef TC_WN
+#define TC_WN 32
+#endif
 #ifndef TC_STAGES
 #define TC_STAGES 3
 #endif
+#ifndef TC_GROUP_M
+#define TC_GROUP_M 0
+#endif
+#define TC_BM 128
+#define TC_BN (4 * TC_WN)
+#define TC_BK 32
+#define TC_THREADS 256
+#define TC_NI (TC_WN / 8)                      // 8-column MMA tiles per warp
+#define TC_B_CHUNKS (TC_BN / 8)                // 16-byte chunks per B row
+#define TC_B_ROWS (TC_THREADS / TC_B_CHUNKS)   // B rows one pass of the block copies
 #define TC_A_STAGE (TC_BM * TC_BK)  // elements
 #define TC_B_STAGE (TC_BK * TC_BN)
 
@@ -96,7 +108,7 @@ struct tc_bf16 {
 __device__ __forceinline__ int tc_a_off(int row, int chunk) {  // row < 128, chunk < 4
     return row * TC_BK + ((chunk ^ ((row >> 1) & 3)) << 3);
 }
-__device__ __forceinline__ int tc_b_off(int k, int chunk) {  // k < 32, chunk < 16
+__device__ __forceinline__ int tc_b_off(int k, int chunk) {  // k < 32, chunk < TC_B_CHUNKS
     return k * TC_BN + ((chunk ^ (k & 7)) << 3);
 }
 
@@ -112,16 +124,24 @@ __device__ __forceinline__ void tc_gemm(int M, int N, int K, const pm_u16* __res
     (void)sb2;  // unit strides: checked by the host
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int wm = warp >> 2, wn = warp & 3;  // 2 x 4 warps: 64 x 32 each
+    const int wm = warp >> 2, wn = warp & 3;  // 2 x 4 warps: 64 x TC_WN each
+#if TC_GROUP_M > 0
+    // 1-D grid: consecutive blocks walk down TC_GROUP_M tile rows, then to the next column.
+    const int tiles_m = (M + TC_BM - 1) / TC_BM, tiles_n = (N + TC_BN - 1) / TC_BN;
+    const int pid = blockIdx.x, per_group = TC_GROUP_M * tiles_n, first = (pid / per_group) * TC_GROUP_M;
+    const int rows = min(tiles_m - first, TC_GROUP_M);
+    const int m0 = (first + (pid % per_group) % rows) * TC_BM, n0 = ((pid % per_group) / rows) * TC_BN;
+#else
     const int m0 = blockIdx.y * TC_BM, n0 = blockIdx.x * TC_BN;
+#endif
     const pm_i64 z = blockIdx.z;
     A += a_off + z * sa0;
     B += b_off + z * sb0;
     C += c_off + z * (pm_i64)M * N;
 
-    // Each thread copies two 16-byte chunks of A (rows r, r + 64) and two of B (k rows kb, kb + 16) per slice.
+    // Each thread copies two 16-byte chunks of A (rows r, r + 64) and TC_BK / TC_B_ROWS of B per slice.
     const int a_row = tid >> 2, a_chunk = tid & 3;
-    const int b_k = tid >> 4, b_chunk = tid & 15;
+    const int b_k = tid / TC_B_CHUNKS, b_chunk = tid % TC_B_CHUNKS;
     const int kt_count = (K + TC_BK - 1) / TC_BK;
 
     auto load_slice = [&](int stage, int kt) {
@@ -136,19 +156,19 @@ __device__ __forceinline__ void tc_gemm(int M, int N, int K, const pm_u16* __res
             tc_cp16(tc_smem_addr(dA + tc_a_off(r, a_chunk)), src, ok);
         }
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int kk = b_k + h * 16, gk = k0 + kk, gn = n0 + b_chunk * 8;
+        for (int h = 0; h < TC_BK / TC_B_ROWS; ++h) {
+            const int kk = b_k + h * TC_B_ROWS, gk = k0 + kk, gn = n0 + b_chunk * 8;
             const bool ok = gk < K && gn < N;
             const pm_u16* src = ok ? B + gk * sb1 + gn : B;
             tc_cp16(tc_smem_addr(dB + tc_b_off(kk, b_chunk)), src, ok);
         }
     };
 
-    float acc[4][4][4];
+    float acc[4][TC_NI][4];
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < TC_NI; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
 
@@ -173,21 +193,21 @@ __device__ __forceinline__ void tc_gemm(int M, int N, int K, const pm_u16* __res
         const pm_u16* cB = sB + (kt % TC_STAGES) * TC_B_STAGE;
 #pragma unroll
         for (int ks = 0; ks < TC_BK / 16; ++ks) {
-            unsigned af[4][4], bf[2][4];
+            unsigned af[4][4], bf[TC_NI / 2][4];
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
                 const int r = wm * 64 + i * 16 + a_lrow;
                 tc_ldsm_x4(af[i], tc_smem_addr(cA + tc_a_off(r, ks * 2 + a_lchunk)));
             }
 #pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                const int chunk = (wn * 32 + j * 16) / 8 + b_lchunk;
+            for (int j = 0; j < TC_NI / 2; ++j) {
+                const int chunk = (wn * TC_WN + j * 16) / 8 + b_lchunk;
                 tc_ldsm_x4_t(bf[j], tc_smem_addr(cB + tc_b_off(ks * 16 + b_lk, chunk)));
             }
 #pragma unroll
             for (int i = 0; i < 4; ++i)
 #pragma unroll
-                for (int j = 0; j < 4; ++j) T::mma(acc[i][j], af[i], bf[j >> 1][(j & 1) * 2], bf[j >> 1][(j & 1) * 2 + 1]);
+                for (int j = 0; j < TC_NI; ++j) T::mma(acc[i][j], af[i], bf[j >> 1][(j & 1) * 2], bf[j >> 1][(j & 1) * 2 + 1]);
         }
     }
     tc_wait<0>();
@@ -197,8 +217,8 @@ __device__ __forceinline__ void tc_gemm(int M, int N, int K, const pm_u16* __res
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const int col = n0 + wn * 32 + j * 8 + c2;
+        for (int j = 0; j < TC_NI; ++j) {
+            const int col = n0 + wn * TC_WN + j * 8 + c2;
             if (col >= N) continue;
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
