@@ -117,6 +117,7 @@ def test_tensor_core_kernel_compiles_without_spills(arch):
             "-std=c++17",
             f"-arch={arch}",
             "-cubin",
+            *tensorcore.DEFAULT.options(),
             "-Xptxas",
             "-v",
             "-o",
