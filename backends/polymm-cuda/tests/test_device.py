@@ -247,14 +247,14 @@ TC_SHAPES = [  # (B, M, N, K): whole tiles, edges of every tile dimension, a K t
 ]
 
 
-TC_DTYPES = ("float16", "int8", "uint8")
+TC_DTYPES = ("float16", "int8", "uint8", "float64")
 
 
 @pytest.mark.parametrize("layout", ("c", "bt", "at", "bcast", "padded", "misaligned"))
 @pytest.mark.parametrize("dtype", TC_DTYPES)
 def test_tensor_core_path(backend, dtype, layout):
-    """Products the tensor-core kernels take, directly or after "auto" repacks them, at tile edges;
-    8-bit results wrap exactly as NumPy's."""
+    """Products the tensor-core kernels take, directly or after "auto" repacks them (float64: in
+    place, any strides), at tile edges; 8-bit results wrap exactly as NumPy's."""
     from polymm_cuda import tensorcore
 
     rng = np.random.default_rng(11)
