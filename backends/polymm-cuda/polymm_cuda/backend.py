@@ -158,7 +158,7 @@ class CUDABackend(Backend):
             fn = self._tensor_core_kernel(dev, tc, p.options(), p.smem_bytes())
             return fn, grid, block, p.smem_bytes(), _scalars(m, n, k, sa, sb)
         dm = None
-        if algorithm == "auto":
+        if algorithm == "auto" and tensorcore.DMMA_IN_AUTO:
             dm = tensorcore.choose_dmma(dtype, self._compute_capability(dev), shape, sa, sb)[0]
         if dm is not None:
             fn = self._tensor_core_kernel(dev, dm, (), tensorcore.DMMA_SMEM, "dmma")

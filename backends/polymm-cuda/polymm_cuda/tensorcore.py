@@ -12,6 +12,7 @@ the rest.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +74,11 @@ def source(name: str = "tensorcore") -> str:
     return (Path(__file__).parent / "kernels" / f"{name}.cu").read_text()
 
 
+#: Whether ``"auto"`` takes the float64 kernels. They compile (CI builds them for sm_80 and sm_90)
+#: but have not run on a GPU yet: the device loans closed before their first run (2026-11-23).
+#: Until ``tests/test_device.py::test_dmma_kernel`` passes on one, float64 stays on the SIMT
+#: kernel; ``POLYMM_CUDA_DMMA=1`` turns them on for that run.
+DMMA_IN_AUTO = os.environ.get("POLYMM_CUDA_DMMA", "0") == "1"
 #: The float64 kernels (``kernels/dmma.cu``): 64 x 128 tiles, 3 stages of 16-deep K slices.
 DMMA_BM, DMMA_BN = 64, 128
 DMMA_SMEM = 3 * (DMMA_BM * 20 + 16 * (DMMA_BN + 4)) * 8
