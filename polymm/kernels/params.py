@@ -31,7 +31,8 @@ class DeviceInfo:
     ``kind``: ``"cpu"`` or ``"gpu"``; ``key``: identifies the device (and
     driver) in the tuning file; ``max_batch``: most batch entries one launch
     covers (CUDA's grid z); the ``*_per_cu`` limits and ``registers`` feed the
-    occupancy figures of :func:`polymm.explain` (0: unknown).
+    occupancy figures of :func:`polymm.explain` (0: unknown); ``cc``: CUDA
+    compute capability x 10 (0 elsewhere), for CUDA-only planner entries.
     """
 
     name: str
@@ -48,6 +49,7 @@ class DeviceInfo:
     blocks_per_cu: int = 0
     local_mem_per_cu: int = 0
     registers_per_cu: int = 0
+    cc: int = 0
 
     @property
     def is_cpu(self) -> bool:

@@ -26,7 +26,7 @@ import numpy as np
 from . import KernelParams, abi, fast_path, launch_geometry, local_mem_bytes
 from .params import DeviceInfo, table_params, tiled_params
 
-__all__ = ["Choice", "Launch", "Plan", "choose", "plan", "DeviceInfo", "FEW", "DEEP_K"]
+__all__ = ["Choice", "Launch", "Plan", "choose", "plan", "register_entry", "DeviceInfo", "FEW", "DEEP_K"]
 
 _VECTOR = ("float32", "float64")
 #: Few columns (matvec) or, twice that, few rows (row strip).
@@ -61,6 +61,9 @@ class Choice:
     pack_b: str = ""
     splits: int = 1
     pad: int = 1
+    #: A dialect-only kernel outside this package (a planner entry's): its
+    #: ``source`` and ``options`` to compile, ``grid``/``block``, ``smem`` bytes.
+    external: dict | None = None
 
     def __iter__(self):
         return iter((self.kernel, self.params))
@@ -85,10 +88,18 @@ class Launch:
     local_size: tuple
     dynamic_local: int = 0
     dtype: object = None
+    external: dict | None = None
+
+    @property
+    def signature(self) -> str:
+        """The kernel whose ABI entry gives the argument list (external kernels take the products')."""
+        return "regblock" if self.external is not None else self.kernel
 
     @property
     def local_mem(self) -> int:
         """Local (shared) memory bytes per work-group, static or dynamic."""
+        if self.external is not None:
+            return self.external["smem"]
         return local_mem_bytes(self.kernel, self.dtype, self.params) if self.params else 0
 
 
@@ -105,6 +116,22 @@ class Plan:
     def product(self) -> Launch:
         """The (first) launch of the product kernel itself."""
         return next(x for x in self.launches if x.kernel not in ("pack", "sum-slices"))
+
+    @property
+    def reason(self) -> str:
+        return self.choice.reason
+
+
+#: Dialect-only entries tried first for ``auto`` (e.g. CUDA's tensor cores):
+#: dialect -> functions ``(device, dtype, shape, a, b) -> Choice | None``,
+#: with ``shape``, ``a``, ``b`` as :func:`plan` takes them.
+ENTRIES: dict[str, list] = {}
+
+
+def register_entry(dialect: str, entry) -> None:
+    """Let ``entry`` claim ``auto`` products on ``dialect`` devices before the shared paths."""
+    if entry not in ENTRIES.setdefault(dialect, []):
+        ENTRIES[dialect].append(entry)
 
 
 def choose(device: DeviceInfo, algorithm: str, dtype, M, N, K, batch=1, a_strides=None, b_strides=None) -> Choice:
@@ -351,9 +378,46 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
     batch, M, N, K = shape
     A = (0, a[0], *a[1])
     B = (1, b[0], *b[1])
+    if choice is None and algorithm == "auto":
+        choice = next(
+            filter(None, (entry(device, dtype, shape, a, b) for entry in ENTRIES.get(device.dialect, ()))), None
+        )
     if choice is None:
         choice = choose(device, algorithm, dtype, M, N, K, batch, A[2:], B[2:])
     out = Plan(choice, dtype=dtype)
+    if choice.external is not None:  # one launch of a dialect-only kernel on the operands as they are
+        ext = choice.external
+        args = abi.arguments(
+            "regblock",
+            M=M,
+            N=N,
+            K=K,
+            a_off=A[1],
+            a_sb=A[2],
+            a_sm=A[3],
+            a_sk=A[4],
+            b_off=B[1],
+            b_sb=B[2],
+            b_sk=B[3],
+            b_sn=B[4],
+            c_off=c_off,
+        )
+        pos = abi.buffer_positions("regblock")
+        glob = tuple(g * b for g, b in zip(ext["grid"], ext["block"]))
+        launch = Launch(
+            choice.kernel,
+            None,
+            {},
+            args,
+            {pos["A"]: 0, pos["B"]: 1, pos["C"]: 2},
+            glob,
+            tuple(ext["block"]),
+            ext["smem"],
+            dtype,
+            ext,
+        )
+        out.launches.extend(_split_batch(launch, device.max_batch))
+        return out
 
     def new_scratch(elements):
         out.scratch.append(max(1, elements) * size)
@@ -452,7 +516,7 @@ def _split_batch(launch: Launch, most: int):
         return [launch]
     local_z = launch.local_size[2]
     most -= most % local_z
-    steps = abi.batch_step(launch.kernel, launch.args)
+    steps = abi.batch_step(launch.signature, launch.args)
     found = []
     for z0 in range(0, count, most):
         args = list(launch.args)

@@ -4,7 +4,8 @@ Every kernel -- ``naive``, ``tiled`` and everything ``auto`` runs (the
 register-blocked ``regblock``, ``matvec``, split-K's ``sum-slices``,
 ``pack``) -- is the source the OpenCL backend runs, rendered for CUDA, and
 the launches come from the shared planner (:mod:`polymm.kernels.planner`).
-This module only compiles, caches and launches.
+The tensor-core kernels (:mod:`polymm_cuda.tensorcore`, CUDA-only) are an
+entry of that planner.  This module only compiles, caches and launches.
 
 CuPy is imported only when the backend is instantiated, so ``import
 polymm_cuda`` (and ``polymm.backends()``) works on machines without it.
@@ -18,10 +19,16 @@ from polymm.backend import Backend, BackendUnavailable, CONTRACT_DTYPES
 from polymm.kernels import abi, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo
 
+from . import tensorcore
+
 __all__ = ["CUDABackend"]
 
 _NVRTC_OPTIONS = ("-std=c++17",)
 _MAX_GRID_Z = 65535
+#: Multiply-adds per product from which "auto" copies operands into a tensor-core layout.
+_REPACK_WORK = 128**3
+# The tensor cores: a CUDA-only entry of the shared planner, tried first for "auto".
+planner.register_entry("cuda", tensorcore.planner_entry)
 _SUPPORTED = frozenset(CONTRACT_DTYPES)
 #: Plans kept per backend; when full the cache starts again (shapes in a program are few).
 _PLAN_CACHE_SIZE = 4096
@@ -102,8 +109,12 @@ class CUDABackend(Backend):
                 blocks_per_cu=props.get("maxBlocksPerMultiProcessor", 32),
                 local_mem_per_cu=props["sharedMemPerMultiprocessor"],
                 registers_per_cu=props["regsPerMultiprocessor"],
+                cc=props["major"] * 10 + props["minor"],
             )
         return info
+
+    def _compute_capability(self, dev: int) -> int:
+        return self.device_info(dev).cc
 
     def planner_device(self, operand) -> DeviceInfo:
         """The planner's description of the GPU ``operand`` (a CuPy array) lives on."""
@@ -120,8 +131,17 @@ class CUDABackend(Backend):
         self._cp.cuda.get_current_stream().synchronize()
 
     # ---- kernels -------------------------------------------------------------
-    def compiled(self, dev: int, kernel: str, dtype, params, flags):
-        """The CuPy function for one rendered kernel (compiled once per device)."""
+    def compiled(self, dev: int, kernel: str, dtype, params, flags, external=None):
+        """The CuPy function for one rendered kernel, or a planner entry's ``external``
+        kernel (tensor cores), compiled once per device."""
+        if external is not None:
+            key = (dev, kernel, external["source"], external["options"])
+            fn = self._kernels.get(key)
+            if fn is None:
+                options = _NVRTC_OPTIONS + tuple(external["options"])
+                fn = self._cp.RawModule(code=tensorcore.source(external["source"]), options=options)
+                fn = self._kernels[key] = fn.get_function(kernel)
+            return fn
         key = (dev, kernel, dtype, params, tuple(sorted(flags.items())))
         fn = self._kernels.get(key)
         if fn is None:
@@ -136,11 +156,11 @@ class CUDABackend(Backend):
     def _steps(self, dev, made) -> list:
         steps = []
         for launch in made.launches:
-            fn = self.compiled(dev, launch.kernel, made.dtype, launch.params, launch.flags)
+            fn = self.compiled(dev, launch.kernel, made.dtype, launch.params, launch.flags, launch.external)
             if launch.dynamic_local > 48 * 1024:
                 fn.max_dynamic_shared_size_bytes = launch.dynamic_local
             grid = tuple(g // b for g, b in zip(launch.global_size, launch.local_size))
-            args = [t(v) if t is not None else None for t, v in zip(abi.scalar_types(launch.kernel), launch.args)]
+            args = [t(v) if t is not None else None for t, v in zip(abi.scalar_types(launch.signature), launch.args)]
             steps.append(_Step(fn, grid, launch.local_size, launch.dynamic_local, args, sorted(launch.buffers.items())))
         return steps
 
@@ -165,6 +185,8 @@ class CUDABackend(Backend):
                 "polymm cuda: operands on different GPUs: x1 on cuda:%d, x2 on cuda:%d, out on cuda:%d"
                 % (dev, b.data.device_id, out.data.device_id)
             )
+        if algorithm == "auto" and a.dtype.name in tensorcore.LAYOUTS:
+            a, b = self._tensor_core_layout(a, b)
         key = (dev, a.dtype, algorithm, a.shape, b.shape, a.strides, b.strides, a.data.ptr & 15, b.data.ptr & 15)
         found = self._plans.get(key)
         if found is None:
@@ -175,6 +197,21 @@ class CUDABackend(Backend):
                 self._plans.clear()
             self._plans[key] = found
         self._run(dev, found, a, b, out)
+
+    def _tensor_core_layout(self, a, b):
+        """Operands of a large product copied into a layout the tensor cores read, where they
+        cannot read it as it is (a copy costs far less than the SIMT kernel)."""
+        bt, m, k = a.shape
+        n = b.shape[2]
+        if m * n * k < _REPACK_WORK:
+            return a, b
+        isz = a.dtype.itemsize
+        sa = tuple(s // isz for s in a.strides)
+        sb = tuple(s // isz for s in b.strides)
+        cc = self._compute_capability(a.data.device_id)
+        if tensorcore.choose(a.dtype, cc, (bt, m, n, k), sa, sb, a.data.ptr, b.data.ptr)[0] is None:
+            return tensorcore.repack(self._cp, a, b)
+        return a, b
 
     def launch(self, a, b, out, kernel: str, params):
         """Run ``kernel`` with ``params`` as the product (tests, tuning); returns the plan."""
@@ -200,4 +237,4 @@ class CUDABackend(Backend):
                 for pos, slot in step.buffers:
                     args[pos] = buffers[slot]
                 step.fn(step.grid, step.block, tuple(args), shared_mem=step.smem)
-        self.last_plan = made
+        self.last_plan = made.choice
