@@ -158,3 +158,21 @@ def test_tensor_core_kernels_compile_without_spills(arch, source):
         assert name in log, f"{name} not built:\n{log}"
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
     assert spills and max(spills) == 0, log
+
+
+def test_tensor_cores_are_a_cuda_entry_of_the_planner():
+    """The tensor-core kernels plug into the shared planner as a CUDA-only entry: float16 on a
+    compute capability 9.0 device plans one external launch; float32 and OpenCL devices do not."""
+    import dataclasses
+
+    import polymm_cuda.backend  # noqa: F401  (registers the entry)
+
+    h100 = dataclasses.replace(H100, cc=90)
+    strides = (0, (256 * 256, 256, 1))
+    made = planner.plan(h100, "float16", (1, 256, 256, 256), strides, strides)
+    (launch,) = made.launches
+    assert launch.kernel.startswith("polymm_tc_float16") and launch.external["source"] == "tensorcore"
+    assert launch.global_size[2] == 1 and "tensor cores" in made.choice.reason
+    assert planner.plan(h100, "float32", (1, 256, 256, 256), strides, strides).choice.external is None
+    opencl = dataclasses.replace(h100, dialect="opencl")
+    assert planner.plan(opencl, "float16", (1, 256, 256, 256), strides, strides).choice.external is None
