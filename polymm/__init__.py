@@ -8,6 +8,7 @@ device; backends are plugins found through the entry-point group
 
 from .backend import Backend, BackendUnavailable
 from .dispatch import matmul
+from .explain import explain
 from .registry import BackendInfo, backends, get_backend, register_backend, use_backend
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "BackendInfo",
     "BackendUnavailable",
     "backends",
+    "explain",
     "get_backend",
     "matmul",
     "register_backend",

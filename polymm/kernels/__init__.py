@@ -339,9 +339,10 @@ def launch_geometry(kernel: str, params: KernelParams | None, M: int, N: int, B:
     elif kernel == "matvec":
         local = (params.mdimc, 1, 1)
         glob = (_ceil_div(_ceil_div(M, params.mr), params.mdimc) * params.mdimc, _ceil_div(N, params.nwg), B)
-    elif kernel == "pack":  # M rows, N columns, a TS x TS tile per work-item
-        local = (8, 1, 1)
-        glob = (_ceil_div(_ceil_div(N, params.ts), 8) * 8, _ceil_div(M, params.ts), B)
+    elif kernel == "pack":  # M rows, N columns, a TS x TS tile per work-item (GPUs: TS = 1)
+        width = 64 if params.ts == 1 else 8
+        local = (width, 1, 1)
+        glob = (_ceil_div(_ceil_div(N, params.ts), width) * width, _ceil_div(M, params.ts), B)
     elif kernel == "sum-slices":  # M elements per slice
         local = (64, 1, 1)
         glob = (_ceil_div(M, 64) * 64, 1, 1)
@@ -398,8 +399,8 @@ def fast_path(
     if dtype.name not in _VECTOR_DTYPES or (dtype.kind == "c" and not (params.use_local and kernel == "regblock")):
         return {"vec_a": False, "vec_b": False}
     a_sb, a_sm, a_sk = a_strides
-    if kernel == "matvec":  # both operands contiguous along K
-        both = dialect == "opencl" and a_sk == 1 and b_strides[1] == 1
+    if kernel == "matvec":  # the CPU shape, both operands contiguous along K
+        both = dialect == "opencl" and not params.use_local and a_sk == 1 and b_strides[1] == 1
         return {"vec_a": both, "vec_b": both}
     b_sb, b_sk, b_sn = b_strides
     if not params.use_local:

@@ -208,7 +208,7 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
             else _gpu_tile(device, dtype, 32, 32, 16, 8, 8)
         )
         groups = _cdiv(M, tile.mwg) * _cdiv(N, tile.nwg)
-        splits = max(2, min(_cdiv(2 * cus, groups), K // 256, 64))
+        splits = 1 << (max(2, min(_cdiv(2 * cus, groups), K // 256, 64)) - 1).bit_length()  # a power of two
         choice = Choice(
             "regblock", tile, f"deep K={K} >= {DEEP_K} x max(M, N): {splits} slices of K, added in order", splits=splits
         )
@@ -438,7 +438,11 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
         dst = new_scratch(copies * rp * ld)
         args = abi.arguments("pack", R=rows, NC=cols, RP=rp, LD=ld, s_off=off, s_sb=sb, s_sr=sr, s_sc=sc, d_off=0)
         pos = abi.buffer_positions("pack")
-        add("pack", KernelParams(), {}, args, {pos["src"]: slot, pos["dst"]: dst}, rp, ld, copies)
+        # GPUs: an element per work-item, 64 side by side along the rows (coalesced;
+        # tiles only past 65535 rows, CUDA's grid limit); CPUs: a 16 x 16 tile per
+        # work-item, whose cache lines are used whole.
+        tile = KernelParams(ts=16 if device.is_cpu else _cdiv(rp, 65535))
+        add("pack", tile, {}, args, {pos["src"]: slot, pos["dst"]: dst}, rp, ld, copies)
         return (dst, 0, rp * ld if sb else 0, ld, 1)
 
     if choice.swap:  # C^T = B^T A^T, stored alike because M or N is 1

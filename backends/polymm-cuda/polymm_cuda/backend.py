@@ -213,6 +213,24 @@ class CUDABackend(Backend):
             return tensorcore.repack(self._cp, a, b)
         return a, b
 
+    def explain(self, a, b, out, algorithm: str) -> dict:
+        """The plan a call would run, with the compiler's registers, static shared and local
+        (spilled) memory per launch (for :func:`polymm.explain`)."""
+        dev = a.data.device_id
+        with self._cp.cuda.Device(dev):
+            if algorithm == "auto" and a.dtype.name in tensorcore.LAYOUTS:
+                a, b = self._tensor_core_layout(a, b)
+            made, _, _ = self.plan(a, b, algorithm)
+            compiled = [
+                {
+                    "registers": step.fn.num_regs,
+                    "local_mem": step.fn.shared_size_bytes + step.smem,
+                    "private_mem": step.fn.local_size_bytes,
+                }
+                for step in self._steps(dev, made)
+            ]
+        return {"device": self.device_info(dev), "plan": made, "compiled": compiled}
+
     def launch(self, a, b, out, kernel: str, params):
         """Run ``kernel`` with ``params`` as the product (tests, tuning); returns the plan."""
         dev = a.data.device_id

@@ -413,6 +413,24 @@ class OpenCLBackend(Backend):
             self._plans[key] = plan
         self._run(facts, plan, x1, x2, out)
 
+    def explain(self, a, b, out, algorithm: str) -> dict:
+        """The plan a call would run, with what the compiler reports per launch (for
+        :func:`polymm.explain`; OpenCL reports local and private memory, not registers)."""
+        import pyopencl as cl
+
+        facts = self._facts_for(out.queue)
+        plan = self._make_plan(facts, a, b, out, algorithm, None)
+        info = cl.kernel_work_group_info
+        compiled = [
+            {
+                "local_mem": step.kernel.get_work_group_info(info.LOCAL_MEM_SIZE, facts.device),
+                "private_mem": step.kernel.get_work_group_info(info.PRIVATE_MEM_SIZE, facts.device),
+                "registers": None,
+            }
+            for step in plan.steps
+        ]
+        return {"device": facts.info, "plan": plan.plan, "compiled": compiled}
+
     def launch(self, a, b, out, kernel: str, params: KernelParams | None):
         """Enqueue ``kernel`` with ``params`` on ``out``'s queue; returns the event.
 
