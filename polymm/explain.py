@@ -74,7 +74,8 @@ def occupancy(device, threads: int, local_mem: int, registers: int | None) -> tu
     """``(work-groups per compute unit, limiting factor, {factor: limit})`` on a GPU ``device``.
 
     Factors: ``threads`` (work-items per compute unit), ``blocks`` (resident
-    groups), ``shared memory`` (local memory per compute unit), ``registers``
+    groups), ``shared memory`` (local memory per compute unit, 1 KiB more per
+    group on NVIDIA), ``registers``
     (per compute unit, allocated per warp of 32 in units of 256).  Unknown
     limits (0 in the :class:`~polymm.kernels.params.DeviceInfo`) are left out.
     """
@@ -84,7 +85,8 @@ def occupancy(device, threads: int, local_mem: int, registers: int | None) -> tu
     if device.blocks_per_cu:
         limits["blocks"] = device.blocks_per_cu
     if device.local_mem_per_cu and local_mem:
-        limits["shared memory"] = device.local_mem_per_cu // local_mem
+        reserved = 1024 if "nvidia" in device.vendor.lower() else 0  # CUDA keeps 1 KiB per block
+        limits["shared memory"] = device.local_mem_per_cu // (local_mem + reserved)
     if device.registers_per_cu and registers:
         per_warp = -(-registers * 32 // 256) * 256
         limits["registers"] = device.registers_per_cu // (per_warp * -(-threads // 32))
