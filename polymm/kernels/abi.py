@@ -15,7 +15,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SIGNATURES", "ABI_OF", "signature_defines", "arguments", "scalar_types", "buffer_positions", "batch_step"]
+__all__ = [
+    "SIGNATURES",
+    "ABI_OF",
+    "signature_defines",
+    "arguments",
+    "gemm_arguments",
+    "scalar_types",
+    "buffer_positions",
+    "batch_step",
+]
 
 #: name of the argument list -> ((argument, kind), ...), in launch order.
 SIGNATURES = {
@@ -100,6 +109,14 @@ def arguments(kernel: str, **values) -> list:
         else:
             out.append(int(values[name]))
     return out
+
+
+def gemm_arguments(M: int, N: int, K: int, a, b, c_off: int) -> list:
+    """The product kernels' arguments; ``a = (offset, sb, sm, sk)``, ``b = (offset, sb, sk, sn)``."""
+    values = dict(M=M, N=N, K=K, c_off=c_off)
+    values.update(zip(("a_off", "a_sb", "a_sm", "a_sk"), a))
+    values.update(zip(("b_off", "b_sb", "b_sk", "b_sn"), b))
+    return arguments("regblock", **values)
 
 
 def scalar_types(kernel: str) -> list:

@@ -18,58 +18,12 @@
 KERNEL_WG(MDIMC, 1) void polymm_matvec(PM_ARGS)
 {
     LOCAL_MEM ACC_T part[MR * NWG * MDIMC];
-    const int lane = LOCAL_ID(0);
-    const int m0 = GROUP_ID(0) * MR;
+    const int lane = LOCAL_ID(0);     /* K is walked from lane, MDIMC at a time */
+    const int m0 = GROUP_ID(0) * MR;  /* inside M: the grid has no spare groups (all reach the barriers) */
     const int n0 = GROUP_ID(1) * NWG;
     const INDEX_T batch = GROUP_ID(2);
-    INDEX_T a_row[MR];
-    PM_UNROLL
-    for (int i = 0; i < MR; ++i) {
-        const int m = (m0 + i < M) ? m0 + i : M - 1;
-        a_row[i] = a_off + batch * a_sb + (INDEX_T)m * a_sm;
-    }
-    INDEX_T b_col[NWG];
-    PM_UNROLL
-    for (int j = 0; j < NWG; ++j) {
-        const int n = (n0 + j < N) ? n0 + j : N - 1;
-        b_col[j] = b_off + batch * b_sb + (INDEX_T)n * b_sn;
-    }
-    ACC_T acc[MR][NWG];
-    PM_UNROLL
-    for (int i = 0; i < MR; ++i) {
-        PM_UNROLL
-        for (int j = 0; j < NWG; ++j) ACC_INIT(acc[i][j]);
-    }
-    for (int k = lane; k < K; k += MDIMC) {
-        VAL_T b_reg[NWG];
-        PM_UNROLL
-        for (int j = 0; j < NWG; ++j) b_reg[j] = LOAD(B, b_col[j] + (INDEX_T)k * b_sk);
-        PM_UNROLL
-        for (int i = 0; i < MR; ++i) {
-            const VAL_T a_val = LOAD(A, a_row[i] + (INDEX_T)k * a_sk);
-            PM_UNROLL
-            for (int j = 0; j < NWG; ++j) ACC_MADD(acc[i][j], a_val, b_reg[j]);
-        }
-    }
-    PM_UNROLL
-    for (int i = 0; i < MR; ++i) {
-        PM_UNROLL
-        for (int j = 0; j < NWG; ++j) part[(i * NWG + j) * MDIMC + lane] = acc[i][j];
-    }
-    BARRIER();
-    for (int s = MDIMC / 2; s > 0; s >>= 1) {
-        if (lane < s) {
-            PM_UNROLL
-            for (int q = 0; q < MR * NWG; ++q) ACC_ADD(part[q * MDIMC + lane], part[q * MDIMC + lane + s]);
-        }
-        BARRIER();
-    }
-    if (lane < MR * NWG) {
-        const int m = m0 + lane / NWG;
-        const int n = n0 + lane % NWG;
-        if (m < M && n < N) STORE(C, c_off + (batch * M + m) * (INDEX_T)N + n, part[lane * MDIMC]);
-    }
-}
+#define K_FIRST lane
+#define K_STEP MDIMC
 #else
 KERNEL void polymm_matvec(PM_ARGS)
 {
@@ -77,6 +31,9 @@ KERNEL void polymm_matvec(PM_ARGS)
     const int n0 = GLOBAL_ID(1) * NWG;
     const INDEX_T batch = GLOBAL_ID(2);
     if (m0 >= M || n0 >= N) return;
+#define K_FIRST 0
+#define K_STEP 1
+#endif
     INDEX_T a_row[MR];
     PM_UNROLL
     for (int i = 0; i < MR; ++i) {
@@ -95,8 +52,8 @@ KERNEL void polymm_matvec(PM_ARGS)
         PM_UNROLL
         for (int j = 0; j < NWG; ++j) ACC_INIT(acc[i][j]);
     }
-    int k = 0;
-#if PM_MV_VEC && PM_VECTOR_MATH
+    int k = K_FIRST;
+#if PM_MV_VEC && PM_VECTOR_MATH && !PM_MV_GROUP
     {
         VEC_T vacc[MR][NWG];
         PM_UNROLL
@@ -125,7 +82,7 @@ KERNEL void polymm_matvec(PM_ARGS)
         }
     }
 #endif
-    for (; k < K; ++k) {
+    for (; k < K; k += K_STEP) {
         VAL_T b_reg[NWG];
         PM_UNROLL
         for (int j = 0; j < NWG; ++j) b_reg[j] = LOAD(B, b_col[j] + (INDEX_T)k * b_sk);
@@ -136,6 +93,27 @@ KERNEL void polymm_matvec(PM_ARGS)
             for (int j = 0; j < NWG; ++j) ACC_MADD(acc[i][j], a_val, b_reg[j]);
         }
     }
+#if PM_MV_GROUP
+    /* The lanes' partial sums meet in local memory, halving in a fixed order. */
+    PM_UNROLL
+    for (int i = 0; i < MR; ++i) {
+        PM_UNROLL
+        for (int j = 0; j < NWG; ++j) part[(i * NWG + j) * MDIMC + lane] = acc[i][j];
+    }
+    BARRIER();
+    for (int s = MDIMC / 2; s > 0; s >>= 1) {
+        if (lane < s) {
+            PM_UNROLL
+            for (int q = 0; q < MR * NWG; ++q) ACC_ADD(part[q * MDIMC + lane], part[q * MDIMC + lane + s]);
+        }
+        BARRIER();
+    }
+    if (lane < MR * NWG) {
+        const int m = m0 + lane / NWG;
+        const int n = n0 + lane % NWG;
+        if (m < M && n < N) STORE(C, c_off + (batch * M + m) * (INDEX_T)N + n, part[lane * MDIMC]);
+    }
+#else
     PM_UNROLL
     for (int i = 0; i < MR; ++i) {
         if (m0 + i < M) {
@@ -146,5 +124,7 @@ KERNEL void polymm_matvec(PM_ARGS)
             }
         }
     }
-}
 #endif
+#undef K_FIRST
+#undef K_STEP
+}

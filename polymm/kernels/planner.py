@@ -387,21 +387,7 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
     out = Plan(choice, dtype=dtype)
     if choice.external is not None:  # one launch of a dialect-only kernel on the operands as they are
         ext = choice.external
-        args = abi.arguments(
-            "regblock",
-            M=M,
-            N=N,
-            K=K,
-            a_off=A[1],
-            a_sb=A[2],
-            a_sm=A[3],
-            a_sk=A[4],
-            b_off=B[1],
-            b_sb=B[2],
-            b_sk=B[3],
-            b_sn=B[4],
-            c_off=c_off,
-        )
+        args = abi.gemm_arguments(M, N, K, A[1:], B[1:], c_off)
         pos = abi.buffer_positions("regblock")
         glob = tuple(g * b for g, b in zip(ext["grid"], ext["block"]))
         launch = Launch(
@@ -469,21 +455,7 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
             flags = fast_path(
                 dialect, dtype, params, M, N, depth, count, A[1], A[2:], B[1], B[2:], kernel=kernel, padded=padded
             )
-        args = abi.arguments(
-            kernel,
-            M=M,
-            N=N,
-            K=depth,
-            a_off=A[1],
-            a_sb=A[2],
-            a_sm=A[3],
-            a_sk=A[4],
-            b_off=B[1],
-            b_sb=B[2],
-            b_sk=B[3],
-            b_sn=B[4],
-            c_off=c_off,
-        )
+        args = abi.gemm_arguments(M, N, depth, A[1:], B[1:], c_off)
         dynamic = local_mem_bytes(kernel, dtype, params) if kernel == "tiled-dynamic" else 0
         buffers = {gemm_pos["A"]: A[0], gemm_pos["B"]: B[0], gemm_pos["C"]: c_slot}
         add(kernel, params, flags, args, buffers, M, N, count, dynamic)
