@@ -15,12 +15,14 @@ import numpy as np
 from polymm.arrays import as_operand
 from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand
 
-from . import fastgemm
+from . import fastgemm, tensorcore
 
 __all__ = ["CUDABackend"]
 
 _NVRTC_OPTIONS = ("-std=c++17",)
 _MAX_GRID_Z = 65535
+#: Multiply-adds per product from which "auto" copies operands into a tensor-core layout.
+_REPACK_WORK = 128**3
 _SUPPORTED = frozenset(CONTRACT_DTYPES)
 
 
@@ -64,6 +66,7 @@ class CUDABackend(Backend):
         self._runtime = cupy.cuda.runtime
         self._count = count
         self._sms: dict[int, int] = {}
+        self._ccs: dict[int, int] = {}
         # (device, dtype, algorithm-or-Variant) -> compiled kernel function
         self._kernels: dict = {}
         # (device, dtype, B, M, N, layout key) -> (kernel, grid, block, smem)
@@ -125,12 +128,38 @@ class CUDABackend(Backend):
             self._kernels[key] = fn
         return fn
 
+    def _compute_capability(self, dev: int) -> int:
+        cc = self._ccs.get(dev)
+        if cc is None:
+            cc = self._ccs[dev] = int(self._cp.cuda.Device(dev).compute_capability)
+        return cc
+
+    def _tensor_core_name(self, dev, dtype, shape, sa, sb, pa, pb) -> str | None:
+        cc = self._compute_capability(dev)
+        return tensorcore.choose(dtype, cc, shape, sa, sb, pa, pb)[0]
+
+    def _tensor_core_kernel(self, dev: int, name: str, params: tensorcore.Params):
+        key = (dev, name, params)
+        fn = self._kernels.get(key)
+        if fn is None:
+            mod = self._cp.RawModule(code=tensorcore.source(), options=_NVRTC_OPTIONS + params.options())
+            fn = mod.get_function(name)
+            if params.smem_bytes() > 48 * 1024:
+                fn.max_dynamic_shared_size_bytes = params.smem_bytes()
+            self._kernels[key] = fn
+        return fn
+
     def _plan(self, dev, dtype, algorithm, pa, pb, shape, sa, sb):
         """(kernel, grid, block, shared bytes) for one call; memoised by the caller.
 
-        ``pa``, ``pb``: the operands' first-element addresses (the fast kernel's
+        ``pa``, ``pb``: the operands' first-element addresses (the kernels'
         vector loads depend on their alignment)."""
         bt, m, n, k = shape
+        tc = self._tensor_core_name(dev, dtype, shape, sa, sb, pa, pb) if algorithm == "auto" else None
+        if tc is not None:
+            p = tensorcore.DEFAULT
+            grid, block = p.geometry(shape, _MAX_GRID_Z)
+            return self._tensor_core_kernel(dev, tc, p), grid, block, p.smem_bytes(), _scalars(m, n, k, sa, sb)
         if algorithm == "auto":
             v = fastgemm.choose_variant(dtype, pa, sa, pb, sb, shape, self._sm_count(dev))
             fn = self._fast_kernel(dev, v)
@@ -145,6 +174,14 @@ class CUDABackend(Backend):
         return fn, grid, local, 0, _scalars(m, n, k, sa, sb)
 
     # ---- compute ---------------------------------------------------------------
+    def _view(self, op):
+        """A CuPy view of operand ``op`` (for :func:`tensorcore.repack`, which copies CuPy arrays)."""
+        isz = op.dtype.itemsize
+        as_strided = self._cp.lib.stride_tricks.as_strided
+        # two elements `offset` apart, keeping the second: a view that starts there
+        start = as_strided(op.buffer, (2,), (op.offset * isz,))[1:] if op.offset else op.buffer
+        return as_strided(start, op.shape, tuple(s * isz for s in op.strides))
+
     def matmul(self, a, b, out, algorithm: str) -> None:
         """``a``, ``b``, ``out``: :class:`polymm.Operand` (CuPy arrays, from tests and benchmarks, are made operands)."""
         if type(out) is not Operand:
@@ -162,6 +199,17 @@ class CUDABackend(Backend):
         sa, sb = a.strides, b.strides
         pa = a.buffer.data.ptr + a.offset * isz
         pb = b.buffer.data.ptr + b.offset * isz
+        if (
+            algorithm == "auto"
+            and dtype.name in tensorcore.LAYOUTS
+            and m * n * k >= _REPACK_WORK
+            and self._tensor_core_name(dev, dtype, (bt, m, n, k), sa, sb, pa, pb) is None
+        ):
+            # a layout the tensor cores cannot read: a copy costs far less than the SIMT kernel
+            a, b = (as_operand(x) for x in tensorcore.repack(self._cp, self._view(a), self._view(b)))
+            sa, sb = a.strides, b.strides
+            pa = a.buffer.data.ptr + a.offset * isz
+            pb = b.buffer.data.ptr + b.offset * isz
         # The plan depends on shape, strides and the operands' alignment only.
         key = (dev, dtype, algorithm, bt, m, n, k, sa, sb, pa & 15, pb & 15)
         plan = self._plans.get(key)
