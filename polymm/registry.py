@@ -139,6 +139,10 @@ class _Entry:
                     try:
                         factory = self.load()
                         instance = factory() if callable(factory) else factory
+                        if "auto" not in instance.algorithms:
+                            raise TypeError(
+                                f"its algorithms {tuple(instance.algorithms)} lack 'auto', which every backend must offer"
+                            )
                         instance.name = self.name
                         self.instance = instance
                     except BackendUnavailable as exc:

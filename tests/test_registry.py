@@ -254,3 +254,14 @@ def test_a_library_no_backend_serves_is_a_clear_error():
 
     with pytest.raises(TypeError, match="no installed backend computes on nosuchlib arrays"):
         default_backend("nosuchlib")
+
+
+def test_a_backend_without_auto_is_unavailable_with_the_reason():
+    class NoAuto(_Recorder):
+        algorithms = ("slow",)
+
+    polymm.register_backend("no-auto", NoAuto, replace=True)
+    info = {i.name: i for i in polymm.backends()}["no-auto"]
+    assert not info.available and "lack 'auto'" in info.reason
+    with pytest.raises(polymm.BackendUnavailable, match="'no-auto' is unavailable.*lack 'auto'"):
+        polymm.matmul(np.ones((2, 2)), np.ones((2, 2)), backend="no-auto")
