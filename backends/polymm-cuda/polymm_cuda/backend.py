@@ -87,7 +87,8 @@ class CUDABackend(Backend):
             props = self._runtime.getDeviceProperties(i)
             name = props["name"]
             name = name.decode() if isinstance(name, bytes) else name
-            out.append(f"cuda:{i} {name} (sm_{props['major']}{props['minor']}, {props['multiProcessorCount']} SMs)")
+            cc = 10 * props["major"] + props["minor"]
+            out.append(f"cuda:{i} {name} (sm_{cc}, {props['multiProcessorCount']} SMs; {tensorcore.describe(cc)})")
         return out
 
     # ---- host <-> device -----------------------------------------------------

@@ -104,6 +104,14 @@ def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb) -> tuple[str | None, st
     return f"polymm_dmma_{'ak' if a_along_k else 'am'}_{'bn' if b_along_n else 'bk'}", "FP64 tensor cores"
 
 
+def describe(cc: int) -> str:
+    """What ``"auto"`` runs on the tensor cores of a device of compute capability ``cc`` (for ``polymm info``)."""
+    if cc < MIN_CC:
+        return "tensor cores: none used (needs sm_80)"
+    float64 = "float64 (mma.sync m8n8k4)" if DMMA_IN_AUTO else "float64 not yet (SIMT)"
+    return f"tensor cores: {', '.join(LAYOUTS)} (mma.sync); {float64}"
+
+
 def kernel_name(dtype_name: str, layout: str) -> str:
     return f"polymm_tc_{dtype_name}_{layout}"
 
