@@ -70,8 +70,10 @@ CANDIDATES = tuple(Params(wn, st, g) for wn in (32, 64) for st in (3, 4) for g i
 
 
 def source(name: str = "tensorcore") -> str:
-    """The text of ``kernels/<name>.cu`` (``tensorcore``: 16- and 8-bit types; ``dmma``: float64)."""
-    return (Path(__file__).parent / "kernels" / f"{name}.cu").read_text()
+    """The text of ``kernels/<name>.cu`` (``tensorcore``: 16- and 8-bit types; ``dmma``: float64),
+    after the asynchronous-copy helpers both use."""
+    kernels = Path(__file__).parent / "kernels"
+    return (kernels / "async_copy.cuh").read_text() + (kernels / f"{name}.cu").read_text()
 
 
 #: Whether ``"auto"`` takes the float64 kernels. They compile (CI builds them for sm_80 and sm_90)
