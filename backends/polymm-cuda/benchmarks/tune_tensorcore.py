@@ -16,6 +16,7 @@ import json
 import cupy as cp
 import numpy as np
 
+from polymm.arrays import as_operand
 from polymm_cuda import CUDABackend, tensorcore
 from polymm_cuda.backend import _MAX_GRID_Z, _scalars
 
@@ -66,7 +67,8 @@ def main(argv=None):
             sa = tuple(s // dtype.itemsize for s in a.strides)
             sb = tuple(s // dtype.itemsize for s in b.strides)
             plan = (fn, grid, block, p.smem_bytes(), _scalars(n, n, n, sa, sb))
-            run = lambda: backend._launch(0, plan, a, b, c, 1, n, n, n, sa, sb)  # noqa: E731
+            operands = [as_operand(x) for x in (a, b, c)]
+            run = lambda: backend._launch(0, plan, *operands, 1, n, n, n, sa, sb)  # noqa: E731
             if i == 0:
                 c.fill(7)
                 run()

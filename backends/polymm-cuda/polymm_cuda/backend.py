@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from polymm.backend import Backend, BackendUnavailable, CONTRACT_DTYPES
+from polymm.arrays import as_operand
+from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand
 from polymm.kernels import abi, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo
 
@@ -51,6 +52,7 @@ class CUDABackend(Backend):
     name = "cuda"
     algorithms = ("naive", "tiled", "auto")
     array_library = "cupy"
+    default_for = ("cupy",)
 
     def __init__(self):
         try:
@@ -117,8 +119,9 @@ class CUDABackend(Backend):
         return self.device_info(dev).cc
 
     def planner_device(self, operand) -> DeviceInfo:
-        """The planner's description of the GPU ``operand`` (a CuPy array) lives on."""
-        return self.device_info(operand.data.device_id)
+        """The planner's description of the GPU ``operand`` (an Operand or a CuPy array) lives on."""
+        array = operand.buffer if isinstance(operand, Operand) else operand
+        return self.device_info(array.data.device_id)
 
     # ---- host <-> device -----------------------------------------------------
     def from_numpy(self, x: np.ndarray):
@@ -164,30 +167,33 @@ class CUDABackend(Backend):
             steps.append(_Step(fn, grid, launch.local_size, launch.dynamic_local, args, sorted(launch.buffers.items())))
         return steps
 
-    def plan(self, a, b, algorithm="auto", choice=None, out_offset=0):
-        """The shared planner's :class:`~polymm.kernels.planner.Plan` for CuPy operands ``a``, ``b`` (3-D)."""
+    def plan(self, a: Operand, b: Operand, algorithm="auto", choice=None):
+        """The shared planner's :class:`~polymm.kernels.planner.Plan` for operands ``a``, ``b``,
+        with their element offsets counted from the 16-byte aligned address below each
+        (what the vector paths check); returns ``(plan, a_off, b_off)``."""
         isz = a.dtype.itemsize
         bt, m, k = a.shape
         n = b.shape[2]
-        sa = tuple(s // isz for s in a.strides)
-        sb = tuple(s // isz for s in b.strides)
-        # Element offsets from the 16-byte aligned allocation: what the vector paths check.
-        a_off, b_off = (a.data.ptr % 16) // isz, (b.data.ptr % 16) // isz
-        info = self.device_info(a.data.device_id)
-        made = planner.plan(info, a.dtype, (bt, m, n, k), (a_off, sa), (b_off, sb), out_offset, algorithm, choice)
+        a_off, b_off = (_address(a) % 16) // isz, (_address(b) % 16) // isz
+        info = self.device_info(a.buffer.data.device_id)
+        made = planner.plan(info, a.dtype, (bt, m, n, k), (a_off, a.strides), (b_off, b.strides), 0, algorithm, choice)
         return made, a_off, b_off
 
     # ---- compute ---------------------------------------------------------------
     def matmul(self, a, b, out, algorithm: str) -> None:
-        dev = a.data.device_id
-        if b.data.device_id != dev or out.data.device_id != dev:
+        """``a``, ``b``, ``out``: :class:`polymm.Operand` (CuPy arrays, from tests and benchmarks, are made operands)."""
+        if type(out) is not Operand:
+            a, b, out = as_operand(a), as_operand(b), as_operand(out)
+        dev = a.buffer.data.device_id
+        if b.buffer.data.device_id != dev or out.buffer.data.device_id != dev:
             raise ValueError(
                 "polymm cuda: operands on different GPUs: x1 on cuda:%d, x2 on cuda:%d, out on cuda:%d"
-                % (dev, b.data.device_id, out.data.device_id)
+                % (dev, b.buffer.data.device_id, out.buffer.data.device_id)
             )
         if algorithm == "auto" and a.dtype.name in tensorcore.LAYOUTS:
             a, b = self._tensor_core_layout(a, b)
-        key = (dev, a.dtype, algorithm, a.shape, b.shape, a.strides, b.strides, a.data.ptr & 15, b.data.ptr & 15)
+        # The plan depends on shape, strides and the operands' alignment only.
+        key = (dev, a.dtype, algorithm, a.shape, b.shape, a.strides, b.strides, _address(a) & 15, _address(b) & 15)
         found = self._plans.get(key)
         if found is None:
             with self._cp.cuda.Device(dev):
@@ -198,25 +204,31 @@ class CUDABackend(Backend):
             self._plans[key] = found
         self._run(dev, found, a, b, out)
 
-    def _tensor_core_layout(self, a, b):
+    def _view(self, op: Operand):
+        """A CuPy view of operand ``op`` (for :func:`tensorcore.repack`, which copies CuPy arrays)."""
+        isz = op.dtype.itemsize
+        as_strided = self._cp.lib.stride_tricks.as_strided
+        # two elements `offset` apart, keeping the second: a view that starts there
+        start = as_strided(op.buffer, (2,), (op.offset * isz,))[1:] if op.offset else op.buffer
+        return as_strided(start, op.shape, tuple(s * isz for s in op.strides))
+
+    def _tensor_core_layout(self, a: Operand, b: Operand):
         """Operands of a large product copied into a layout the tensor cores read, where they
         cannot read it as it is (a copy costs far less than the SIMT kernel)."""
         bt, m, k = a.shape
         n = b.shape[2]
         if m * n * k < _REPACK_WORK:
             return a, b
-        isz = a.dtype.itemsize
-        sa = tuple(s // isz for s in a.strides)
-        sb = tuple(s // isz for s in b.strides)
-        cc = self._compute_capability(a.data.device_id)
-        if tensorcore.choose(a.dtype, cc, (bt, m, n, k), sa, sb, a.data.ptr, b.data.ptr)[0] is None:
-            return tensorcore.repack(self._cp, a, b)
+        cc = self._compute_capability(a.buffer.data.device_id)
+        if tensorcore.choose(a.dtype, cc, (bt, m, n, k), a.strides, b.strides, _address(a), _address(b))[0] is None:
+            return tuple(as_operand(x) for x in tensorcore.repack(self._cp, self._view(a), self._view(b)))
         return a, b
 
     def explain(self, a, b, out, algorithm: str) -> dict:
         """The plan a call would run, with the compiler's registers, static shared and local
         (spilled) memory per launch (for :func:`polymm.explain`)."""
-        dev = a.data.device_id
+        a, b = as_operand(a), as_operand(b)
+        dev = a.buffer.data.device_id
         with self._cp.cuda.Device(dev):
             if algorithm == "auto" and a.dtype.name in tensorcore.LAYOUTS:
                 a, b = self._tensor_core_layout(a, b)
@@ -233,7 +245,8 @@ class CUDABackend(Backend):
 
     def launch(self, a, b, out, kernel: str, params):
         """Run ``kernel`` with ``params`` as the product (tests, tuning); returns the plan."""
-        dev = a.data.device_id
+        a, b, out = as_operand(a), as_operand(b), as_operand(out)
+        dev = a.buffer.data.device_id
         with self._cp.cuda.Device(dev):
             made, a_off, b_off = self.plan(a, b, choice=planner.Choice(kernel, params, "explicit"))
             self._run(dev, (self._steps(dev, made), made.scratch, a_off, b_off, made), a, b, out)
@@ -243,11 +256,11 @@ class CUDABackend(Backend):
         steps, scratch, a_off, b_off, made = found
         cp = self._cp
         isz = a.dtype.itemsize
-        # Buffers as raw device pointers, A and B at the 16-byte-aligned base
-        # their plan's element offsets count from; scratch from CuPy's pool
-        # (stream-ordered: released after the launches are queued).
+        # Buffers as raw device pointers, A and B at the 16-byte-aligned address
+        # their plan's element offsets count from, C at its first element; scratch
+        # from CuPy's pool (stream-ordered: released after the launches are queued).
         held = [cp.empty(nbytes, dtype=np.uint8) for nbytes in scratch]
-        buffers = [np.uint64(a.data.ptr - a_off * isz), np.uint64(b.data.ptr - b_off * isz), np.uint64(out.data.ptr)]
+        buffers = [np.uint64(_address(a) - a_off * isz), np.uint64(_address(b) - b_off * isz), np.uint64(_address(out))]
         buffers += [np.uint64(x.data.ptr) for x in held]
         with cp.cuda.Device(dev):
             for step in steps:
@@ -256,3 +269,8 @@ class CUDABackend(Backend):
                     args[pos] = buffers[slot]
                 step.fn(step.grid, step.block, tuple(args), shared_mem=step.smem)
         self.last_plan = made.choice
+
+
+def _address(op: Operand) -> int:
+    """Device address of element ``[0, 0, 0]`` of operand ``op``."""
+    return op.buffer.data.ptr + op.offset * op.dtype.itemsize

@@ -70,8 +70,10 @@ CANDIDATES = tuple(Params(wn, st, g) for wn in (32, 64) for st in (3, 4) for g i
 
 
 def source(name: str = "tensorcore") -> str:
-    """The text of ``kernels/<name>.cu`` (``tensorcore``: 16- and 8-bit types; ``dmma``: float64)."""
-    return (Path(__file__).parent / "kernels" / f"{name}.cu").read_text()
+    """The text of ``kernels/<name>.cu`` (``tensorcore``: 16- and 8-bit types; ``dmma``: float64),
+    after the asynchronous-copy helpers both use."""
+    kernels = Path(__file__).parent / "kernels"
+    return (kernels / "async_copy.cuh").read_text() + (kernels / f"{name}.cu").read_text()
 
 
 #: Whether ``"auto"`` takes the float64 kernels. They compile (CI builds them for sm_80 and sm_90)
@@ -102,6 +104,14 @@ def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb) -> tuple[str | None, st
     a_along_k = abs(sa[2]) <= abs(sa[1])
     b_along_n = abs(sb[2]) <= abs(sb[1])
     return f"polymm_dmma_{'ak' if a_along_k else 'am'}_{'bn' if b_along_n else 'bk'}", "FP64 tensor cores"
+
+
+def describe(cc: int) -> str:
+    """What ``"auto"`` runs on the tensor cores of a device of compute capability ``cc`` (for ``polymm info``)."""
+    if cc < MIN_CC:
+        return "tensor cores: none used (needs sm_80)"
+    float64 = "float64 (mma.sync m8n8k4)" if DMMA_IN_AUTO else "float64 not yet (SIMT)"
+    return f"tensor cores: {', '.join(LAYOUTS)} (mma.sync); {float64}"
 
 
 def kernel_name(dtype_name: str, layout: str) -> str:

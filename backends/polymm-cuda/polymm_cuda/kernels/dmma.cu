@@ -14,9 +14,8 @@
 // each half-warp read 16 different bank pairs.
 //
 // Two blocks per SM (launch bounds: 128 registers, no spills; 2 x 81 KiB of shared memory).
-// The kernel argument list is the one every polymm CUDA kernel takes. No #include.
-
-typedef long long pm_i64;
+// The kernel argument list is the one every polymm CUDA kernel takes. No #include
+// (async_copy.cuh comes first).
 
 #define DM_BM 64
 #define DM_BN 128
@@ -29,18 +28,6 @@ typedef long long pm_i64;
 #define DM_BPAD (DM_BN + 4)  // B stored [k][n]
 #define DM_A_STAGE (DM_BM * DM_APAD)
 #define DM_B_STAGE (DM_BK * DM_BPAD)
-
-__device__ __forceinline__ unsigned dm_smem_addr(const void* p) {
-    unsigned r;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\n" : "=r"(r) : "l"(p));
-    return r;
-}
-__device__ __forceinline__ void dm_cp8(unsigned dst, const double* src, bool valid) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 8 : 0));
-}
-__device__ __forceinline__ void dm_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void dm_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 __device__ __forceinline__ void dm_mma(double (&d)[2], double a, double b) {
     asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
@@ -68,15 +55,15 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
 
     auto load_slice = [&](int stage, int kt) {
         const int k0 = kt * DM_BK;
-        const unsigned dA = dm_smem_addr(sA + stage * DM_A_STAGE);
-        const unsigned dB = dm_smem_addr(sB + stage * DM_B_STAGE);
+        const unsigned dA = pm_smem_addr(sA + stage * DM_A_STAGE);
+        const unsigned dB = pm_smem_addr(sB + stage * DM_B_STAGE);
 #pragma unroll
         for (int h = 0; h < DM_BM * DM_BK / DM_THREADS; ++h) {  // 4 elements of A each
             const int e = tid + h * DM_THREADS;
             const int r = AK ? e / DM_BK : e % DM_BM, c = AK ? e % DM_BK : e / DM_BM;
             const int gm = m0 + r, gk = k0 + c;
             const bool ok = gm < M && gk < K;
-            dm_cp8(dA + (r * DM_APAD + c) * 8, ok ? A + gm * sa1 + gk * sa2 : A, ok);
+            pm_cp_async<8>(dA + (r * DM_APAD + c) * 8, ok ? A + gm * sa1 + gk * sa2 : A, ok);
         }
 #pragma unroll
         for (int h = 0; h < DM_BK * DM_BN / DM_THREADS; ++h) {  // 8 elements of B each
@@ -84,7 +71,7 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
             const int r = BN ? e / DM_BN : e % DM_BK, c = BN ? e % DM_BN : e / DM_BK;
             const int gk = k0 + r, gn = n0 + c;
             const bool ok = gk < K && gn < N;
-            dm_cp8(dB + (r * DM_BPAD + c) * 8, ok ? B + gk * sb1 + gn * sb2 : B, ok);
+            pm_cp_async<8>(dB + (r * DM_BPAD + c) * 8, ok ? B + gk * sb1 + gn * sb2 : B, ok);
         }
     };
 
@@ -97,15 +84,15 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
 #pragma unroll
     for (int s = 0; s < DM_STAGES - 1; ++s) {
         if (s < kt_count) load_slice(s, s);
-        dm_commit();
+        pm_cp_commit();
     }
     const int g = lane >> 2, q = lane & 3;
     for (int kt = 0; kt < kt_count; ++kt) {
-        dm_wait<DM_STAGES - 2>();
+        pm_cp_wait<DM_STAGES - 2>();
         __syncthreads();
         const int next = kt + DM_STAGES - 1;
         if (next < kt_count) load_slice(next % DM_STAGES, next);
-        dm_commit();
+        pm_cp_commit();
 
         const double* cA = sA + (kt % DM_STAGES) * DM_A_STAGE + (wm * 32 + g) * DM_APAD + q;
         const double* cB = sB + (kt % DM_STAGES) * DM_B_STAGE + q * DM_BPAD + wn * 32 + g;
@@ -122,7 +109,7 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
                 for (int j = 0; j < 4; ++j) dm_mma(acc[i][j], af[i], bf[j]);
         }
     }
-    dm_wait<0>();
+    pm_cp_wait<0>();
 
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
