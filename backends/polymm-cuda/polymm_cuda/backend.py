@@ -86,7 +86,7 @@ class CUDABackend(Backend):
         out = []
         for i in range(self._count):
             info = self.device_info(i)
-            out.append(f"cuda:{i} {info.name} ({info.key.split('|')[2]}, {info.compute_units} SMs)")
+            out.append(f"cuda:{i} {info.name} (sm_{info.cc}, {info.compute_units} SMs; {tensorcore.describe(info.cc)})")
         return out
 
     def device_info(self, dev: int) -> DeviceInfo:
@@ -262,13 +262,20 @@ class CUDABackend(Backend):
         held = [cp.empty(nbytes, dtype=np.uint8) for nbytes in scratch]
         buffers = [np.uint64(_address(a) - a_off * isz), np.uint64(_address(b) - b_off * isz), np.uint64(_address(out))]
         buffers += [np.uint64(x.data.ptr) for x in held]
-        with cp.cuda.Device(dev):
-            for step in steps:
-                args = list(step.args)
-                for pos, slot in step.buffers:
-                    args[pos] = buffers[slot]
-                step.fn(step.grid, step.block, tuple(args), shared_mem=step.smem)
+        if self._runtime.getDevice() == dev:  # the usual case: no device switch to pay for
+            self._enqueue(steps, buffers)
+        else:
+            with cp.cuda.Device(dev):
+                self._enqueue(steps, buffers)
         self.last_plan = made.choice
+
+    @staticmethod
+    def _enqueue(steps, buffers) -> None:
+        for step in steps:
+            args = list(step.args)
+            for pos, slot in step.buffers:
+                args[pos] = buffers[slot]
+            step.fn(step.grid, step.block, tuple(args), shared_mem=step.smem)
 
 
 def _address(op: Operand) -> int:
