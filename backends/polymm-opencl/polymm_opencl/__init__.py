@@ -8,6 +8,10 @@ NVIDIA/AMD/Intel GPUs.  Device choice, in order:
 * ``POLYMM_OPENCL_DEVICE``: ``"P:D"`` platform and device indices, ``"P"``, or
   a case-insensitive substring of the device or platform name;
 * otherwise the first GPU, else the first device of any kind.
+
+``POLYMM_OPENCL_PLAN_AS=gpu`` plans for every device as for a GPU (the shared
+planner's GPU paths, local-memory kernels): a CPU device such as PoCL then runs
+the kernels a GPU would, which is how those paths are tested and fuzzed without one.
 """
 
 from __future__ import annotations
@@ -167,10 +171,11 @@ def device_info(device) -> DeviceInfo:
 
     platform = device.platform.name.strip()
     nvidia = "nvidia" in device.vendor.lower()
+    as_gpu = os.environ.get("POLYMM_OPENCL_PLAN_AS", "").strip().lower() == "gpu"
     return DeviceInfo(
         name=device.name.strip(),
         vendor=device.vendor.strip(),
-        kind="cpu" if device.type & cl.device_type.CPU else "gpu",
+        kind="cpu" if device.type & cl.device_type.CPU and not as_gpu else "gpu",
         dialect="opencl",
         compute_units=device.max_compute_units,
         max_work_group=device.max_work_group_size,
