@@ -7,7 +7,10 @@ Kernels are compiled lazily (first call per dtype and kernel) with
 from __future__ import annotations
 
 import contextlib
+import os
+import pickle
 import threading
+import warnings
 
 import numba
 import numpy as np
@@ -53,6 +56,50 @@ def _compile_env():
             yield
         finally:
             config.SLP_VECTORIZE = old
+
+
+def _jit(py, signature, parallel, options):
+    """``py`` compiled for ``signature``, or loaded from Numba's on-disk cache.
+
+    Numba raises on a cache file it cannot unpickle (truncated or corrupted),
+    for ``py`` or for a kernel it calls: the unreadable files of that cache
+    directory are then removed, with one warning naming them, and the kernels
+    are compiled afresh (and cached again)."""
+    try:
+        with _compile_env():
+            return numba.njit([signature], parallel=parallel, **options)(py)
+    except Exception as exc:
+        cache = getattr(numba.njit(**options)(py), "_cache", None)
+        directory = getattr(cache, "_cache_path", None)
+        dropped = _drop_unreadable(directory) if directory else []
+        if not dropped:
+            raise
+        warnings.warn(
+            f"polymm cpu: Numba's cache in {directory} had unreadable files ({', '.join(dropped)}: "
+            f"{type(exc).__name__}: {exc}); they were removed and the kernels are rebuilt",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return _jit(py, signature, parallel, options)
+
+
+def _drop_unreadable(directory: str) -> list[str]:
+    """Remove the Numba cache files (index ``.nbi``, data ``.nbc``) in ``directory`` that do not unpickle."""
+    dropped = []
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith((".nbi", ".nbc")):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            with open(path, "rb") as f:
+                if name.endswith(".nbi"):
+                    pickle.load(f)  # the format version, then the pickled index
+                pickle.loads(f.read())
+        except Exception:
+            with contextlib.suppress(FileNotFoundError):  # another process removed it first
+                os.remove(path)
+            dropped.append(name)
+    return dropped
 
 
 def _sig(dtype: np.dtype, *extra):
@@ -190,13 +237,7 @@ class CPUBackend(Backend):
                 self._specs[key] = spec
             py, extra = spec[kind], (i8, i8, i8, i8)
         parallel = not kind.endswith("serial") and kind != "tiny_2d"
-        if "/small_" in kind:
-            with _compile_env():
-                fn = numba.njit([sig(dtype, *extra)], parallel=parallel, **k.JIT)(py)
-            (cres,) = fn.overloads.values()
-            return cres.entry_point
-        with _compile_env():
-            fn = numba.njit([sig(dtype, *extra)], parallel=parallel, **k.JIT)(py)
+        fn = _jit(py, sig(dtype, *extra), parallel, k.JIT)
         # the compiled entry point skips the dispatcher's type checks (about
         # 0.3 us a call); the caller passes exactly the compiled types
         (cres,) = fn.overloads.values()

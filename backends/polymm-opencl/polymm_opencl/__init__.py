@@ -17,6 +17,7 @@ import contextvars
 import ctypes
 import os
 import threading
+import warnings
 
 import numpy as np
 
@@ -40,7 +41,13 @@ _CONTRACT_SET = frozenset(CONTRACT_DTYPES)
 
 
 class KernelBuildError(RuntimeError):
-    """An OpenCL program failed to build; the message carries the compiler log."""
+    """An OpenCL program failed to build; the message carries the compiler log.
+
+    ``variant`` names what failed (kernel, dtype, parameters), ``device`` where."""
+
+    def __init__(self, message, variant="", device=""):
+        super().__init__(message)
+        self.variant, self.device = variant, device
 
 
 _queue_var: contextvars.ContextVar = contextvars.ContextVar("polymm_opencl_queue", default=None)
@@ -269,6 +276,7 @@ class OpenCLBackend(Backend):
         self._facts: dict = {}
         self._plans: dict = {}
         self._lock = threading.Lock()  # a cl.Kernel's arguments are shared state
+        self._warned: set = set()  # (device, kernel variant) that failed to build, warned about once
         self.last_event = None
         self.last_choice = None
 
@@ -312,12 +320,25 @@ class OpenCLBackend(Backend):
     # ---- kernels ------------------------------------------------------------------------
     def _program(self, facts, kernel, dtype, params, vec_a=False, vec_b=False):
         """The built program; built once per (context, device, variant)."""
-        import pyopencl as cl
-
         key = (facts.program_key, kernel, dtype.str, params, vec_a, vec_b)
         found = self._programs.get(key)
         if found is not None:
+            if isinstance(found, KernelBuildError):  # failed before: not built again
+                raise found
             return found
+        try:
+            program = self._build(facts, kernel, dtype, params, vec_a, vec_b)
+        except KernelBuildError as exc:
+            exc.variant = f"{kernel} {dtype} {params}" + (" (vector loads)" if vec_a or vec_b else "")
+            exc.device = facts.name
+            self._programs[key] = exc
+            raise
+        self._programs[key] = program
+        return program
+
+    def _build(self, facts, kernel, dtype, params, vec_a, vec_b):
+        import pyopencl as cl
+
         queue = facts.queue
         source = render("opencl", kernel, dtype, params, vec_a=vec_a, vec_b=vec_b)
         options = []
@@ -337,7 +358,6 @@ class OpenCLBackend(Backend):
                 f"polymm: the OpenCL {kernel} kernel for {dtype} is missing from the program built on "
                 f"{facts.name} ({params}): {exc}\ncompiler log:\n{log}"
             ) from exc
-        self._programs[key] = program
         return program
 
     def _kernel_step(self, facts, kernel, dtype, params, flags, arg_types, args, slots, geometry):
@@ -368,11 +388,37 @@ class OpenCLBackend(Backend):
         key = (queue, out.dtype, algorithm, a.shape, b.shape, a.strides, b.strides, a.offset, b.offset, out.offset)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._make_plan(facts, a, b, out, algorithm, None)
+            plan = self._plan_or_fallback(facts, a, b, out, algorithm)
             if len(self._plans) >= _PLAN_CACHE_SIZE:
                 self._plans.clear()
             self._plans[key] = plan
         self._run(facts, plan, a, b, out)
+
+    def _plan_or_fallback(self, facts, a, b, out, algorithm) -> _Plan:
+        """The plan ``algorithm`` asks for; under ``"auto"``, a kernel variant this device
+        fails to build gives way to ``tiled`` (else ``naive``), with one warning per variant."""
+        try:
+            return self._make_plan(facts, a, b, out, algorithm, None)
+        except KernelBuildError as exc:
+            if algorithm != "auto":
+                raise
+            failed = exc
+        if (failed.device, failed.variant) not in self._warned:
+            self._warned.add((failed.device, failed.variant))
+            warnings.warn(
+                f"polymm opencl: the {failed.variant} kernel does not build on {failed.device}; "
+                f"'auto' uses a slower correct kernel instead ({str(failed).splitlines()[0]})",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        for kernel in ("tiled", "naive"):
+            params = _params.tiled_params(facts.device, out.dtype) if kernel == "tiled" else None
+            try:
+                return self._make_plan(facts, a, b, out, None, _params.Choice(kernel, params, "fallback"))
+            except KernelBuildError:
+                if kernel == "naive":
+                    raise
+        raise AssertionError("unreachable")
 
     def launch(self, a, b, out, kernel: str, params: KernelParams | None):
         """Enqueue ``kernel`` with ``params`` on ``out``'s queue; returns the event.

@@ -173,9 +173,12 @@ def save(device, dtype, params: KernelParams, path: str | None = None) -> str:
         data = {}
     data.setdefault(_params.device_key(device), {})[np.dtype(dtype).name] = dataclasses.asdict(params)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
+    partial = f"{path}.{os.getpid()}.tmp"  # written whole, then renamed: readers never see half a file
+    with open(partial, "w") as f:
         json.dump(data, f, indent=1)
+    os.replace(partial, path)
     _params._tuned.cache_clear()
+    _params._checked_entry.cache_clear()
     return path
 
 
