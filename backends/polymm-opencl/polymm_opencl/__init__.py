@@ -32,6 +32,7 @@ from polymm.kernels import (
     render,
 )
 
+from . import drivercache
 from . import params as _params
 
 __all__ = ["OpenCLBackend", "KernelBuildError", "set_queue", "using_queue", "default_queue", "list_devices"]
@@ -242,6 +243,9 @@ _I32, _I64 = np.int32, np.int64
 _PM_ARG_TYPES = [_I32, _I32, _I32, None, _I64, _I64, _I64, _I64, None, _I64, _I64, _I64, _I64, None, _I64]
 _PACK_ARG_TYPES = [_I32, _I32, None, _I64, _I64, _I64, _I64, None, _I64]
 _SUM_ARG_TYPES = [_I32, _I64, None, None, _I64]
+#: Appended to a source whose first build failed: a new key for the driver's on-disk cache.
+#: (A comment would not do: drivers key compiled code by the program's IR, not its text.)
+_REBUILT = "\n__constant int polymm_rebuilt_after_a_failed_build = 1;\n"
 #: Plans kept per backend; when full the cache starts again (shapes in a program are few).
 _PLAN_CACHE_SIZE = 1024
 
@@ -272,6 +276,8 @@ class OpenCLBackend(Backend):
                 "no OpenCL platform with a device was found (install pocl-binary-distribution for a CPU device)"
             )
         _pick_device()  # an unmatched POLYMM_OPENCL_DEVICE makes the backend unavailable
+        if any("portable computing language" in p.name.lower() for _, _, p, _ in _all_devices()):
+            drivercache.drop_corrupt_pocl_entries()  # PoCL aborts the process on them
         self._programs: dict = {}
         self._facts: dict = {}
         self._plans: dict = {}
@@ -331,16 +337,37 @@ class OpenCLBackend(Backend):
         except KernelBuildError as exc:
             exc.variant = f"{kernel} {dtype} {params}" + (" (vector loads)" if vec_a or vec_b else "")
             exc.device = facts.name
-            self._programs[key] = exc
+            self._programs[key] = exc.with_traceback(None)  # keeps no frames (nor programs) alive
             raise
         self._programs[key] = program
         return program
 
     def _build(self, facts, kernel, dtype, params, vec_a, vec_b):
+        """Build the variant; a failure is tried once more under a new driver-cache key.
+
+        Drivers keep compiled programs on disk (PoCL's kernel cache, NVIDIA's
+        ComputeCache), keyed by the source: a corrupted entry hands back a broken
+        program every time.  A marker constant makes the program a new key, so the
+        second build compiles afresh (and is cached).  If that one fails too, the
+        source itself does not build here, and the error stands."""
+        source = render("opencl", kernel, dtype, params, vec_a=vec_a, vec_b=vec_b)
+        try:
+            return self._build_source(facts, source, kernel, dtype, params)
+        except KernelBuildError as exc:
+            first = str(exc).splitlines()[0]
+        program = self._build_source(facts, source + _REBUILT, kernel, dtype, params)
+        warnings.warn(
+            f"polymm opencl: the driver's build of the {kernel} kernel for {dtype} on {facts.name} "
+            f"was unusable, probably a corrupted cache entry ({first}); built again afresh",
+            RuntimeWarning,
+            stacklevel=5,
+        )
+        return program
+
+    def _build_source(self, facts, source, kernel, dtype, params):
         import pyopencl as cl
 
         queue = facts.queue
-        source = render("opencl", kernel, dtype, params, vec_a=vec_a, vec_b=vec_b)
         options = []
         if params is not None and params.maxrreg and facts.nvidia:
             options.append(f"-cl-nv-maxrregcount={params.maxrreg}")
@@ -352,13 +379,17 @@ class OpenCLBackend(Backend):
             ) from exc
         try:
             cl.Kernel(program, kernel_name(kernel))
+            return program
         except cl.Error as exc:  # e.g. PoCL silently dropping a kernel it cannot lower
             log = program.get_build_info(facts.device, cl.program_build_info.LOG)
-            raise KernelBuildError(
+            error = KernelBuildError(
                 f"polymm: the OpenCL {kernel} kernel for {dtype} is missing from the program built on "
                 f"{facts.name} ({params}): {exc}\ncompiler log:\n{log}"
-            ) from exc
-        return program
+            )
+        # Released now, not at exit: PoCL aborts the process if a program it
+        # could not lower is still alive when it shuts down.
+        del program
+        raise error
 
     def _kernel_step(self, facts, kernel, dtype, params, flags, arg_types, args, slots, geometry):
         """A :class:`_Step` whose own ``cl.Kernel`` has ``args`` set (buffers left to each call)."""

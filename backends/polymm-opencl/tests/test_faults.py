@@ -7,6 +7,9 @@ crash or a kernel the device rejects.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -129,3 +132,34 @@ def test_a_kernel_that_does_not_build_falls_back_with_one_warning(monkeypatch, d
             "regblock",
             _params.table_params(device, "float32"),
         )
+
+
+PRODUCT = """
+import numpy as np, polymm
+from polymm.testing import assert_matches, random_array
+rng = np.random.default_rng(4)
+x1, x2 = random_array(rng, (40, 50), "float32"), random_array(rng, (50, 30), "float32")
+assert_matches(polymm.matmul(x1, x2, backend="opencl"), x1, x2)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("suffix", [".so", ".bc"])
+def test_a_corrupted_driver_cache_is_rebuilt(tmp_path, device, suffix):
+    """PoCL keeps compiled kernels on disk and aborts the process on a corrupted kernel object
+    (at the launch) or program (at exit): such entries are removed before PoCL reads them."""
+    if "portable computing language" not in device.platform.name.lower():
+        pytest.skip("corrupts PoCL's kernel cache (POCL_CACHE_DIR); the device here is another driver's")
+    env = dict(os.environ, POCL_CACHE_DIR=str(tmp_path))
+    run = lambda: subprocess.run([sys.executable, "-c", PRODUCT], capture_output=True, text=True, env=env, timeout=600)  # noqa: E731
+    first = run()
+    assert first.returncode == 0 and first.stdout.strip() == "ok", first.stderr
+    cached = [p for p in tmp_path.rglob("*" + suffix)]
+    assert cached, "PoCL cached nothing"
+    for path in cached:
+        path.write_bytes(b"\x7fELF truncated" if suffix == ".so" else b"BC garbage")
+    second = run()
+    assert second.returncode == 0 and second.stdout.strip() == "ok", second.stderr
+    assert second.stderr.count("RuntimeWarning") == 1 and "corrupted PoCL kernel-cache" in second.stderr, second.stderr
+    third = run()  # cached afresh: silent
+    assert third.returncode == 0 and "Warning" not in third.stderr, third.stderr
