@@ -27,7 +27,7 @@ _F32 = np.dtype("float32")
 #: dtypes of the small-product kernels compiled per shape
 _SMALL_DT = frozenset((_F32, np.dtype("float64")))
 _DTYPES = frozenset(CONTRACT_DTYPES)
-#: dtypes computed as they are (native byte order, not float16)
+#: dtypes computed as they are (all but float16)
 _DIRECT = frozenset(d for d in CONTRACT_DTYPES if d != _F16)
 
 # Numba's "workqueue" threading layer aborts the process when two Python
@@ -297,11 +297,7 @@ class CPUBackend(Backend):
         if dt in _DIRECT and a.dtype is dt and b.dtype is dt:  # the common case, first
             self._run(a, b, out, algorithm, dt)
             return
-        if not dt.isnative:  # kernels exist for native byte order only
-            tmp = np.empty(out.shape, dt.newbyteorder("="))
-            self.matmul(a, b, tmp, algorithm)
-            out[...] = tmp
-            return
+        # The core hands over one dtype in native byte order (it casts byte-swapped input first).
         if dt == _F16:
             # float16 accumulates in float32 and is rounded once at the end
             tmp = np.empty(out.shape, _F32)
@@ -309,10 +305,6 @@ class CPUBackend(Backend):
             with np.errstate(over="ignore"):  # overflow to +-inf is the result
                 out[...] = tmp
             return
-        if not a.dtype.isnative:
-            a = a.astype(dt)
-        if not b.dtype.isnative:
-            b = b.astype(dt)
         self._run(a, b, out, algorithm, dt)
 
     def _run(self, a, b, out, algorithm, dt):
