@@ -57,7 +57,8 @@ def main(argv=None):
     ref = {n: best_ms(lambda a=ops[n][0][0], b=ops[n][1][0]: cp.matmul(a, b)) for n in sizes}
     print("cuBLAS", {n: f"{2 * n**3 / ref[n] / 1e9:.0f} TFLOP/s" for n in sizes})
     for p in tensorcore.CANDIDATES:
-        fn = backend._tensor_core_kernel(0, tensorcore.kernel_name(dtype.name, tensorcore.LAYOUTS[dtype.name][-1]), p)
+        name = tensorcore.kernel_name(dtype.name, tensorcore.LAYOUTS[dtype.name][-1])
+        fn = backend._tensor_core_kernel(0, name, p.options(), p.smem_bytes())
         row = {"params": vars(p), "tflops": {}, "ratio": {}}
         for i, n in enumerate(sizes):
             a, b, c = ops[n]

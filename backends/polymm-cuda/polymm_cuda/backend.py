@@ -87,7 +87,8 @@ class CUDABackend(Backend):
             props = self._runtime.getDeviceProperties(i)
             name = props["name"]
             name = name.decode() if isinstance(name, bytes) else name
-            out.append(f"cuda:{i} {name} (sm_{props['major']}{props['minor']}, {props['multiProcessorCount']} SMs)")
+            cc = 10 * props["major"] + props["minor"]
+            out.append(f"cuda:{i} {name} (sm_{cc}, {props['multiProcessorCount']} SMs; {tensorcore.describe(cc)})")
         return out
 
     # ---- host <-> device -----------------------------------------------------
@@ -138,14 +139,15 @@ class CUDABackend(Backend):
         cc = self._compute_capability(dev)
         return tensorcore.choose(dtype, cc, shape, sa, sb, pa, pb)[0]
 
-    def _tensor_core_kernel(self, dev: int, name: str, params: tensorcore.Params):
-        key = (dev, name, params)
+    def _tensor_core_kernel(self, dev: int, name: str, options=(), smem: int = 0, source: str = "tensorcore"):
+        """A kernel of ``kernels/<source>.cu`` built with ``options`` (compiled once)."""
+        key = (dev, name, options)
         fn = self._kernels.get(key)
         if fn is None:
-            mod = self._cp.RawModule(code=tensorcore.source(), options=_NVRTC_OPTIONS + params.options())
+            mod = self._cp.RawModule(code=tensorcore.source(source), options=_NVRTC_OPTIONS + tuple(options))
             fn = mod.get_function(name)
-            if params.smem_bytes() > 48 * 1024:
-                fn.max_dynamic_shared_size_bytes = params.smem_bytes()
+            if smem > 48 * 1024:
+                fn.max_dynamic_shared_size_bytes = smem
             self._kernels[key] = fn
         return fn
 
@@ -159,7 +161,15 @@ class CUDABackend(Backend):
         if tc is not None:
             p = tensorcore.DEFAULT
             grid, block = p.geometry(shape, _MAX_GRID_Z)
-            return self._tensor_core_kernel(dev, tc, p), grid, block, p.smem_bytes(), _scalars(m, n, k, sa, sb)
+            fn = self._tensor_core_kernel(dev, tc, p.options(), p.smem_bytes())
+            return fn, grid, block, p.smem_bytes(), _scalars(m, n, k, sa, sb)
+        dm = None
+        if algorithm == "auto" and tensorcore.DMMA_IN_AUTO:
+            dm = tensorcore.choose_dmma(dtype, self._compute_capability(dev), shape, sa, sb)[0]
+        if dm is not None:
+            fn = self._tensor_core_kernel(dev, dm, (), tensorcore.DMMA_SMEM, "dmma")
+            grid = (-(-n // tensorcore.DMMA_BN), -(-m // tensorcore.DMMA_BM), min(bt, _MAX_GRID_Z))
+            return fn, grid, (256, 1, 1), tensorcore.DMMA_SMEM, _scalars(m, n, k, sa, sb)
         if algorithm == "auto":
             v = fastgemm.choose_variant(dtype, pa, sa, pb, sb, shape, self._sm_count(dev))
             fn = self._fast_kernel(dev, v)
