@@ -6,7 +6,7 @@ device; backends are plugins found through the entry-point group
 ``polymm.backends``.
 """
 
-from .backend import Backend, BackendUnavailable
+from .backend import Backend, BackendUnavailable, Operand
 from .dispatch import matmul
 from .explain import explain
 from .registry import BackendInfo, backends, get_backend, register_backend, use_backend
@@ -19,6 +19,7 @@ __all__ = [
     "explain",
     "get_backend",
     "matmul",
+    "Operand",
     "register_backend",
     "use_backend",
 ]

@@ -13,12 +13,12 @@ planner finds it before the table of ``params.json``.
 from __future__ import annotations
 
 import argparse
-import statistics
+import math
 import sys
-import time
 
 import numpy as np
 
+from .. import timing
 from . import KernelParams
 from . import params as _params
 
@@ -99,15 +99,9 @@ def candidates(device: _params.DeviceInfo, dtype) -> list[KernelParams]:
 
 def time_kernel(backend, kernel, params, a, b, out, repeats=10) -> float:
     """Median wall-clock seconds of one launch, synchronized."""
-    backend.launch(a, b, out, kernel, params)
-    backend.synchronize()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        backend.launch(a, b, out, kernel, params)
-        backend.synchronize()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    launch = lambda: backend.launch(a, b, out, kernel, params)  # noqa: E731
+    clock = timing.host_clock(backend.synchronize)
+    return timing.measure(launch, clock, samples=repeats, min_sample=0, budget=math.inf).median
 
 
 def tune(backend_name="opencl", dtype="float32", n=2048, repeats=10, log=print):

@@ -8,7 +8,7 @@ stages=("$@"); [ ${#stages[@]} -eq 0 ] && stages=(tests bench conformance)
 python3 -c "import polymm_opencl" 2>/dev/null || \
     python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . -e backends/polymm-opencl
 export POLYMM_OPENCL_DEVICE=${POLYMM_OPENCL_DEVICE:-NVIDIA}
-export POLYMM_OPENCL_TUNING=$OUT/opencl-tuning.json
+export POLYMM_TUNING=$OUT/tuning.json
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   python3 -c "import polymm_opencl as p; print('\n'.join(p.list_devices()))"; } > "$OUT/devices.txt" 2>&1
