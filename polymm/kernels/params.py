@@ -2,7 +2,7 @@
 by what the tuner (:mod:`polymm.kernels.tune`) measured on this machine.
 
 Both GPU backends and the OpenCL CPU shape read the same table through
-:func:`table_params`; devices are described by :class:`DeviceInfo`, which each
+:func:`regblock_params` (tuned, else :func:`table_params`); devices are described by :class:`DeviceInfo`, which each
 backend builds from its own device queries.
 """
 
@@ -20,7 +20,16 @@ import numpy as np
 
 from . import KernelParams, local_mem_bytes
 
-__all__ = ["DeviceInfo", "table_params", "tiled_params", "tuned_params", "tuning_path", "fits", "save_tuned"]
+__all__ = [
+    "DeviceInfo",
+    "regblock_params",
+    "table_params",
+    "tiled_params",
+    "tuned_params",
+    "tuning_path",
+    "fits",
+    "save_tuned",
+]
 
 _VECTOR = ("float32", "float64", "complex64")
 
@@ -155,12 +164,14 @@ def fits(device: DeviceInfo, kernel: str, dtype, params: KernelParams) -> bool:
     )
 
 
-def table_params(device: DeviceInfo, dtype) -> KernelParams:
+def regblock_params(device: DeviceInfo, dtype) -> KernelParams:
     """The regblock parameters for ``device`` and ``dtype``: tuned, else the table's."""
+    return tuned_params(device, dtype) or table_params(device, dtype)
+
+
+def table_params(device: DeviceInfo, dtype) -> KernelParams:
+    """The built-in regblock parameters (``params.json``) for ``device`` and ``dtype``."""
     dtype = np.dtype(dtype)
-    found = tuned_params(device, dtype)
-    if found is not None:
-        return found
     slot = dtype.name if dtype.name in _VECTOR else "other"
     words = device.words()
     for key, entries in _table().items():

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import KernelParams, abi, fast_path, launch_geometry, local_mem_bytes
-from .params import DeviceInfo, table_params, tiled_params
+from .params import DeviceInfo, regblock_params, tiled_params
 
 __all__ = ["Choice", "Launch", "Plan", "choose", "plan", "register_entry", "DeviceInfo", "FEW", "DEEP_K"]
 
@@ -148,7 +148,7 @@ def choose(device: DeviceInfo, algorithm: str, dtype, M, N, K, batch=1, a_stride
     a_strides = a_strides or (M * K, K, 1)
     b_strides = b_strides or (K * N, N, 1)
     if device.is_cpu:
-        params = table_params(device, dtype)
+        params = regblock_params(device, dtype)
         if dtype.name not in _VECTOR:
             return Choice("regblock", params, f"CPU, {dtype.name}: scalar register blocks")
         return _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params)
@@ -160,7 +160,7 @@ def choose(device: DeviceInfo, algorithm: str, dtype, M, N, K, batch=1, a_stride
 
 def _gpu_tile(device, dtype, mwg, nwg, kwg, mdimc, ndimc) -> KernelParams:
     """A local-memory tile of this shape with the table's vector widths (narrowed to fit)."""
-    base = table_params(device, dtype)
+    base = regblock_params(device, dtype)
     for gvw in (base.gvw, 2, 1):
         vw = min(base.vw, mwg // mdimc, nwg // ndimc)
         while vw > 1 and ((mwg // mdimc) % vw or (nwg // ndimc) % vw):
@@ -191,7 +191,7 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
         if a_sk == 1 or M == 1:
             return Choice("matvec", mv, f"N={N} <= {FEW}: a work-group of {lanes} per {mv.mr} rows, lanes along K")
         return Choice("matvec", mv, f"N={N} <= {FEW}, A not row-major: packed to rows first", pack_a=True)
-    table = table_params(device, dtype)
+    table = regblock_params(device, dtype)
     if M <= 2 * FEW and K >= 32 and batch == 1:
         # A few rows: one pass over B in wide column panels, K split when the
         # panels are too few to fill the device.
