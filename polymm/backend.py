@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Backend", "BackendUnavailable", "CONTRACT_DTYPES"]
+__all__ = ["Backend", "BackendUnavailable", "CONTRACT_DTYPES", "SizeLimitError"]
 
 #: Every dtype the contract requires of a backend (array API numeric dtypes,
 #: plus bool and float16).
@@ -47,6 +47,11 @@ CONTRACT_DTYPES = tuple(
 
 class BackendUnavailable(RuntimeError):
     """Raised by a backend factory when it cannot run here; the message is the reason."""
+
+
+class SizeLimitError(ValueError):
+    """A product too large for the algorithm asked for on this device (the ``image`` kernel's
+    image size limits); the message names device, dtype and limit.  ``"auto"`` never raises it."""
 
 
 class Backend:
@@ -77,6 +82,14 @@ class Backend:
     def dtypes(self) -> tuple[np.dtype, ...]:
         """Dtypes this backend computes (on at least one of its devices)."""
         return CONTRACT_DTYPES
+
+    def algorithm_dtypes(self) -> dict[str, tuple[np.dtype, ...]]:
+        """Algorithms that serve only some of :meth:`dtypes`, with the dtypes they serve (optional).
+
+        The default: every algorithm serves every dtype.  An algorithm handed a dtype it does
+        not serve raises ``TypeError`` naming the device and dtype (the conformance suite checks).
+        """
+        return {}
 
     def devices(self) -> list[str]:
         """Human-readable descriptions of the devices this backend can use."""

@@ -25,7 +25,10 @@ def _info(args) -> int:
         table.add_row(
             info.name,
             "[green]yes[/]" if info.available else "[red]no[/]",
-            ", ".join(info.algorithms),
+            ", ".join(
+                f"{a} ({', '.join(info.algorithm_dtypes[a])})" if a in info.algorithm_dtypes else a
+                for a in info.algorithms
+            ),
             ", ".join(info.dtypes),
             "\n".join(info.devices) if info.available else (info.reason or ""),
         )

@@ -38,6 +38,8 @@ class BackendInfo:
     dtypes: tuple[str, ...] = ()
     algorithms: tuple[str, ...] = ()
     devices: list[str] = field(default_factory=list)
+    #: Algorithms that serve fewer dtypes than ``dtypes`` (``image``: no 64-bit texels), with theirs.
+    algorithm_dtypes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class _Entry:
@@ -131,6 +133,10 @@ def backends() -> list[BackendInfo]:
                     tuple(str(d) for d in backend.dtypes()),
                     tuple(backend.algorithms),
                     list(backend.devices()),
+                    {
+                        algorithm: tuple(str(d) for d in dtypes)
+                        for algorithm, dtypes in getattr(backend, "algorithm_dtypes", dict)().items()
+                    },
                 )
             )
         except Exception as exc:

@@ -587,7 +587,7 @@ def check_case(case: Case, backend: str) -> Outcome:
     try:
         result = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, **kwargs)
     except TypeError as exc:
-        if str(dtype) in str(exc) and _refuses(impl, dtype, x1):
+        if str(dtype) in str(exc) and _refuses(impl, dtype, x1, algorithm):
             return Outcome("refused")
         return _fail("exception", f"TypeError: {exc}")
     except Exception as exc:
@@ -615,9 +615,13 @@ def check_case(case: Case, backend: str) -> Outcome:
     return Outcome("ok")
 
 
-def _refuses(impl, dtype, x1) -> bool:
-    """Does the backend refuse ``dtype`` (not listed, or its check_dtype raises TypeError)?"""
+def _refuses(impl, dtype, x1, algorithm) -> bool:
+    """Does the backend refuse ``dtype`` (not listed, not served by ``algorithm``, or its
+    check_dtype raises TypeError)?"""
     if dtype not in tuple(impl.dtypes()):
+        return True
+    served = getattr(impl, "algorithm_dtypes", dict)().get(algorithm)
+    if served is not None and dtype not in served:
         return True
     try:
         impl.check_dtype(dtype, x1)

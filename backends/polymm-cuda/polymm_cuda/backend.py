@@ -15,6 +15,7 @@ import numpy as np
 from polymm.backend import Backend, BackendUnavailable, CONTRACT_DTYPES
 
 from . import fastgemm
+from . import image as _image
 
 __all__ = ["CUDABackend"]
 
@@ -44,7 +45,7 @@ class CUDABackend(Backend):
     """polymm on NVIDIA GPUs through CuPy; kernels compiled once per device/dtype/variant."""
 
     name = "cuda"
-    algorithms = ("naive", "tiled", "auto")
+    algorithms = ("naive", "image", "tiled", "auto")
     array_library = "cupy"
 
     def __init__(self):
@@ -70,6 +71,12 @@ class CUDABackend(Backend):
     # ---- description -------------------------------------------------------
     def dtypes(self):
         return CONTRACT_DTYPES
+
+    def algorithm_dtypes(self):
+        """``image`` reads texture objects, which have no 64-bit or complex texels."""
+        from polymm.kernels import IMAGE_DTYPES
+
+        return {"image": IMAGE_DTYPES}
 
     def check_dtype(self, dtype, operand) -> None:
         # Every contract dtype runs on every CUDA device (float64 included).
@@ -100,7 +107,7 @@ class CUDABackend(Backend):
         return n
 
     def _shared_kernel(self, dev: int, dtype: np.dtype, kernel: str):
-        """``polymm_naive`` / ``polymm_tiled`` from the shared sources (compiled once)."""
+        """``polymm_naive`` / ``polymm_image`` / ``polymm_tiled`` from the shared sources (compiled once)."""
         key = (dev, dtype, kernel)
         fn = self._kernels.get(key)
         if fn is None:
@@ -147,6 +154,9 @@ class CUDABackend(Backend):
                 "polymm cuda: operands on different GPUs: x1 on cuda:%d, x2 on cuda:%d, out on cuda:%d"
                 % (dev, b.data.device_id, out.data.device_id)
             )
+        if algorithm == "image":
+            _image.matmul(self, dev, a, b, out)
+            return
         dtype = a.dtype
         isz = dtype.itemsize
         bt, m, k = a.shape

@@ -20,9 +20,11 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from polymm.backend import CONTRACT_DTYPES
+from polymm.kernels import IMAGE_DTYPES
 from polymm_cuda import fastgemm
 
 DTYPES = [d.name for d in CONTRACT_DTYPES]
@@ -60,6 +62,8 @@ def _jobs(dtype):
     jobs = [(f"fast-{dtype}", body, ("--ptx", "-Xcicc", "-O0"))]
     for kernel in ("naive", "tiled"):
         jobs.append((f"{kernel}-{dtype}", render("cuda", kernel, dtype), ("--ptx",)))
+    if np.dtype(dtype) in IMAGE_DTYPES:  # texture fetches exist for the dtypes images hold
+        jobs.append((f"image-{dtype}", render("cuda", "image", dtype), ("--ptx",)))
     return jobs
 
 
@@ -91,8 +95,6 @@ def test_hot_path_does_not_spill(config, va, cp_async):
 
 def test_every_variant_is_consistent():
     """The configurations satisfy the kernel's static assertions for the widths used."""
-    import numpy as np
-
     for dt in DTYPES:
         w = fastgemm.vector_width(np.dtype(dt))
         size = fastgemm.DTYPE_TAGS[dt][2]

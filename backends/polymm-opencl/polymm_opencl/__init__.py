@@ -30,6 +30,7 @@ from polymm.kernels import (
     render,
 )
 
+from . import image as _image
 from . import params as _params
 
 __all__ = ["OpenCLBackend", "KernelBuildError", "set_queue", "using_queue", "default_queue", "list_devices"]
@@ -259,7 +260,7 @@ class OpenCLBackend(Backend):
 
     name = "opencl"
     array_library = "pyopencl"
-    algorithms = ("naive", "tiled", "tiled-dynamic", "auto")
+    algorithms = ("naive", "image", "tiled", "tiled-dynamic", "auto")
 
     def __init__(self):
         try:
@@ -270,7 +271,9 @@ class OpenCLBackend(Backend):
             raise BackendUnavailable(
                 "no OpenCL platform with a device was found (install pocl-binary-distribution for a CPU device)"
             )
-        _pick_device()  # an unmatched POLYMM_OPENCL_DEVICE makes the backend unavailable
+        device = _pick_device()  # an unmatched POLYMM_OPENCL_DEVICE makes the backend unavailable
+        if not device.image_support:  # the image kernel is offered only where images exist
+            self.algorithms = tuple(a for a in self.algorithms if a != "image")
         self._programs: dict = {}
         self._facts: dict = {}
         self._plans: dict = {}
@@ -284,6 +287,13 @@ class OpenCLBackend(Backend):
 
     def dtypes(self):
         return CONTRACT_DTYPES
+
+    def algorithm_dtypes(self) -> dict:
+        """Algorithms that serve fewer dtypes than :meth:`dtypes`: ``image`` (texel formats of the default device)."""
+        if "image" not in self.algorithms:
+            return {}
+        queue = default_queue()
+        return {"image": _image.served_dtypes(queue.context, queue.device)}
 
     def _facts_for(self, queue) -> _QueueFacts:
         facts = self._facts.get(queue)
@@ -368,6 +378,9 @@ class OpenCLBackend(Backend):
     def matmul(self, a, b, out, algorithm: str) -> None:
         queue = out.queue
         facts = self._facts.get(queue) or self._facts_for(queue)
+        if algorithm == "image":
+            self.last_event = _image.matmul(self, facts, a, b, out)
+            return
         key = (queue, out.dtype, algorithm, a.shape, b.shape, a.strides, b.strides, a.offset, b.offset, out.offset)
         plan = self._plans.get(key)
         if plan is None:
@@ -396,6 +409,9 @@ class OpenCLBackend(Backend):
         plan = self._plans.get(key)
         if plan is None:
             kind = _batch_views()
+            if algorithm == "image":
+                self.last_event = _image.matmul(self, facts, kind(x1), kind(x2), kind(out))
+                return
             plan = self._make_plan(facts, kind(x1), kind(x2), kind(out), algorithm, None)
             if len(self._plans) >= _PLAN_CACHE_SIZE:
                 self._plans.clear()
