@@ -18,9 +18,11 @@ If it raises (missing driver, no device, ...), the backend is listed by
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-__all__ = ["Backend", "BackendUnavailable", "CONTRACT_DTYPES", "SizeLimitError"]
+__all__ = ["Backend", "BackendUnavailable", "CONTRACT_DTYPES", "SizeLimitError", "optional_dtypes", "is_bfloat16"]
 
 #: Every dtype the contract requires of a backend (array API numeric dtypes,
 #: plus bool and float16).
@@ -43,6 +45,23 @@ CONTRACT_DTYPES = tuple(
         "complex128",
     )
 )
+
+
+@functools.cache
+def optional_dtypes() -> tuple[np.dtype, ...]:
+    """Dtypes beyond the contract that backends may compute: ``bfloat16`` where ``ml_dtypes``
+    (which gives NumPy that dtype) is installed; accumulated in float32 like float16.
+    ``ml_dtypes`` is imported on the first call, never by ``import polymm``."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return ()
+    return (np.dtype(ml_dtypes.bfloat16),)
+
+
+def is_bfloat16(dtype) -> bool:
+    """Is ``dtype`` NumPy's bfloat16 (ml_dtypes)?  Cheap: no import."""
+    return getattr(dtype, "name", None) == "bfloat16" and dtype.itemsize == 2
 
 
 class BackendUnavailable(RuntimeError):
@@ -129,6 +148,7 @@ class Backend:
         * ``algorithm`` is one of :attr:`algorithms`.
 
         Integer products wrap like NumPy's; bool is logical or-of-ands;
-        float16 accumulates in float32; complex is not conjugated.
+        float16 and bfloat16 (if offered, see :func:`optional_dtypes`) accumulate in
+        float32; complex is not conjugated.
         """
         raise NotImplementedError

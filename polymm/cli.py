@@ -258,10 +258,8 @@ def _fuzz(args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    import numpy as np
-
     import polymm
-    from polymm.backend import CONTRACT_DTYPES
+    from polymm.backend import CONTRACT_DTYPES, optional_dtypes
     from polymm.testing import fuzz
 
     err = Console(stderr=True)
@@ -274,12 +272,13 @@ def _fuzz(args) -> int:
             polymm.get_backend(name)  # clear error for unknown / unavailable names
     dtypes = None
     if args.dtypes:
-        dtypes = [np.dtype(d.strip()) for d in args.dtypes.split(",") if d.strip()]
-        outside = [str(d) for d in dtypes if d not in CONTRACT_DTYPES]
+        drawable = CONTRACT_DTYPES + optional_dtypes()  # optional_dtypes() also makes "bfloat16" a NumPy name
+        by_name = {str(d): d for d in drawable}
+        asked = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+        outside = [d for d in asked if d not in by_name]
         if outside:
-            raise ValueError(
-                f"--dtypes: {', '.join(outside)} not in the contract ({', '.join(map(str, CONTRACT_DTYPES))})"
-            )
+            raise ValueError(f"--dtypes: {', '.join(outside)} not in the contract ({', '.join(by_name)})")
+        dtypes = [by_name[d] for d in asked]
     if args.case is not None and args.case < 0 or args.cases < 0:
         raise ValueError("--case and --cases must not be negative")
     total = len(names) * (1 if args.case is not None else args.cases)
@@ -412,7 +411,9 @@ def main(argv=None) -> int:
         "--case", type=int, default=None, metavar="I", help="replay only case I of --seed, and print its code"
     )
     fz.add_argument(
-        "--dtypes", default=None, help="operand dtypes to draw, comma-separated (default: every contract dtype)"
+        "--dtypes",
+        default=None,
+        help="operand dtypes to draw, comma-separated (default: every contract dtype, and bfloat16 with ml_dtypes)",
     )
     fz.add_argument(
         "--time-budget",

@@ -14,6 +14,7 @@ import itertools
 import numpy as np
 
 from . import promotion
+from .backend import is_bfloat16
 from .arrays import PLAIN_TYPES, kind_named, kind_of
 from .registry import get_backend, selected_backend
 from .shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
@@ -208,12 +209,29 @@ def _matmul_foreign(x1, x2, backend, algorithm, out):
         raise TypeError(f"polymm.matmul: arrays on DLPack device type {device_type} are not supported")
     if out is not None and type(out) is not type(x1):
         raise TypeError(f"polymm.matmul: out must be a {_describe(x1)} like the inputs, got {_describe(out)}")
-    a = to_native(x1).astype(dtype, copy=False)
-    b = to_native(x2).astype(dtype, copy=False)
-    result = matmul(a, b, backend=backend, algorithm=algorithm, out=None if out is None else to_native(out))
+    a = _from_dlpack(to_native, xp, x1).astype(dtype, copy=False)
+    b = _from_dlpack(to_native, xp, x2).astype(dtype, copy=False)
+    result = matmul(
+        a, b, backend=backend, algorithm=algorithm, out=None if out is None else _from_dlpack(to_native, xp, out)
+    )
     if out is not None:
         return out
+    if is_bfloat16(result.dtype):  # DLPack consumers know bfloat16, NumPy's exporter does not: send its 16-bit words
+        words = xp.from_dlpack(result.view(np.int16))
+        return words.view(next(x.dtype for x in (x1, x2) if str(x.dtype).endswith("bfloat16")))
     try:
         return xp.from_dlpack(result)
     except (AttributeError, TypeError, BufferError, RuntimeError):
         return xp.asarray(result)
+
+
+def _from_dlpack(to_native, xp, x):
+    """``x`` as a NumPy/CuPy array; bfloat16 travels as 16-bit words (NumPy's DLPack has no
+    bfloat16) and is viewed as ml_dtypes' bfloat16 again (a view: ``out`` stays shared)."""
+    if not str(x.dtype).endswith("bfloat16"):
+        return to_native(x)
+    from .backend import optional_dtypes
+
+    if not optional_dtypes():
+        raise TypeError("polymm.matmul: bfloat16 arrays need the ml_dtypes package (pip install ml_dtypes)")
+    return to_native(x.view(xp.int16)).view(optional_dtypes()[0])

@@ -23,7 +23,8 @@ batch is grid dimension 2), with element ``A[b, m, k]`` at
 ``(B, M, N)`` starting at ``C[c_off]``.  ``long`` is ``long long`` in CUDA
 (both 64-bit): pass ``numpy.int64``; sizes are ``numpy.int32``.  ``T`` is the
 dtype's storage type: ``uchar`` for bool, ``half`` (OpenCL) / ``unsigned short``
-(CUDA, raw bits) for float16, ``float2``/``double2`` for complex.
+(CUDA, raw bits) for float16, ``ushort`` / ``unsigned short`` (raw bits) for
+bfloat16, ``float2``/``double2`` for complex.
 
 ``image`` (``image.c``) is the naive kernel reading A and B as 2-D images
 (OpenCL ``image2d_t``, CUDA texture objects): its own interface is in its
@@ -184,6 +185,7 @@ _DTYPES = {
     "uint32": ("INT", "uint", "unsigned int"),
     "uint64": ("INT", "ulong", "unsigned long long"),
     "float16": ("HALF", "half", "unsigned short"),
+    "bfloat16": ("BF16", "ushort", "unsigned short"),  # ml_dtypes' bfloat16, an optional dtype
     "float32": ("FLOAT", "float", "float"),
     "float64": ("FLOAT", "double", "double"),
     "complex64": ("COMPLEX", "float2", "float2"),
@@ -266,7 +268,7 @@ def _type_defines(dialect: str, dtype: np.dtype) -> dict[str, str]:
     elif kind == "INT":
         acc = _INT_ACC[max(4, np.dtype(dtype).itemsize)][0 if dialect == "opencl" else 1]
         d.update(VAL_T=acc, ACC_T=acc, VAL_ZERO="0")
-    elif kind == "HALF":
+    elif kind in ("HALF", "BF16"):
         d.update(VAL_T="float", ACC_T="float", VAL_ZERO="0.0f")
     elif kind == "FLOAT":
         d.update(VAL_T=elem, ACC_T=elem, VAL_ZERO="0.0f" if name == "float32" else "0.0")
@@ -285,7 +287,7 @@ def value_itemsize(dtype) -> int:
         return 1
     if kind == "INT":
         return max(4, np.dtype(dtype).itemsize)
-    if kind == "HALF":
+    if kind in ("HALF", "BF16"):
         return 4
     return np.dtype(dtype).itemsize
 

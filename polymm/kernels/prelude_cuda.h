@@ -14,6 +14,8 @@
 #define RESTRICT __restrict__
 #define DEVICE_FN __device__ __forceinline__
 #define PM_UNROLL _Pragma("unroll")
+#define AS_FLOAT(u) __uint_as_float(u)
+#define AS_UINT(f) __float_as_uint(f)
 /* Dynamically sized shared memory: one extern array, 16-byte aligned. */
 #define DYN_LOCAL_PARAM
 #define DYN_LOCAL_DECL extern __shared__ double2 pm_dyn_smem[]; VAL_T* pm_dyn_local = (VAL_T*)pm_dyn_smem;

@@ -18,6 +18,8 @@
 #define RESTRICT restrict
 #define DEVICE_FN inline
 #define PM_UNROLL _Pragma("unroll")
+#define AS_FLOAT(u) as_float(u)
+#define AS_UINT(f) as_uint(f)
 /* Dynamically sized local memory arrives as a trailing kernel argument. */
 #define DYN_LOCAL_PARAM , __local VAL_T* pm_dyn_local
 #define DYN_LOCAL_DECL

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend import is_bfloat16
+
 INTEGER_KINDS = "biu"
+
+
+def _finfo(dtype):
+    """``np.finfo``, also for ml_dtypes' bfloat16 (whose kind is ``V``)."""
+    if is_bfloat16(dtype):
+        import ml_dtypes
+
+        return ml_dtypes.finfo(dtype)
+    return np.finfo(dtype)
 
 
 def random_array(rng: np.random.Generator, shape, dtype) -> np.ndarray:
@@ -24,7 +35,7 @@ def random_array(rng: np.random.Generator, shape, dtype) -> np.ndarray:
 def poison(shape, dtype) -> np.ndarray:
     """An output buffer full of a value no correct product produces by accident."""
     dtype = np.dtype(dtype)
-    if dtype.kind in "fc":
+    if dtype.kind in "fc" or is_bfloat16(dtype):
         return np.full(shape, np.nan, dtype)
     if dtype == np.bool_:
         return np.full(shape, True)
@@ -51,14 +62,15 @@ def reference_matmul(x1: np.ndarray, x2: np.ndarray, dtype) -> np.ndarray:
 def tolerance(x1: np.ndarray, x2: np.ndarray, dtype, k: int) -> np.ndarray:
     """Elementwise bound ``c * K * eps * (|x1| @ |x2|)``, the classical dot-product error bound."""
     dtype = np.dtype(dtype)
-    compute = np.float32 if dtype == np.float16 else dtype  # float16 accumulates in float32
+    narrow = dtype == np.float16 or is_bfloat16(dtype)
+    compute = np.dtype(np.float32) if narrow else dtype  # float16 and bfloat16 accumulate in float32
     eps = float(np.finfo(compute).eps)
     mag = np.matmul(np.abs(x1).astype(np.float64), np.abs(x2).astype(np.float64))
     bound = (4.0 if dtype.kind == "c" else 2.0) * max(k, 1) * eps * mag
-    if dtype == np.float16:
-        # plus the final rounding to float16: relative for normal results, and up to half the
-        # spacing of float16's subnormals (2**-25) for results in that range
-        bound = bound + float(np.finfo(np.float16).eps) * mag + float(np.finfo(np.float16).smallest_subnormal) / 2
+    if narrow:
+        # plus the final rounding to the narrow type: relative for normal results, and up to
+        # half the spacing of its subnormals for results in that range
+        bound = bound + float(_finfo(dtype).eps) * mag + float(_finfo(dtype).smallest_subnormal) / 2
     return bound + float(np.finfo(compute).tiny)
 
 

@@ -15,10 +15,12 @@ import numpy as np
 import pytest
 
 import polymm
-from polymm.backend import CONTRACT_DTYPES, SizeLimitError
+from polymm.backend import CONTRACT_DTYPES, SizeLimitError, optional_dtypes
 from polymm.testing.reference import assert_matches, poison, random_array
 
 DTYPES = [str(d) for d in CONTRACT_DTYPES]
+#: Dtypes beyond the contract, tested where they exist (bfloat16 with ml_dtypes installed).
+OPTIONAL = [str(d) for d in optional_dtypes()]
 
 
 @pytest.fixture
@@ -27,11 +29,19 @@ def rng(request):
 
 
 def require_served(backend, algorithm, dtype, x1, x2):
-    """Skip when ``algorithm`` does not serve ``dtype`` on ``backend`` (the image kernel has no
+    """Skip when ``backend`` cannot compute ``dtype`` on this device (float64 without fp64, an
+    optional dtype it does not offer) or ``algorithm`` does not serve it (the image kernel has no
     64-bit texels), after checking that ``matmul`` refuses it with a ``TypeError`` naming the dtype.
     Empty operands never reach a kernel (the core answers), so they are tested as usual."""
     dtype = np.dtype(dtype)
-    own = getattr(polymm.get_backend(backend), "algorithm_dtypes", None)
+    impl = polymm.get_backend(backend)
+    try:
+        impl.check_dtype(dtype, x1)
+    except TypeError:  # a device that truly cannot do this dtype must say so, never compute wrongly
+        with pytest.raises(TypeError, match=str(dtype)):
+            polymm.matmul(x1, x2, backend=backend, algorithm=algorithm)
+        pytest.skip(f"backend {backend!r} refuses {dtype} on this device (checked: clear TypeError)")
+    own = getattr(impl, "algorithm_dtypes", None)
     served = (own() if own else {}).get(algorithm)
     if served is None or dtype in {np.dtype(d) for d in served} or 0 in (np.size(x1), np.size(x2)):
         return
@@ -44,12 +54,6 @@ def run(backend, algorithm, x1, x2, dtype=None):
     """Compute into a poisoned ``out`` and without ``out``; check both, return the latter."""
     dtype = np.dtype(dtype) if dtype is not None else np.result_type(x1, x2)
     require_served(backend, algorithm, dtype, x1, x2)
-    try:
-        polymm.get_backend(backend).check_dtype(dtype, x1)
-    except TypeError:  # a device that truly cannot do this dtype must say so, never compute wrongly
-        with pytest.raises(TypeError, match=str(dtype)):
-            polymm.matmul(x1, x2, backend=backend, algorithm=algorithm)
-        pytest.skip(f"backend {backend!r} refuses {dtype} on this device (checked: clear TypeError)")
     expected_shape = (
         np.broadcast_shapes(x1.shape[:-2], x2.shape[:-2]) + x1.shape[-2:-1] + x2.shape[-1:]
         if x1.ndim > 1 and x2.ndim > 1
@@ -75,14 +79,14 @@ def run(backend, algorithm, x1, x2, dtype=None):
 # -- dtypes -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES + OPTIONAL)
 def test_every_dtype(polymm_backend, polymm_algorithm, dtype, rng):
     x1 = random_array(rng, (17, 33), dtype)
     x2 = random_array(rng, (33, 19), dtype)
     run(polymm_backend, polymm_algorithm, x1, x2)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES + OPTIONAL)
 def test_every_dtype_batched_odd(polymm_backend, polymm_algorithm, dtype, rng):
     x1 = random_array(rng, (3, 65, 40), dtype)
     x2 = random_array(rng, (3, 40, 33), dtype)
@@ -104,7 +108,7 @@ MIXED = [
     ("float32", "complex64"),
     ("float64", "complex64"),
     ("int16", "complex128"),
-]
+] + [(a, b) for d in OPTIONAL for a, b in ((d, "float32"), ("int8", d), (d, "float64"))]
 
 
 @pytest.mark.parametrize("dtypes", MIXED, ids=["-".join(p) for p in MIXED])
@@ -126,13 +130,15 @@ def test_integer_products_wrap_like_numpy(polymm_backend, polymm_algorithm):
     np.testing.assert_array_equal(result, np.matmul(big, big.T))
 
 
-def test_float16_accumulates_in_float32(polymm_backend, polymm_algorithm):
-    # 4096 ones: a float16 accumulator stops at 2048; float32 accumulation is exact.
-    x1 = np.ones((2, 4096), np.float16)
-    x2 = np.ones((4096, 3), np.float16)
+@pytest.mark.parametrize("dtype", ["float16"] + OPTIONAL)
+def test_narrow_floats_accumulate_in_float32(polymm_backend, polymm_algorithm, dtype):
+    # 4096 ones: a float16 accumulator stops at 2048, a bfloat16 one at 256; float32 is exact.
+    x1 = np.ones((2, 4096), dtype)
+    x2 = np.ones((4096, 3), dtype)
+    require_served(polymm_backend, polymm_algorithm, dtype, x1, x2)
     result = polymm.matmul(x1, x2, backend=polymm_backend, algorithm=polymm_algorithm)
-    assert result.dtype == np.float16
-    np.testing.assert_array_equal(result, np.full((2, 3), 4096, np.float16))
+    assert result.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(result, np.full((2, 3), 4096, dtype))
 
 
 def test_complex_is_not_conjugated(polymm_backend, polymm_algorithm):
@@ -339,7 +345,7 @@ def test_out_other_library(polymm_backend):
 # -- special values ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"] + OPTIONAL)
 def test_nan_and_inf_propagate(polymm_backend, polymm_algorithm, dtype, rng):
     x1 = random_array(rng, (19, 23), dtype)
     x2 = random_array(rng, (23, 21), dtype)
@@ -470,3 +476,20 @@ def test_torch_cpu_tensors_in_and_out(polymm_backend, rng):
     out = torch.full((3, 8, 4), float("nan"))
     assert polymm.matmul(torch.from_numpy(x1), torch.from_numpy(x2), backend=polymm_backend, out=out) is out
     assert_matches(out.numpy(), x1, x2.astype(np.float32))
+
+
+@pytest.mark.skipif(not OPTIONAL, reason="bfloat16 needs ml_dtypes")
+def test_torch_bfloat16_tensors_in_and_out(polymm_backend, rng):
+    torch = pytest.importorskip("torch")
+    x1 = random_array(rng, (3, 8, 5), "bfloat16")
+    x2 = random_array(rng, (5, 4), "bfloat16")
+    t1, t2 = (torch.from_numpy(x.view(np.int16)).view(torch.bfloat16) for x in (x1, x2))
+    require_served(polymm_backend, "auto", "bfloat16", x1, x2)
+    result = polymm.matmul(t1, t2, backend=polymm_backend)
+    assert isinstance(result, torch.Tensor) and result.dtype == torch.bfloat16
+    assert_matches(result.view(torch.int16).numpy().view(x1.dtype), x1, x2)
+    out = torch.full((3, 8, 4), float("nan"), dtype=torch.bfloat16)
+    assert polymm.matmul(t1, t2, backend=polymm_backend, out=out) is out
+    assert_matches(out.view(torch.int16).numpy().view(x1.dtype), x1, x2)
+    # PyTorch's promotion: bfloat16 with float32 is float32
+    assert polymm.matmul(t1, t2.float(), backend=polymm_backend).dtype == torch.float32

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polymm.backend import Backend, BackendUnavailable, CONTRACT_DTYPES
+from polymm.backend import Backend, BackendUnavailable, CONTRACT_DTYPES, is_bfloat16, optional_dtypes
 
 from . import fastgemm
 from . import image as _image
@@ -70,7 +70,7 @@ class CUDABackend(Backend):
 
     # ---- description -------------------------------------------------------
     def dtypes(self):
-        return CONTRACT_DTYPES
+        return CONTRACT_DTYPES + optional_dtypes()
 
     def algorithm_dtypes(self):
         """``image`` reads texture objects, which have no 64-bit or complex texels."""
@@ -80,7 +80,7 @@ class CUDABackend(Backend):
 
     def check_dtype(self, dtype, operand) -> None:
         # Every contract dtype runs on every CUDA device (float64 included).
-        if dtype not in _SUPPORTED:
+        if dtype not in _SUPPORTED and dtype not in optional_dtypes():
             raise TypeError(f"polymm cuda backend does not support dtype {dtype}")
 
     def devices(self) -> list[str]:
@@ -133,6 +133,8 @@ class CUDABackend(Backend):
     def _plan(self, dev, dtype, algorithm, a, b, shape, sa, sb):
         """(kernel, grid, block, shared bytes) for one call; memoised by the caller."""
         bt, m, n, k = shape
+        if algorithm == "auto" and is_bfloat16(dtype):  # the fast kernel has no bfloat16 (yet): shared tiles
+            algorithm = "tiled"
         if algorithm == "auto":
             v = fastgemm.choose_variant(dtype, a.data.ptr, sa, b.data.ptr, sb, shape, self._sm_count(dev))
             fn = self._fast_kernel(dev, v)

@@ -20,7 +20,7 @@ import threading
 
 import numpy as np
 
-from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable
+from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, optional_dtypes
 from polymm.kernels import (
     KernelParams,
     fast_path,
@@ -286,7 +286,7 @@ class OpenCLBackend(Backend):
         return list_devices()
 
     def dtypes(self):
-        return CONTRACT_DTYPES
+        return CONTRACT_DTYPES + optional_dtypes()
 
     def algorithm_dtypes(self) -> dict:
         """Algorithms that serve fewer dtypes than :meth:`dtypes`: ``image`` (texel formats of the default device)."""
@@ -306,7 +306,7 @@ class OpenCLBackend(Backend):
         return queue if queue is not None else default_queue()
 
     def check_dtype(self, dtype, operand) -> None:
-        if dtype not in _CONTRACT_SET:
+        if dtype not in _CONTRACT_SET and dtype not in optional_dtypes():
             raise TypeError(f"backend 'opencl' does not support dtype {dtype}")
         if dtype in _FP64_DTYPES:
             facts = self._facts_for(self._queue_for(operand))
