@@ -293,12 +293,15 @@ def _fuzz(args) -> int:
         disable=args.case is not None,
     ) as progress:
         task = progress.add_task("fuzz", total=total, failures=0)
+        step = max(1, args.cases // 20)
         failed = 0
 
         def on_case(name, index, outcome):
             nonlocal failed
             failed += outcome.status == "fail"
             progress.update(task, advance=1, description=f"fuzz {name}", failures=failed)
+            if not err.is_terminal and (index + 1) % step == 0:  # a log gets a line per 5%
+                err.print(f"fuzz {name}: {index + 1}/{args.cases} cases, {failed} failed", highlight=False)
 
         summary = fuzz.run(
             names,

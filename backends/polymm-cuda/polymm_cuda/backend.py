@@ -14,13 +14,15 @@ import numpy as np
 
 from polymm.backend import Backend, BackendUnavailable, CONTRACT_DTYPES, is_bfloat16, optional_dtypes
 
-from . import fastgemm
+from . import fastgemm, tensorcore
 from . import image as _image
 
 __all__ = ["CUDABackend"]
 
 _NVRTC_OPTIONS = ("-std=c++17",)
 _MAX_GRID_Z = 65535
+#: Multiply-adds per product from which "auto" copies operands into a tensor-core layout.
+_REPACK_WORK = 128**3
 _SUPPORTED = frozenset(CONTRACT_DTYPES)
 
 
@@ -63,6 +65,7 @@ class CUDABackend(Backend):
         self._runtime = cupy.cuda.runtime
         self._count = count
         self._sms: dict[int, int] = {}
+        self._ccs: dict[int, int] = {}
         # (device, dtype, algorithm-or-Variant) -> compiled kernel function
         self._kernels: dict = {}
         # (device, dtype, B, M, N, layout key) -> (kernel, grid, block, smem)
@@ -130,10 +133,36 @@ class CUDABackend(Backend):
             self._kernels[key] = fn
         return fn
 
+    def _compute_capability(self, dev: int) -> int:
+        cc = self._ccs.get(dev)
+        if cc is None:
+            cc = self._ccs[dev] = int(self._cp.cuda.Device(dev).compute_capability)
+        return cc
+
+    def _tensor_core_name(self, dev, dtype, shape, sa, sb, a, b) -> str | None:
+        cc = self._compute_capability(dev)
+        return tensorcore.choose(dtype, cc, shape, sa, sb, a.data.ptr, b.data.ptr)[0]
+
+    def _tensor_core_kernel(self, dev: int, name: str, params: tensorcore.Params):
+        key = (dev, name, params)
+        fn = self._kernels.get(key)
+        if fn is None:
+            mod = self._cp.RawModule(code=tensorcore.source(), options=_NVRTC_OPTIONS + params.options())
+            fn = mod.get_function(name)
+            if params.smem_bytes() > 48 * 1024:
+                fn.max_dynamic_shared_size_bytes = params.smem_bytes()
+            self._kernels[key] = fn
+        return fn
+
     def _plan(self, dev, dtype, algorithm, a, b, shape, sa, sb):
         """(kernel, grid, block, shared bytes) for one call; memoised by the caller."""
         bt, m, n, k = shape
-        if algorithm == "auto" and is_bfloat16(dtype):  # the fast kernel has no bfloat16 (yet): shared tiles
+        tc = self._tensor_core_name(dev, dtype, shape, sa, sb, a, b) if algorithm == "auto" else None
+        if tc is not None:
+            p = tensorcore.DEFAULT
+            grid, block = p.geometry(shape, _MAX_GRID_Z)
+            return self._tensor_core_kernel(dev, tc, p), grid, block, p.smem_bytes(), _scalars(m, n, k, sa, sb)
+        if algorithm == "auto" and is_bfloat16(dtype):  # no SIMT fast kernel for bfloat16: shared tiles
             algorithm = "tiled"
         if algorithm == "auto":
             v = fastgemm.choose_variant(dtype, a.data.ptr, sa, b.data.ptr, sb, shape, self._sm_count(dev))
@@ -167,6 +196,16 @@ class CUDABackend(Backend):
         sa = (s0 // isz, s1 // isz, s2 // isz)
         s0, s1, s2 = b.strides
         sb = (s0 // isz, s1 // isz, s2 // isz)
+        if (
+            algorithm == "auto"
+            and dtype.name in tensorcore.LAYOUTS
+            and m * n * k >= _REPACK_WORK
+            and self._tensor_core_name(dev, dtype, (bt, m, n, k), sa, sb, a, b) is None
+        ):
+            # a layout the tensor cores cannot read: a copy costs far less than the SIMT kernel
+            a, b = tensorcore.repack(self._cp, a, b)
+            sa = tuple(s // isz for s in a.strides)
+            sb = tuple(s // isz for s in b.strides)
         # The plan depends on shape, strides and the operands' alignment only.
         key = (dev, dtype, algorithm, bt, m, n, k, sa, sb, a.data.ptr & 15, b.data.ptr & 15)
         plan = self._plans.get(key)

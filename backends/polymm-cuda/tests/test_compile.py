@@ -107,3 +107,33 @@ def test_every_variant_is_consistent():
             # minb resident blocks must fit an SM's shared memory (227 KiB per block on sm_90)
             for stages in (2, c.stages):
                 assert c.smem_bytes(size, True, False, stages) * c.minb <= 227 * 1024, c
+
+
+@pytest.mark.parametrize("arch", ["sm_80", ARCH])
+def test_tensor_core_kernel_compiles_without_spills(arch):
+    """Both tensor-core kernels (float16, bfloat16) build to machine code for Ampere and Hopper with
+    every accumulator in registers."""
+    from polymm_cuda import tensorcore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "tc.cu")
+        path.write_text(tensorcore.source())
+        cmd = [
+            NVCC,
+            "-std=c++17",
+            f"-arch={arch}",
+            "-cubin",
+            *tensorcore.DEFAULT.options(),
+            "-Xptxas",
+            "-v",
+            "-o",
+            str(Path(tmp, "tc.cubin")),
+            str(path),
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log
+    for name in (tensorcore.kernel_name(d, lay) for d, lays in tensorcore.LAYOUTS.items() for lay in lays):
+        assert name in log, f"{name} not built:\n{log}"
+    spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
+    assert spills and max(spills) == 0, log
