@@ -87,6 +87,12 @@ class Backend:
         ``"pyopencl"``.  Arrays of that library are handed over as they are;
         NumPy arrays given to a device backend go through :meth:`from_numpy`
         and :meth:`to_numpy`.
+    ``precisions``
+        The precision modes (:mod:`polymm.precision`) it *accelerates*, listed by
+        :func:`polymm.backends`.  During :meth:`matmul`, ``polymm.precision.current()``
+        names the mode asked for: the least precision the caller accepts for float32 and
+        complex64 products.  A backend may ignore it and compute at full precision (always
+        correct); one that uses it must stay within ``polymm.precision.error_bound``.
     ``conformance_xfail``
         Known failures, declared: ``{test-name pattern: reason}``. The
         conformance suite marks matching tests ``xfail(strict=True)`` with the
@@ -96,6 +102,7 @@ class Backend:
     name: str = "?"
     algorithms: tuple[str, ...] = ("auto",)
     array_library: str = "numpy"
+    precisions: tuple[str, ...] = ()
     conformance_xfail: dict[str, str] = {}
 
     def dtypes(self) -> tuple[np.dtype, ...]:

@@ -19,7 +19,7 @@ def _info(args) -> int:
         print(json.dumps([vars(i) for i in infos], indent=2))
         return 0
     table = Table(title=f"polymm {polymm.__version__} backends")
-    for column in ("backend", "available", "algorithms", "dtypes", "devices / reason"):
+    for column in ("backend", "available", "algorithms", "dtypes", "faster precisions", "devices / reason"):
         table.add_column(column, overflow="fold")
     for info in infos:
         table.add_row(
@@ -30,6 +30,7 @@ def _info(args) -> int:
                 for a in info.algorithms
             ),
             ", ".join(info.dtypes),
+            ", ".join(info.precisions) or "-",
             "\n".join(info.devices) if info.available else (info.reason or ""),
         )
     Console().print(table)

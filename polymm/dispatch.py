@@ -15,6 +15,7 @@ import numpy as np
 
 from . import promotion
 from .backend import is_bfloat16
+from .precision import use_precision
 from .arrays import PLAIN_TYPES, kind_named, kind_of
 from .registry import get_backend, selected_backend
 from .shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
@@ -45,13 +46,18 @@ def _library_of(x1, x2) -> str:
     return k1
 
 
-def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", out=None):
+def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", out=None, precision: str | None = None):
     """``x1 @ x2`` with the array API's semantics, computed by a polymm backend.
 
     ``backend`` picks a backend by name (else :func:`use_backend`, then
     ``POLYMM_BACKEND``, then the inputs' device); ``algorithm`` picks one of
-    that backend's kernels; ``out`` receives the result and is returned.
+    that backend's kernels; ``out`` receives the result and is returned;
+    ``precision`` is the least float32 precision accepted (see
+    :mod:`polymm.precision`; else :func:`use_precision`'s, else ``"default"``).
     """
+    if precision is not None:  # the backend reads it with polymm.precision.current()
+        with use_precision(precision):
+            return matmul(x1, x2, backend=backend, algorithm=algorithm, out=out)
     plain = PLAIN_TYPES.get(type(x1))
     if plain is not None and type(x2) is type(x1) and out is None:
         result = _matmul_plain(plain, x1, x2, backend, algorithm)

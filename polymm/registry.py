@@ -40,6 +40,8 @@ class BackendInfo:
     devices: list[str] = field(default_factory=list)
     #: Algorithms that serve fewer dtypes than ``dtypes`` (``image``: no 64-bit texels), with theirs.
     algorithm_dtypes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Precision modes (polymm.precision) the backend accelerates; others run at full precision.
+    precisions: tuple[str, ...] = ()
 
 
 class _Entry:
@@ -137,6 +139,7 @@ def backends() -> list[BackendInfo]:
                         algorithm: tuple(str(d) for d in dtypes)
                         for algorithm, dtypes in getattr(backend, "algorithm_dtypes", dict)().items()
                     },
+                    tuple(getattr(backend, "precisions", ())),
                 )
             )
         except Exception as exc:

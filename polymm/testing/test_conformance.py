@@ -16,6 +16,7 @@ import pytest
 
 import polymm
 from polymm.backend import CONTRACT_DTYPES, SizeLimitError, optional_dtypes
+from polymm.precision import PRECISIONS
 from polymm.testing.reference import assert_matches, poison, random_array
 
 DTYPES = [str(d) for d in CONTRACT_DTYPES]
@@ -50,8 +51,9 @@ def require_served(backend, algorithm, dtype, x1, x2):
     pytest.skip(f"algorithm {algorithm!r} of {backend!r} does not serve {dtype} (checked: clear TypeError)")
 
 
-def run(backend, algorithm, x1, x2, dtype=None):
-    """Compute into a poisoned ``out`` and without ``out``; check both, return the latter."""
+def run(backend, algorithm, x1, x2, dtype=None, precision=None):
+    """Compute into a poisoned ``out`` and without ``out``; check both, return the latter
+    (within the error bound of ``precision``, when one is asked for)."""
     dtype = np.dtype(dtype) if dtype is not None else np.result_type(x1, x2)
     require_served(backend, algorithm, dtype, x1, x2)
     expected_shape = (
@@ -60,19 +62,20 @@ def run(backend, algorithm, x1, x2, dtype=None):
         else None
     )
     try:
-        result = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm)
+        result = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, precision=precision)
     except SizeLimitError as exc:  # an explicit algorithm past the device's limits (image sizes)
         if algorithm == "auto":
             raise
         pytest.skip(f"{backend}/{algorithm}: {exc}")
     assert type(result) is np.ndarray
-    assert_matches(result, x1, x2, dtype)
+    mode = precision or "default"
+    assert_matches(result, x1, x2, dtype, mode)
     if expected_shape is not None:
         assert result.shape == expected_shape
     out = poison(result.shape, dtype)
-    returned = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, out=out)
+    returned = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, out=out, precision=precision)
     assert returned is out
-    assert_matches(out, x1, x2, dtype)
+    assert_matches(out, x1, x2, dtype, mode)
     return result
 
 
@@ -156,6 +159,34 @@ def test_float32_is_not_computed_in_reduced_precision(polymm_backend, polymm_alg
     x2[0] = 1.0
     result = polymm.matmul(x1, x2, backend=polymm_backend, algorithm=polymm_algorithm)
     np.testing.assert_array_equal(result, np.full((32, 32), 1 + 2.0**-20, np.float32))
+
+
+# -- precision modes --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("dtype", ["float32", "complex64", "float64", "int32"])
+def test_precision_modes_keep_their_bounds(polymm_backend, polymm_algorithm, precision, dtype, rng):
+    # each mode within the error bound it documents (polymm.precision.error_bound); modes
+    # change float32 and complex64 only, every other dtype keeps its own precision
+    x1 = random_array(rng, (2, 33, 300), dtype)
+    x2 = random_array(rng, (300, 65), dtype)
+    run(polymm_backend, polymm_algorithm, x1, x2, precision=precision)
+
+
+def test_precision_scope_and_unknown_names(polymm_backend, rng):
+    x1 = random_array(rng, (9, 40), "float32")
+    x2 = random_array(rng, (40, 7), "float32")
+    with polymm.use_precision("tf32"):
+        assert_matches(polymm.matmul(x1, x2, backend=polymm_backend), x1, x2, precision="tf32")
+        # an explicit argument wins over the scope
+        exact = polymm.matmul(x1, x2, backend=polymm_backend, precision="default")
+    assert_matches(exact, x1, x2)
+    with pytest.raises(ValueError, match="'default', 'tf32x3', 'tf32'"):
+        polymm.matmul(x1, x2, backend=polymm_backend, precision="fp8")
+    with pytest.raises(ValueError, match="tf32x3"):
+        with polymm.use_precision("TF32"):
+            pass
 
 
 # -- shapes -----------------------------------------------------------------------------------
