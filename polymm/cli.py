@@ -16,17 +16,21 @@ def _info(args) -> int:
 
     infos = polymm.backends()
     if args.json:
-        print(json.dumps([vars(i) for i in infos], indent=2))
+        print(json.dumps([i.as_dict() for i in infos], indent=2))
         return 0
     table = Table(title=f"polymm {polymm.__version__} backends")
-    for column in ("backend", "available", "algorithms", "dtypes", "faster precisions", "devices / reason"):
+    for column in ("backend", "available", "arrays", "algorithms", "dtypes", "faster precisions", "devices / reason"):
         table.add_column(column, overflow="fold")
     for info in infos:
+        served = f" (default for {', '.join(info.default_for)})" if info.default_for else ""
         table.add_row(
             info.name,
             "[green]yes[/]" if info.available else "[red]no[/]",
+            info.array_library + served,
             ", ".join(
-                f"{a} ({', '.join(info.algorithm_dtypes[a])})" if a in info.algorithm_dtypes else a
+                f"{a} ({', '.join(info.algorithm_dtypes[a]) or 'not on this device'})"
+                if a in info.algorithm_dtypes
+                else a
                 for a in info.algorithms
             ),
             ", ".join(info.dtypes),

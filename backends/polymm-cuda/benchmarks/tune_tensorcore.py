@@ -16,6 +16,7 @@ import json
 import cupy as cp
 import numpy as np
 
+from polymm.arrays import as_operand
 from polymm_cuda import CUDABackend, tensorcore
 from polymm_cuda.backend import _MAX_GRID_Z, _scalars
 
@@ -56,7 +57,8 @@ def main(argv=None):
     ref = {n: best_ms(lambda a=ops[n][0][0], b=ops[n][1][0]: cp.matmul(a, b)) for n in sizes}
     print("cuBLAS", {n: f"{2 * n**3 / ref[n] / 1e9:.0f} TFLOP/s" for n in sizes})
     for p in tensorcore.CANDIDATES:
-        fn = backend._tensor_core_kernel(0, tensorcore.kernel_name(dtype.name, tensorcore.LAYOUTS[dtype.name][-1]), p)
+        name = tensorcore.kernel_name(dtype.name, tensorcore.LAYOUTS[dtype.name][-1])
+        fn = backend._tensor_core_kernel(0, name, p.options(), p.smem_bytes())
         row = {"params": vars(p), "tflops": {}, "ratio": {}}
         for i, n in enumerate(sizes):
             a, b, c = ops[n]
@@ -65,7 +67,8 @@ def main(argv=None):
             sa = tuple(s // dtype.itemsize for s in a.strides)
             sb = tuple(s // dtype.itemsize for s in b.strides)
             plan = (fn, grid, block, p.smem_bytes(), _scalars(n, n, n, sa, sb))
-            run = lambda: backend._launch(0, plan, a, b, c, 1, n, n, n, sa, sb)  # noqa: E731
+            operands = [as_operand(x) for x in (a, b, c)]
+            run = lambda: backend._launch(0, plan, *operands, 1, n, n, n, sa, sb)  # noqa: E731
             if i == 0:
                 c.fill(7)
                 run()

@@ -2,7 +2,8 @@
 
 ``kernels/tensorcore.cu`` multiplies float16 and bfloat16 matrices on the tensor cores
 (``mma.sync``; float32 accumulation, what the contract asks of float16) and int8 and uint8 ones
-(int32 accumulation, whose low byte is NumPy's wrapped result) in 128-row tiles.
+(int32 accumulation, whose low byte is NumPy's wrapped result) in 128-row tiles;
+``kernels/dmma.cu`` multiplies float64 matrices on the FP64 tensor cores (``mma.sync.m8n8k4``).
 It copies 16-byte chunks straight from global memory, so it needs operands laid out for that;
 :func:`choose` says which kernel reads a call's layout or which rule it breaks; ``"auto"``
 repacks operands of large products that break one (:func:`repack`), and the SIMT kernel serves
@@ -11,12 +12,13 @@ the rest.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["LAYOUTS", "MIN_CC", "Params", "DEFAULT", "CANDIDATES", "choose", "repack", "source"]
+__all__ = ["LAYOUTS", "MIN_CC", "Params", "DEFAULT", "CANDIDATES", "choose", "choose_dmma", "repack", "source"]
 
 #: dtype name -> the B layouts its kernels read: "kn" (B unit-stride along N, as stored) and "nk"
 #: (unit-stride along K: B^T row-major). 8-bit MMA fragments need K-contiguous B.
@@ -67,8 +69,49 @@ DEFAULT = Params(wn=64, stages=4, group_m=0)
 CANDIDATES = tuple(Params(wn, st, g) for wn in (32, 64) for st in (3, 4) for g in (0, 8))
 
 
-def source() -> str:
-    return (Path(__file__).parent / "kernels" / "tensorcore.cu").read_text()
+def source(name: str = "tensorcore") -> str:
+    """The text of ``kernels/<name>.cu`` (``tensorcore``: 16- and 8-bit types; ``dmma``: float64),
+    after the asynchronous-copy helpers both use."""
+    kernels = Path(__file__).parent / "kernels"
+    return (kernels / "async_copy.cuh").read_text() + (kernels / f"{name}.cu").read_text()
+
+
+#: Whether ``"auto"`` takes the float64 kernels. They compile (CI builds them for sm_80 and sm_90)
+#: but have not run on a GPU yet: the device loans closed before their first run (2026-11-23).
+#: Until ``tests/test_device.py::test_dmma_kernel`` passes on one, float64 stays on the SIMT
+#: kernel; ``POLYMM_CUDA_DMMA=1`` turns them on for that run.
+DMMA_IN_AUTO = os.environ.get("POLYMM_CUDA_DMMA", "0") == "1"
+#: The float64 kernels (``kernels/dmma.cu``): 64 x 128 tiles, 3 stages of 16-deep K slices.
+DMMA_BM, DMMA_BN = 64, 128
+DMMA_SMEM = 3 * (DMMA_BM * 20 + 16 * (DMMA_BN + 4)) * 8
+
+
+def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb) -> tuple[str | None, str]:
+    """``(kernel name, why)`` for float64 on the FP64 tensor cores (exact IEEE double FMAs), or None.
+
+    Any strides are read in place; the name says along which axis the threads walk each operand
+    (its smaller stride), so the copies coalesce.
+    """
+    if dtype.name != "float64":
+        return None, "the FP64 tensor cores serve float64"
+    if cc < MIN_CC:
+        return None, f"compute capability {cc / 10:.1f} < {MIN_CC / 10:.1f}"
+    _, m, n, k = shape
+    if min(m, n) < 32 or m * n * k < 64**3:
+        return None, "too small for 64 x 128 tiles"
+    if -(-m // DMMA_BM) > 65535:
+        return None, f"more than 65535 tiles of {DMMA_BM} rows"
+    a_along_k = abs(sa[2]) <= abs(sa[1])
+    b_along_n = abs(sb[2]) <= abs(sb[1])
+    return f"polymm_dmma_{'ak' if a_along_k else 'am'}_{'bn' if b_along_n else 'bk'}", "FP64 tensor cores"
+
+
+def describe(cc: int) -> str:
+    """What ``"auto"`` runs on the tensor cores of a device of compute capability ``cc`` (for ``polymm info``)."""
+    if cc < MIN_CC:
+        return "tensor cores: none used (needs sm_80)"
+    float64 = "float64 (mma.sync m8n8k4)" if DMMA_IN_AUTO else "float64 not yet (SIMT)"
+    return f"tensor cores: {', '.join(LAYOUTS)} (mma.sync); {float64}"
 
 
 def kernel_name(dtype_name: str, layout: str) -> str:

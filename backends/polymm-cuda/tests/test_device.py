@@ -280,3 +280,26 @@ def test_int8_tensor_core_wraps_like_numpy(backend):
     out = _poisoned(1, 256, 256, "int8")
     backend.matmul(cp.asarray(a), cp.asarray(b), out, "auto")
     assert (cp.asnumpy(out) == np.matmul(a, b)).all()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_dmma_kernel(backend, layout, monkeypatch):
+    """float64 on the FP64 tensor cores, every layout read in place, at tile edges and beyond one tile."""
+    from polymm_cuda import tensorcore
+
+    monkeypatch.setattr(tensorcore, "DMMA_IN_AUTO", True)
+    backend._plans.clear()
+    rng = np.random.default_rng(13)
+    cc = backend._compute_capability(0)
+    for bt, m, n, k in TC_SHAPES + [(1, 300, 260, 130), (2, 64, 128, 16), (1, 65, 129, 17)]:
+        da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "float64")
+        isz = 8
+        sa = tuple(s // isz for s in da.strides)
+        sb = tuple(s // isz for s in db.strides)
+        name, why = tensorcore.choose_dmma(np.dtype("float64"), cc, (bt, m, n, k), sa, sb)
+        if cc >= tensorcore.MIN_CC and min(m, n) >= 32 and m * n * k >= 64**3:
+            assert name is not None, why
+        out = _poisoned(bt, m, n, "float64")
+        backend.matmul(da, db, out, "auto")
+        _check(out, ha, hb, "float64")
+    backend._plans.clear()

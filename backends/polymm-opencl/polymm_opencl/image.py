@@ -50,12 +50,12 @@ def check(facts, dtype) -> None:
 
 
 def _staged(backend, facts, x, dtype, which, waits):
-    """``(image, batch stride in rows)`` holding operand ``x`` (batch, rows, cols)."""
+    """``(image, batch stride in rows, event)`` holding :class:`polymm.Operand` ``x`` (batch, rows, cols)."""
     import pyopencl as cl
 
     size = dtype.itemsize
     batch, rows, cols = x.shape
-    sb, sr, sc = (s // size for s in x.strides)
+    sb, sr, sc = x.strides
     copies = batch if sb else 1
     device = facts.device
     check_image_size(
@@ -67,7 +67,7 @@ def _staged(backend, facts, x, dtype, which, waits):
         f"OpenCL device {facts.name!r}",
     )
     queue = facts.queue
-    buffer, offset = x.base_data, x.offset
+    buffer, offset = x.buffer, x.offset * size
     if not (sc == 1 and sr == cols and (copies == 1 or sb == rows * cols)):
         buffer, offset = facts.pool(copies * rows * cols * size), 0
         pack = backend._kernel_step(
@@ -77,7 +77,7 @@ def _staged(backend, facts, x, dtype, which, waits):
             None,
             {},
             _PACK_ARG_TYPES,
-            [rows, cols, x.base_data, x.offset // size, sb, sr, sc, buffer, 0],
+            [rows, cols, x.buffer, x.offset, sb, sr, sc, buffer, 0],
             [],
             launch_geometry("pack", None, rows, cols, copies),
         )
@@ -92,14 +92,14 @@ def _staged(backend, facts, x, dtype, which, waits):
 
 
 def matmul(backend, facts, a, b, out):
-    """``out[i] = a[i] @ b[i]`` by the image kernel; returns the kernel's event."""
+    """``out[i] = a[i] @ b[i]`` by the image kernel (:class:`polymm.Operand` s); returns the kernel's event."""
     import pyopencl as cl
 
     dtype = np.dtype(out.dtype)
     check(facts, dtype)
     batch, M, K = a.shape
     N = b.shape[2]
-    waits = (a.events + b.events + out.events) or None
+    waits = (a.array.events + b.array.events + out.array.events) or None
     image_a, a_sb, event_a = _staged(backend, facts, a, dtype, "x1", waits)
     image_b, b_sb, event_b = _staged(backend, facts, b, dtype, "x2", waits)
     step = backend._kernel_step(
@@ -109,12 +109,12 @@ def matmul(backend, facts, a, b, out):
         None,
         {},
         _IMAGE_ARG_TYPES,
-        [M, N, K, image_a, a_sb, image_b, b_sb, out.base_data, out.offset // dtype.itemsize],
+        [M, N, K, image_a, a_sb, image_b, b_sb, out.buffer, out.offset],
         [],
         launch_geometry("image", None, M, N, batch),
     )
     event = cl.enqueue_nd_range_kernel(
         facts.queue, step.kernel, step.global_size, step.local_size, None, [event_a, event_b]
     )
-    out.add_event(event)
+    out.array.add_event(event)
     return event

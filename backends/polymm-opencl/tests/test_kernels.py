@@ -340,10 +340,13 @@ def test_image_kernel_refusals_name_device_dtype_and_limit(queue):
     assert "float32" in info.algorithm_dtypes["image"] and "float64" not in info.algorithm_dtypes["image"]
 
 
-def test_image_kernel_left_out_without_image_support(monkeypatch):
+def test_image_kernel_serves_nothing_without_image_support(monkeypatch):
+    import polymm
     import polymm_opencl
+    from polymm_opencl import image
 
-    device = polymm_opencl._pick_device()
+    device = polymm_opencl.default_queue().device
+    monkeypatch.setattr(image, "_formats", {})
 
     class NoImages:
         image_support = False
@@ -351,7 +354,8 @@ def test_image_kernel_left_out_without_image_support(monkeypatch):
         def __getattr__(self, name):
             return getattr(device, name)
 
-    monkeypatch.setattr(polymm_opencl, "_pick_device", lambda: NoImages())
-    backend = polymm_opencl.OpenCLBackend()
-    assert "image" not in backend.algorithms and "naive" in backend.algorithms
-    assert backend.algorithm_dtypes() == {}
+    monkeypatch.setattr(
+        polymm_opencl, "default_queue", lambda: type("Q", (), {"context": device, "device": NoImages()})
+    )
+    backend = polymm.get_backend("opencl")
+    assert backend.algorithm_dtypes() == {"image": ()}

@@ -21,10 +21,10 @@
 // free. C is C-contiguous (M x N per batch entry). The kernel argument list is the one every
 // polymm CUDA kernel takes: sizes, then (buffer, element offset, element strides) per operand.
 //
-// No #include: NVRTC (CuPy RawModule) and nvcc compile the same text; the element types are
-// raw 16-bit words, and PTX converts the float32 results (round to nearest even).
+// No #include (async_copy.cuh comes first): NVRTC (CuPy RawModule) and nvcc compile the same
+// text; the element types are raw 16-bit words, and PTX converts the float32 results (round to
+// nearest even).
 
-typedef long long pm_i64;
 typedef unsigned short pm_u16;
 
 // Tile parameters (compile-time; the host passes -D to choose): warp tile 64 x TC_WN, block
@@ -50,20 +50,6 @@ typedef unsigned short pm_u16;
 #define TC_A_STAGE (TC_BM * TC_KB)             // bytes
 #define TC_B_STAGE (TC_BN * TC_KB)
 
-__device__ __forceinline__ unsigned tc_smem_addr(const void* p) {
-    unsigned r;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\n" : "=r"(r) : "l"(p));
-    return r;
-}
-
-// 16 bytes global -> shared; bytes past `valid` (0 or 16) are zero-filled.
-__device__ __forceinline__ void tc_cp16(unsigned dst, const void* src, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void tc_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void tc_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
 __device__ __forceinline__ void tc_ldsm_x4(unsigned (&r)[4], unsigned addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -75,41 +61,27 @@ __device__ __forceinline__ void tc_ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
                  : "r"(addr));
 }
 
-// The two input formats differ only in the MMA's type suffix and the final rounding.
-struct tc_f16 {
-    typedef pm_u16 S;
-    typedef float Acc;
-    static __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-            "{%0,%1,%2,%3};\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-    static __device__ __forceinline__ unsigned pack(float lo, float hi) {
-        unsigned r;
-        asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-        return r;
-    }
-    static __device__ __forceinline__ S one(float x) { return (S)(pack(x, 0.f) & 0xffffu); }
-};
-struct tc_bf16 {
-    typedef pm_u16 S;
-    typedef float Acc;
-    static __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-            "{%0,%1,%2,%3};\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-    static __device__ __forceinline__ unsigned pack(float lo, float hi) {
-        unsigned r;
-        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-        return r;
-    }
-    static __device__ __forceinline__ S one(float x) { return (S)(pack(x, 0.f) & 0xffffu); }
-};
+// The two 16-bit input formats differ only in the MMA's type suffix and the final rounding.
+#define TC_HMMA(NAME, PTX)                                                                              \
+    struct NAME {                                                                                       \
+        typedef pm_u16 S;                                                                               \
+        typedef float Acc;                                                                              \
+        static __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0,   \
+                                                   unsigned b1) {                                       \
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PTX "." PTX                           \
+                         ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                 \
+                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                               \
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));               \
+        }                                                                                               \
+        static __device__ __forceinline__ unsigned pack(float lo, float hi) {                           \
+            unsigned r;                                                                                 \
+            asm("cvt.rn." PTX "x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));                     \
+            return r;                                                                                   \
+        }                                                                                               \
+        static __device__ __forceinline__ S one(float x) { return (S)(pack(x, 0.f) & 0xffffu); }        \
+    };
+TC_HMMA(tc_f16, "f16")
+TC_HMMA(tc_bf16, "bf16")
 
 // 8-bit integers: m16n8k32 with int32 accumulation; the int32 sum wraps modulo 2^32 and its low
 // byte is exactly NumPy's int8 / uint8 result (which wraps modulo 2^8).
@@ -174,20 +146,20 @@ __device__ __forceinline__ void tc_gemm(int M, int N, int K, const typename T::S
     const int kt_count = (K + TC_KB / (int)sizeof(S) - 1) / (TC_KB / (int)sizeof(S));
     auto load_slice = [&](int stage, int kt) {
         const int k0 = kt * (TC_KB / (int)sizeof(S));
-        const unsigned dA = tc_smem_addr(sA + stage * TC_A_STAGE);
-        const unsigned dB = tc_smem_addr(sB + stage * TC_B_STAGE);
+        const unsigned dA = pm_smem_addr(sA + stage * TC_A_STAGE);
+        const unsigned dB = pm_smem_addr(sB + stage * TC_B_STAGE);
 #pragma unroll
         for (int h = 0; h < TC_BM * 4 / TC_THREADS; ++h) {  // A: 128 rows x 4 chunks
             const int r = (tid >> 2) + h * (TC_THREADS / 4), c = tid & 3, gm = m0 + r, gk = k0 + c * CH;
             const bool ok = gm < M && gk < K;
-            tc_cp16(dA + tc_row_off(r, c), ok ? A + gm * sa1 + gk : A, ok);
+            pm_cp_async<16>(dA + tc_row_off(r, c), ok ? A + gm * sa1 + gk : A, ok);
         }
         if (B_NMAJOR) {
 #pragma unroll
             for (int h = 0; h < TC_BN * 4 / TC_THREADS; ++h) {  // B^T: TC_BN rows x 4 chunks
                 const int r = (tid >> 2) + h * (TC_THREADS / 4), c = tid & 3, gn = n0 + r, gk = k0 + c * CH;
                 const bool ok = gn < N && gk < K;
-                tc_cp16(dB + tc_row_off(r, c), ok ? B + gn * sb2 + gk : B, ok);
+                pm_cp_async<16>(dB + tc_row_off(r, c), ok ? B + gn * sb2 + gk : B, ok);
             }
         } else {
 #pragma unroll
@@ -195,7 +167,7 @@ __device__ __forceinline__ void tc_gemm(int M, int N, int K, const typename T::S
                 const int kk = tid / TC_B_CHUNKS + h * TC_B_ROWS, c = tid % TC_B_CHUNKS;
                 const int gk = k0 + kk, gn = n0 + c * 8;
                 const bool ok = gk < K && gn < N;
-                tc_cp16(dB + tc_kmajor_off(kk, c), ok ? B + gk * sb1 + gn : B, ok);
+                pm_cp_async<16>(dB + tc_kmajor_off(kk, c), ok ? B + gk * sb1 + gn : B, ok);
             }
         }
     };
@@ -211,18 +183,18 @@ __device__ __forceinline__ void tc_gemm(int M, int N, int K, const typename T::S
 #pragma unroll
     for (int s = 0; s < TC_STAGES - 1; ++s) {
         if (s < kt_count) load_slice(s, s);
-        tc_commit();
+        pm_cp_commit();
     }
 
     for (int kt = 0; kt < kt_count; ++kt) {
-        tc_wait<TC_STAGES - 2>();
+        pm_cp_wait<TC_STAGES - 2>();
         __syncthreads();
         const int next = kt + TC_STAGES - 1;
         if (next < kt_count) load_slice(next % TC_STAGES, next);
-        tc_commit();
+        pm_cp_commit();
 
-        const unsigned cA = tc_smem_addr(sA + (kt % TC_STAGES) * TC_A_STAGE);
-        const unsigned cB = tc_smem_addr(sB + (kt % TC_STAGES) * TC_B_STAGE);
+        const unsigned cA = pm_smem_addr(sA + (kt % TC_STAGES) * TC_A_STAGE);
+        const unsigned cB = pm_smem_addr(sB + (kt % TC_STAGES) * TC_B_STAGE);
 #pragma unroll
         for (int ks = 0; ks < 2; ++ks) {  // two MMA K steps of 32 bytes per slice
             unsigned af[4][4], bf[TC_NI / 2][4];
@@ -246,7 +218,7 @@ __device__ __forceinline__ void tc_gemm(int M, int N, int K, const typename T::S
                     T::mma(acc[i][j], af[i], bf[j >> 1][(j & 1) * 2], bf[j >> 1][(j & 1) * 2 + 1]);
         }
     }
-    tc_wait<0>();
+    pm_cp_wait<0>();
 
     // Accumulator e of MMA tile (i, j): row lane / 4 (+ 8 for e >= 2), columns 2 * (lane % 4) + {0, 1}.
     const int g = lane >> 2, c2 = (lane & 3) * 2;
