@@ -6,7 +6,8 @@ Each operand becomes one texture ``cols`` wide and ``(batches) x rows`` high
 (a broadcast batch is one matrix high), with point sampling, unnormalised
 coordinates and element-type reads.  CUDA arrays are laid out for 2-D
 locality (not row by row), which is what the texture cache is built for.
-Textures are made per call: this is a teaching kernel, kept simple.
+Textures are made per call and the call waits for its kernel before freeing
+them: this is a teaching kernel, kept simple.
 """
 
 from __future__ import annotations
@@ -66,5 +67,6 @@ def matmul(backend, dev: int, a, b, out) -> None:
             i32 = np.int32
             args = (i32(m), i32(n), i32(k), tex_a, i32(a_sb), tex_b, i32(b_sb), out[z0:z1], np.int64(0))
             fn(grid, local, args)
-            # the CUDA arrays (keep_a, keep_b) are freed by CuPy in stream order after the kernel
-            del keep_a, keep_b
+            # texture objects and their CUDA arrays must outlive the kernel: wait before they go
+            cp.cuda.get_current_stream().synchronize()
+            del tex_a, tex_b, keep_a, keep_b
