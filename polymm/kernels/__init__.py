@@ -31,6 +31,10 @@ bfloat16, ``float2``/``double2`` for complex.
 source; :func:`image_format` gives the texel format per dtype (it refuses the
 dtypes images cannot hold) and :func:`check_image_size` the size limit.
 
+``mma_tf32.cu`` is CUDA-only and stands alone (not rendered): float32 products on the
+TF32 tensor cores (``mma.sync.m16n8k8``) for the ``"tf32"`` and ``"tf32x3"`` precision
+modes, compiled in CI and not yet run on a GPU nor planned by a backend.
+
 Kernel names: :func:`kernel_name` (``polymm_naive``, ``polymm_tiled``,
 ``polymm_tiled_dynamic``, ``polymm_regblock``; CUDA ones are ``extern "C"``).
 ``tiled-dynamic`` takes its tile memory at launch: OpenCL gets one trailing

@@ -135,3 +135,16 @@ def test_tensor_core_kernels_compile_without_spills(arch, source):
         assert name in log, f"{name} not built:\n{log}"
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
     assert spills and max(spills) == 0, log
+
+
+@pytest.mark.parametrize("split", [0, 1], ids=["tf32", "tf32x3"])
+def test_mma_tf32_kernel_assembles(split):
+    """The TF32 mma.sync kernel of polymm/kernels (unrun on a GPU so far) goes through ptxas
+    (inline PTX is checked only there) without spilling, for "tf32" and the 3-product "tf32x3"."""
+    from importlib import resources
+
+    src = resources.files("polymm.kernels").joinpath("mma_tf32.cu").read_text()
+    extra = ("-cubin", "-Xptxas", "-v", f"-DPM_MMA_SPLIT={split}")
+    ((rc, log),) = _run_all([(f"mma-tf32-{split}", src, extra)]).values()
+    assert rc == 0, log
+    assert "polymm_mma_tf32" in log and " 0 bytes spill stores" in log, log
