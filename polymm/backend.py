@@ -43,6 +43,7 @@ __all__ = [
     "SizeLimitError",
     "optional_dtypes",
     "is_bfloat16",
+    "algorithm_serves",
 ]
 
 #: Every dtype the contract requires of a backend (array API numeric dtypes,
@@ -83,6 +84,12 @@ def optional_dtypes() -> tuple[np.dtype, ...]:
 def is_bfloat16(dtype) -> bool:
     """Is ``dtype`` NumPy's bfloat16 (ml_dtypes)?  Cheap: no import."""
     return getattr(dtype, "name", None) == "bfloat16" and dtype.itemsize == 2
+
+
+def algorithm_serves(backend, algorithm: str, dtype) -> bool:
+    """Does ``algorithm`` of ``backend`` serve ``dtype`` (:meth:`Backend.algorithm_dtypes`)?"""
+    served = getattr(backend, "algorithm_dtypes", dict)().get(algorithm)
+    return served is None or np.dtype(dtype) in served
 
 
 class BackendUnavailable(RuntimeError):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..backend import CONTRACT_DTYPES, is_bfloat16, optional_dtypes
+from ..backend import CONTRACT_DTYPES, algorithm_serves, is_bfloat16, optional_dtypes
 from .reference import assert_matches, poison, random_array
 
 __all__ = ["Case", "Failure", "Outcome", "Summary", "case_code", "check_case", "draw_case", "run", "shrink"]
@@ -635,8 +635,7 @@ def _refuses(impl, dtype, x1, algorithm) -> bool:
     check_dtype raises TypeError)?"""
     if dtype not in tuple(impl.dtypes()):
         return True
-    served = getattr(impl, "algorithm_dtypes", dict)().get(algorithm)
-    if served is not None and dtype not in served:
+    if not algorithm_serves(impl, algorithm, dtype):
         return True
     try:
         impl.check_dtype(dtype, x1)

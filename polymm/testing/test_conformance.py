@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import polymm
-from polymm.backend import CONTRACT_DTYPES, SizeLimitError, optional_dtypes
+from polymm.backend import CONTRACT_DTYPES, SizeLimitError, algorithm_serves, optional_dtypes
 from polymm.precision import PRECISIONS
 from polymm.testing.reference import assert_matches, poison, random_array
 
@@ -42,9 +42,7 @@ def require_served(backend, algorithm, dtype, x1, x2):
         with pytest.raises(TypeError, match=str(dtype)):
             polymm.matmul(x1, x2, backend=backend, algorithm=algorithm)
         pytest.skip(f"backend {backend!r} refuses {dtype} on this device (checked: clear TypeError)")
-    own = getattr(impl, "algorithm_dtypes", None)
-    served = (own() if own else {}).get(algorithm)
-    if served is None or dtype in {np.dtype(d) for d in served} or 0 in (np.size(x1), np.size(x2)):
+    if algorithm_serves(impl, algorithm, dtype) or 0 in (np.size(x1), np.size(x2)):
         return
     with pytest.raises(TypeError, match=str(dtype)):
         polymm.matmul(x1, x2, backend=backend, algorithm=algorithm)
