@@ -35,6 +35,12 @@ __device__ __forceinline__ unsigned pm_to_tf32(float x) {
     return u;
 }
 
+/* x as TF32: big = tf32(x); with the split, small = tf32(x - big) too (else small is unused). */
+__device__ __forceinline__ void pm_tf32_parts(float x, unsigned& big, unsigned& small) {
+    big = pm_to_tf32(x);
+    small = PM_MMA_SPLIT ? pm_to_tf32(x - __uint_as_float(big)) : 0u;
+}
+
 __device__ __forceinline__ void pm_mma_tf32(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
     asm volatile(
         "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
@@ -85,33 +91,20 @@ extern "C" __global__ __launch_bounds__(256) void polymm_mma_tf32(
             tile_b[kk][c] = (k < K && n < N) ? b_base[(long long)k * b_sk + (long long)n * b_sn] : 0.0f;
         }
         __syncthreads();
-        unsigned a_big[2][4], b_big[2][2];
-#if PM_MMA_SPLIT
-        unsigned a_small[2][4], b_small[2][2];
-#endif
+        unsigned a_big[2][4], b_big[2][2], a_small[2][4], b_small[2][2];
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
             const int r = warp_m + i * 16 + g;
-            const float x[4] = {tile_a[r][t], tile_a[r + 8][t], tile_a[r][t + 4], tile_a[r + 8][t + 4]};
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                a_big[i][q] = pm_to_tf32(x[q]);
-#if PM_MMA_SPLIT
-                a_small[i][q] = pm_to_tf32(x[q] - __uint_as_float(a_big[i][q]));
-#endif
-            }
+            pm_tf32_parts(tile_a[r][t], a_big[i][0], a_small[i][0]);
+            pm_tf32_parts(tile_a[r + 8][t], a_big[i][1], a_small[i][1]);
+            pm_tf32_parts(tile_a[r][t + 4], a_big[i][2], a_small[i][2]);
+            pm_tf32_parts(tile_a[r + 8][t + 4], a_big[i][3], a_small[i][3]);
         }
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
             const int c = warp_n + j * 8 + g;
-            const float y[2] = {tile_b[t][c], tile_b[t + 4][c]};
-#pragma unroll
-            for (int q = 0; q < 2; ++q) {
-                b_big[j][q] = pm_to_tf32(y[q]);
-#if PM_MMA_SPLIT
-                b_small[j][q] = pm_to_tf32(y[q] - __uint_as_float(b_big[j][q]));
-#endif
-            }
+            pm_tf32_parts(tile_b[t][c], b_big[j][0], b_small[j][0]);
+            pm_tf32_parts(tile_b[t + 4][c], b_big[j][1], b_small[j][1]);
         }
 #pragma unroll
         for (int i = 0; i < 2; ++i)
