@@ -13,9 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from polymm.arrays import as_operand
-from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand
+from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand, is_bfloat16, optional_dtypes
 
 from . import fastgemm, tensorcore
+from . import image as _image
 
 __all__ = ["CUDABackend"]
 
@@ -47,7 +48,7 @@ class CUDABackend(Backend):
     """polymm on NVIDIA GPUs through CuPy; kernels compiled once per device/dtype/variant."""
 
     name = "cuda"
-    algorithms = ("naive", "tiled", "auto")
+    algorithms = ("naive", "image", "tiled", "auto")
     array_library = "cupy"
     default_for = ("cupy",)
 
@@ -74,11 +75,17 @@ class CUDABackend(Backend):
 
     # ---- description -------------------------------------------------------
     def dtypes(self):
-        return CONTRACT_DTYPES
+        return CONTRACT_DTYPES + optional_dtypes()
+
+    def algorithm_dtypes(self):
+        """``image`` reads texture objects, which have no 64-bit or complex texels."""
+        from polymm.kernels import IMAGE_DTYPES
+
+        return {"image": IMAGE_DTYPES}
 
     def check_dtype(self, dtype, operand) -> None:
         # Every contract dtype runs on every CUDA device (float64 included).
-        if dtype not in _SUPPORTED:
+        if dtype not in _SUPPORTED and dtype not in optional_dtypes():
             raise TypeError(f"polymm cuda backend does not support dtype {dtype}")
 
     def devices(self) -> list[str]:
@@ -106,7 +113,7 @@ class CUDABackend(Backend):
         return n
 
     def _shared_kernel(self, dev: int, dtype: np.dtype, kernel: str):
-        """``polymm_naive`` / ``polymm_tiled`` from the shared sources (compiled once)."""
+        """``polymm_naive`` / ``polymm_image`` / ``polymm_tiled`` from the shared sources (compiled once)."""
         key = (dev, dtype, kernel)
         fn = self._kernels.get(key)
         if fn is None:
@@ -170,6 +177,8 @@ class CUDABackend(Backend):
             fn = self._tensor_core_kernel(dev, dm, (), tensorcore.DMMA_SMEM, "dmma")
             grid = (-(-n // tensorcore.DMMA_BN), -(-m // tensorcore.DMMA_BM), min(bt, _MAX_GRID_Z))
             return fn, grid, (256, 1, 1), tensorcore.DMMA_SMEM, _scalars(m, n, k, sa, sb)
+        if algorithm == "auto" and is_bfloat16(dtype):  # no SIMT fast kernel for bfloat16: shared tiles
+            algorithm = "tiled"
         if algorithm == "auto":
             v = fastgemm.choose_variant(dtype, pa, sa, pb, sb, shape, self._sm_count(dev))
             fn = self._fast_kernel(dev, v)
@@ -202,6 +211,9 @@ class CUDABackend(Backend):
                 "polymm cuda: operands on different GPUs: x1 on cuda:%d, x2 on cuda:%d, out on cuda:%d"
                 % (dev, b.buffer.data.device_id, out.buffer.data.device_id)
             )
+        if algorithm == "image":
+            _image.matmul(self, dev, self._view(a), self._view(b), self._view(out))
+            return
         dtype = a.dtype
         isz = dtype.itemsize
         bt, m, k = a.shape

@@ -20,12 +20,16 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from polymm.backend import CONTRACT_DTYPES
+from polymm.backend import CONTRACT_DTYPES, optional_dtypes
+from polymm.kernels import IMAGE_DTYPES
 from polymm_cuda import fastgemm
 
 DTYPES = [d.name for d in CONTRACT_DTYPES]
+#: bfloat16 (with ml_dtypes) runs the shared kernels only: the fast kernel has no bfloat16 variant.
+SHARED_ONLY = [d.name for d in optional_dtypes()]
 
 
 def _nvcc():
@@ -56,10 +60,14 @@ def _jobs(dtype):
     """(tag, source, nvcc extra args) for everything to compile for one dtype."""
     from polymm.kernels import render
 
-    body = fastgemm.source() + "".join(fastgemm.explicit_instantiation(v) for v in fastgemm.all_variants(dtype))
-    jobs = [(f"fast-{dtype}", body, ("--ptx", "-Xcicc", "-O0"))]
+    jobs = []
+    if dtype in DTYPES:
+        body = fastgemm.source() + "".join(fastgemm.explicit_instantiation(v) for v in fastgemm.all_variants(dtype))
+        jobs.append((f"fast-{dtype}", body, ("--ptx", "-Xcicc", "-O0")))
     for kernel in ("naive", "tiled"):
         jobs.append((f"{kernel}-{dtype}", render("cuda", kernel, dtype), ("--ptx",)))
+    if np.dtype(dtype) in IMAGE_DTYPES:  # texture fetches exist for the dtypes images hold
+        jobs.append((f"image-{dtype}", render("cuda", "image", dtype), ("--ptx",)))
     return jobs
 
 
@@ -72,7 +80,7 @@ def _run_all(jobs):
 
 # One test per dtype (its three translation units compile in parallel), so
 # that pytest-xdist spreads dtypes over workers without compiling anything twice.
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES + SHARED_ONLY)
 def test_kernels_compile(dtype):
     failed = {tag: log for tag, (rc, log) in _run_all(_jobs(dtype)).items() if rc != 0}
     assert not failed, "nvcc failed:\n" + "\n".join(f"--- {t}\n{log}" for t, log in failed.items())
@@ -91,8 +99,6 @@ def test_hot_path_does_not_spill(config, va, cp_async):
 
 def test_every_variant_is_consistent():
     """The configurations satisfy the kernel's static assertions for the widths used."""
-    import numpy as np
-
     for dt in DTYPES:
         w = fastgemm.vector_width(np.dtype(dt))
         size = fastgemm.DTYPE_TAGS[dt][2]
@@ -129,3 +135,16 @@ def test_tensor_core_kernels_compile_without_spills(arch, source):
         assert name in log, f"{name} not built:\n{log}"
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
     assert spills and max(spills) == 0, log
+
+
+@pytest.mark.parametrize("split", [0, 1], ids=["tf32", "tf32x3"])
+def test_mma_tf32_kernel_assembles(split):
+    """The TF32 mma.sync kernel of polymm/kernels (unrun on a GPU so far) goes through ptxas
+    (inline PTX is checked only there) without spilling, for "tf32" and the 3-product "tf32x3"."""
+    from importlib import resources
+
+    src = resources.files("polymm.kernels").joinpath("mma_tf32.cu").read_text()
+    extra = ("-cubin", "-Xptxas", "-v", f"-DPM_MMA_SPLIT={split}")
+    ((rc, log),) = _run_all([(f"mma-tf32-{split}", src, extra)]).values()
+    assert rc == 0, log
+    assert "polymm_mma_tf32" in log and " 0 bytes spill stores" in log, log
