@@ -9,6 +9,7 @@ device; backends are plugins found through the entry-point group
 from .backend import Backend, BackendUnavailable, Operand
 from .dispatch import matmul
 from .explain import explain
+from .precision import use_precision
 from .registry import BackendInfo, backends, get_backend, register_backend, use_backend
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "Operand",
     "register_backend",
     "use_backend",
+    "use_precision",
 ]
 
 __version__ = "0.1.0"

@@ -30,11 +30,21 @@ object's arguments, a non-thread-safe runtime).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Backend", "BackendUnavailable", "CONTRACT_DTYPES", "Operand"]
+__all__ = [
+    "Backend",
+    "BackendUnavailable",
+    "CONTRACT_DTYPES",
+    "Operand",
+    "SizeLimitError",
+    "optional_dtypes",
+    "is_bfloat16",
+    "algorithm_serves",
+]
 
 #: Every dtype the contract requires of a backend (array API numeric dtypes,
 #: plus bool and float16).
@@ -59,8 +69,36 @@ CONTRACT_DTYPES = tuple(
 )
 
 
+@functools.cache
+def optional_dtypes() -> tuple[np.dtype, ...]:
+    """Dtypes beyond the contract that backends may compute: ``bfloat16`` where ``ml_dtypes``
+    (which gives NumPy that dtype) is installed; accumulated in float32 like float16.
+    ``ml_dtypes`` is imported on the first call, never by ``import polymm``."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return ()
+    return (np.dtype(ml_dtypes.bfloat16),)
+
+
+def is_bfloat16(dtype) -> bool:
+    """Is ``dtype`` NumPy's bfloat16 (ml_dtypes)?  Cheap: no import."""
+    return getattr(dtype, "name", None) == "bfloat16" and dtype.itemsize == 2
+
+
+def algorithm_serves(backend, algorithm: str, dtype) -> bool:
+    """Does ``algorithm`` of ``backend`` serve ``dtype`` (:meth:`Backend.algorithm_dtypes`)?"""
+    served = getattr(backend, "algorithm_dtypes", dict)().get(algorithm)
+    return served is None or np.dtype(dtype) in served
+
+
 class BackendUnavailable(RuntimeError):
     """Raised by a backend factory when it cannot run here; the message is the reason."""
+
+
+class SizeLimitError(ValueError):
+    """A product too large for the algorithm asked for on this device (the ``image`` kernel's
+    image size limits); the message names device, dtype and limit.  ``"auto"`` never raises it."""
 
 
 @dataclass(slots=True)
@@ -107,6 +145,12 @@ class Backend:
         library reach :meth:`matmul` as views (NumPy) or as :class:`Operand`;
         NumPy arrays given to a device backend go through :meth:`from_numpy`
         and :meth:`to_numpy`.
+    ``precisions``
+        The precision modes (:mod:`polymm.precision`) it *accelerates*, listed by
+        :func:`polymm.backends`.  During :meth:`matmul`, ``polymm.precision.current()``
+        names the mode asked for: the least precision the caller accepts for float32 and
+        complex64 products.  A backend may ignore it and compute at full precision (always
+        correct); one that uses it must stay within ``polymm.precision.error_bound``.
     ``default_for``
         Array libraries whose arrays this backend computes when the caller
         chose no backend (``("numpy",)`` for ``cpu``).  Empty by default: a
@@ -123,6 +167,7 @@ class Backend:
     name: str = "?"
     algorithms: tuple[str, ...] = ("auto",)
     array_library: str = "numpy"
+    precisions: tuple[str, ...] = ()
     default_for: tuple[str, ...] = ()
     priority: int = 0
     conformance_xfail: dict[str, str] = {}
@@ -130,6 +175,14 @@ class Backend:
     def dtypes(self) -> tuple[np.dtype, ...]:
         """Dtypes this backend computes (on at least one of its devices)."""
         return CONTRACT_DTYPES
+
+    def algorithm_dtypes(self) -> dict[str, tuple[np.dtype, ...]]:
+        """Algorithms that serve only some of :meth:`dtypes`, with the dtypes they serve (optional).
+
+        The default: every algorithm serves every dtype.  An algorithm handed a dtype it does
+        not serve raises ``TypeError`` naming the device and dtype (the conformance suite checks).
+        """
+        return {}
 
     def devices(self) -> list[str]:
         """Human-readable descriptions of the devices this backend can use."""
@@ -175,6 +228,7 @@ class Backend:
         of ``out`` and does not wait for the result.
 
         Integer products wrap like NumPy's; bool is logical or-of-ands;
-        float16 accumulates in float32; complex is not conjugated.
+        float16 and bfloat16 (if offered, see :func:`optional_dtypes`) accumulate in
+        float32; complex is not conjugated.
         """
         raise NotImplementedError

@@ -19,7 +19,7 @@ def _info(args) -> int:
         print(json.dumps([i.as_dict() for i in infos], indent=2))
         return 0
     table = Table(title=f"polymm {polymm.__version__} backends")
-    for column in ("backend", "available", "arrays", "algorithms", "dtypes", "devices / reason"):
+    for column in ("backend", "available", "arrays", "algorithms", "dtypes", "faster precisions", "devices / reason"):
         table.add_column(column, overflow="fold")
     for info in infos:
         served = f" (default for {', '.join(info.default_for)})" if info.default_for else ""
@@ -27,8 +27,14 @@ def _info(args) -> int:
             info.name,
             "[green]yes[/]" if info.available else "[red]no[/]",
             info.array_library + served,
-            ", ".join(info.algorithms),
+            ", ".join(
+                f"{a} ({', '.join(info.algorithm_dtypes[a]) or 'not on this device'})"
+                if a in info.algorithm_dtypes
+                else a
+                for a in info.algorithms
+            ),
             ", ".join(info.dtypes),
+            ", ".join(info.precisions) or "-",
             "\n".join(info.devices) if info.available else (info.reason or ""),
         )
     Console().print(table)
@@ -257,10 +263,8 @@ def _fuzz(args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    import numpy as np
-
     import polymm
-    from polymm.backend import CONTRACT_DTYPES
+    from polymm.backend import CONTRACT_DTYPES, optional_dtypes
     from polymm.testing import fuzz
 
     err = Console(stderr=True)
@@ -273,12 +277,13 @@ def _fuzz(args) -> int:
             polymm.get_backend(name)  # clear error for unknown / unavailable names
     dtypes = None
     if args.dtypes:
-        dtypes = [np.dtype(d.strip()) for d in args.dtypes.split(",") if d.strip()]
-        outside = [str(d) for d in dtypes if d not in CONTRACT_DTYPES]
+        drawable = CONTRACT_DTYPES + optional_dtypes()  # optional_dtypes() also makes "bfloat16" a NumPy name
+        by_name = {str(d): d for d in drawable}
+        asked = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+        outside = [d for d in asked if d not in by_name]
         if outside:
-            raise ValueError(
-                f"--dtypes: {', '.join(outside)} not in the contract ({', '.join(map(str, CONTRACT_DTYPES))})"
-            )
+            raise ValueError(f"--dtypes: {', '.join(outside)} not in the contract ({', '.join(by_name)})")
+        dtypes = [by_name[d] for d in asked]
     if args.case is not None and args.case < 0 or args.cases < 0:
         raise ValueError("--case and --cases must not be negative")
     total = len(names) * (1 if args.case is not None else args.cases)
@@ -445,7 +450,9 @@ def main(argv=None) -> int:
         "--case", type=int, default=None, metavar="I", help="replay only case I of --seed, and print its code"
     )
     fz.add_argument(
-        "--dtypes", default=None, help="operand dtypes to draw, comma-separated (default: every contract dtype)"
+        "--dtypes",
+        default=None,
+        help="operand dtypes to draw, comma-separated (default: every contract dtype, and bfloat16 with ml_dtypes)",
     )
     fz.add_argument(
         "--time-budget",

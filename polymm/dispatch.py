@@ -17,6 +17,8 @@ import numpy as np
 
 from . import promotion
 from .arrays import DLPACK, PLAIN_TYPES, kind_for_dlpack_device, kind_named, kind_of, unowned_reason
+from .backend import is_bfloat16
+from .precision import use_precision
 from .registry import get_backend, selected_backend
 from .shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
 
@@ -49,13 +51,18 @@ def _kind_of(x1, x2):
     return k1
 
 
-def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", out=None):
+def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", out=None, precision: str | None = None):
     """``x1 @ x2`` with the array API's semantics, computed by a polymm backend.
 
     ``backend`` picks a backend by name (else :func:`use_backend`, then
     ``POLYMM_BACKEND``, then the inputs' device); ``algorithm`` picks one of
-    that backend's kernels; ``out`` receives the result and is returned.
+    that backend's kernels; ``out`` receives the result and is returned;
+    ``precision`` is the least float32 precision accepted (see
+    :mod:`polymm.precision`; else :func:`use_precision`'s, else ``"default"``).
     """
+    if precision is not None:  # the backend reads it with polymm.precision.current()
+        with use_precision(precision):
+            return matmul(x1, x2, backend=backend, algorithm=algorithm, out=out)
     plain = PLAIN_TYPES.get(type(x1))
     if plain is not None and type(x2) is type(x1) and out is None:
         result = _matmul_plain(plain, x1, x2, backend, algorithm)
@@ -214,12 +221,29 @@ def _matmul_foreign(x1, x2, backend, algorithm, out):
     to_native = kind_for_dlpack_device(x1.__dlpack_device__()[0]).from_dlpack
     if out is not None and type(out) is not type(x1):
         raise TypeError(f"polymm.matmul: out must be a {_describe(x1)} like the inputs, got {_describe(out)}")
-    a = to_native(x1).astype(dtype, copy=False)
-    b = to_native(x2).astype(dtype, copy=False)
-    result = matmul(a, b, backend=backend, algorithm=algorithm, out=None if out is None else to_native(out))
+    a = _from_dlpack(to_native, xp, x1).astype(dtype, copy=False)
+    b = _from_dlpack(to_native, xp, x2).astype(dtype, copy=False)
+    result = matmul(
+        a, b, backend=backend, algorithm=algorithm, out=None if out is None else _from_dlpack(to_native, xp, out)
+    )
     if out is not None:
         return out
+    if is_bfloat16(result.dtype):  # DLPack consumers know bfloat16, NumPy's exporter does not: send its 16-bit words
+        words = xp.from_dlpack(result.view(np.int16))
+        return words.view(next(x.dtype for x in (x1, x2) if str(x.dtype).endswith("bfloat16")))
     try:
         return xp.from_dlpack(result)
     except (AttributeError, TypeError, BufferError, RuntimeError):
         return xp.asarray(result)
+
+
+def _from_dlpack(to_native, xp, x):
+    """``x`` as a NumPy/CuPy array; bfloat16 travels as 16-bit words (NumPy's DLPack has no
+    bfloat16) and is viewed as ml_dtypes' bfloat16 again (a view: ``out`` stays shared)."""
+    if not str(x.dtype).endswith("bfloat16"):
+        return to_native(x)
+    from .backend import optional_dtypes
+
+    if not optional_dtypes():
+        raise TypeError("polymm.matmul: bfloat16 arrays need the ml_dtypes package (pip install ml_dtypes)")
+    return to_native(x.view(xp.int16)).view(optional_dtypes()[0])

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import CONTRACT_DTYPES
+from .backend import CONTRACT_DTYPES, is_bfloat16, optional_dtypes
 
 SUPPORTED = frozenset(CONTRACT_DTYPES)
-_NAMES = ", ".join(str(d) for d in CONTRACT_DTYPES)
+_NAMES = ", ".join(str(d) for d in CONTRACT_DTYPES) + " (and bfloat16 where ml_dtypes is installed)"
 
 
 def check_operand_dtype(dtype, which: str) -> np.dtype:
@@ -16,7 +16,8 @@ def check_operand_dtype(dtype, which: str) -> np.dtype:
         dtype = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"polymm.matmul: {which} has unsupported dtype {dtype}; supported: {_NAMES}") from None
-    if dtype.newbyteorder("=") not in SUPPORTED:  # byte-swapped data is cast to native order on the way in
+    native = dtype.newbyteorder("=")  # byte-swapped data is cast to native order on the way in
+    if native not in SUPPORTED and not (is_bfloat16(native) and native in optional_dtypes()):
         raise TypeError(f"polymm.matmul: {which} has unsupported dtype {dtype}; supported: {_NAMES}")
     return dtype
 
@@ -28,6 +29,8 @@ def numpy_dtype_of(library_dtype) -> np.dtype:
     except TypeError:
         pass
     name = str(library_dtype).rsplit(".", 1)[-1]
+    if name == "bfloat16" and optional_dtypes():  # torch.bfloat16 and the like, through ml_dtypes
+        return optional_dtypes()[0]
     try:
         return np.dtype(name)
     except TypeError:

@@ -52,8 +52,11 @@ class BackendInfo:
 
     ``name``, ``origin``, ``array_library``, ``default_for``, ``priority`` and
     ``algorithms`` come from the backend's listing, without making it.
-    ``available``, ``reason``, ``devices`` and ``dtypes`` need the backend made:
-    the first of them asked probes it (once per process; later listings reuse it).
+    ``available``, ``reason``, ``devices``, ``dtypes``, ``algorithm_dtypes`` (algorithms
+    that serve fewer dtypes than ``dtypes``, with theirs: ``image`` has no 64-bit texels, and
+    none on a device without images) and ``precisions`` (the precision modes the backend
+    accelerates) need the backend made: the first of them asked probes it (once per process;
+    later listings reuse it).
     """
 
     def __init__(
@@ -73,7 +76,7 @@ class BackendInfo:
     ):
         self.name, self.origin, self.algorithms = name, origin, tuple(algorithms)
         self.array_library, self.default_for, self.priority = array_library, tuple(default_for), priority
-        self._probed = None if available is None else (available, reason, list(devices or []), tuple(dtypes))
+        self._probed = None if available is None else (available, reason, list(devices or []), tuple(dtypes), {}, ())
         self._probe = probe
 
     def _state(self):
@@ -98,6 +101,16 @@ class BackendInfo:
         """Names of the dtypes the backend computes (empty when unavailable)."""
         return self._state()[3]
 
+    @property
+    def algorithm_dtypes(self) -> dict[str, tuple[str, ...]]:
+        """Algorithms serving only some of ``dtypes``, with the names of those they serve."""
+        return self._state()[4]
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        """Precision modes (:mod:`polymm.precision`) the backend accelerates; others run at full precision."""
+        return self._state()[5]
+
     def as_dict(self) -> dict:
         keys = ("name", "available", "reason", "origin", "array_library", "priority")
         return {k: getattr(self, k) for k in keys} | {
@@ -105,6 +118,8 @@ class BackendInfo:
             "algorithms": list(self.algorithms),
             "dtypes": list(self.dtypes),
             "devices": self.devices,
+            "algorithm_dtypes": {k: list(v) for k, v in self.algorithm_dtypes.items()},
+            "precisions": list(self.precisions),
         }
 
     def __repr__(self):
@@ -170,17 +185,22 @@ class _Entry:
         return self.meta
 
     def probe(self):
-        """(available, reason, devices, dtype names), asked of the backend once."""
+        """(available, reason, devices, dtype names, algorithm dtypes, precisions), asked of the backend once."""
         if self.probed is None:
             backend = self.resolve()
             if backend is None:
-                self.probed = (False, self.error, [], ())
+                self.probed = (False, self.error, [], (), {}, ())
             else:
                 try:
                     dtypes = tuple(str(np.dtype(d)) for d in backend.dtypes())
-                    self.probed = (True, None, list(backend.devices()), dtypes)
+                    served = {
+                        algorithm: tuple(str(np.dtype(d)) for d in some)
+                        for algorithm, some in getattr(backend, "algorithm_dtypes", dict)().items()
+                    }
+                    precisions = tuple(getattr(backend, "precisions", ()))
+                    self.probed = (True, None, list(backend.devices()), dtypes, served, precisions)
                 except Exception as exc:
-                    self.probed = (False, f"{type(exc).__name__}: {exc}", [], ())
+                    self.probed = (False, f"{type(exc).__name__}: {exc}", [], (), {}, ())
         return self.probed
 
     def describe(self) -> BackendInfo:

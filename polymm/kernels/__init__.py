@@ -14,7 +14,17 @@ element strides, C contiguous ``(B, M, N)`` from ``c_off``); :func:`render`
 writes the signatures into every source and the backends pack arguments with
 :func:`polymm.kernels.abi.arguments`.  ``T`` is the dtype's storage type:
 ``uchar`` for bool, ``half`` (OpenCL) / ``unsigned short`` (CUDA, raw bits)
-for float16, ``float2``/``double2`` for complex (one table: ``_DTYPES``).
+for float16, ``ushort`` / ``unsigned short`` (raw bits) for bfloat16,
+``float2``/``double2`` for complex (one table: ``_DTYPES``).
+
+``image`` (``image.c``) is the naive kernel reading A and B as 2-D images
+(OpenCL ``image2d_t``, CUDA texture objects): its own interface is in its
+source; :func:`image_format` gives the texel format per dtype (it refuses the
+dtypes images cannot hold) and :func:`check_image_size` the size limit.
+
+``mma_tf32.cu`` is CUDA-only and stands alone (not rendered): float32 products on the
+TF32 tensor cores (``mma.sync.m16n8k8``) for the ``"tf32"`` and ``"tf32x3"`` precision
+modes, compiled in CI and not yet run on a GPU nor planned by a backend.
 
 Kernel names: :func:`kernel_name` (``polymm_naive``, ``polymm_tiled``,
 ``polymm_tiled_dynamic``, ``polymm_regblock``; CUDA ones are ``extern "C"``).
@@ -49,14 +59,19 @@ __all__ = [
     "fast_path",
     "value_itemsize",
     "HELPER_KERNELS",
+    "IMAGE_DTYPES",
+    "ImageFormat",
+    "image_format",
+    "check_image_size",
 ]
 
 DIALECTS = ("cuda", "opencl")
 #: Kernel names accepted by :func:`render` (``tiled-dynamic`` is ``tiled.c``
 #: rendered with ``PM_DYNAMIC_LOCAL``).
-KERNELS = ("naive", "tiled", "tiled-dynamic", "regblock", "matvec", "pack", "sum-slices")
+KERNELS = ("naive", "image", "tiled", "tiled-dynamic", "regblock", "matvec", "pack", "sum-slices")
 _BODY_FILES = {
     "naive": "naive.c",
+    "image": "image.c",
     "tiled": "tiled.c",
     "tiled-dynamic": "tiled.c",
     "regblock": "regblock.c",
@@ -171,6 +186,7 @@ _DTYPES = {
     "uint32": ("INT", "uint", "unsigned int"),
     "uint64": ("INT", "ulong", "unsigned long long"),
     "float16": ("HALF", "half", "unsigned short"),
+    "bfloat16": ("BF16", "ushort", "unsigned short"),  # ml_dtypes' bfloat16, an optional dtype
     "float32": ("FLOAT", "float", "float"),
     "float64": ("FLOAT", "double", "double"),
     "complex64": ("COMPLEX", "float2", "float2"),
@@ -185,6 +201,59 @@ _COPY_TYPES = {
     16: ("ulong2", "ulonglong2"),
 }
 _COPY_ZERO = {"opencl": "((pm_copy_t)(0))", "cuda": "pm_copy_t()"}
+
+
+@dataclass(frozen=True)
+class ImageFormat:
+    """One-channel texel format of a dtype: OpenCL ``CL_R`` + ``channel_type`` read by
+    ``read_fn``; CUDA ``tex2D<texel>`` of a channel of ``bits`` bits of kind ``cuda_kind``."""
+
+    channel_type: str
+    read_fn: str
+    texel: str
+    bits: int
+    cuda_kind: str
+
+
+_IMAGE_FORMATS = {
+    "bool": ImageFormat("UNSIGNED_INT8", "read_imageui", "unsigned char", 8, "Unsigned"),
+    "int8": ImageFormat("SIGNED_INT8", "read_imagei", "signed char", 8, "Signed"),
+    "int16": ImageFormat("SIGNED_INT16", "read_imagei", "short", 16, "Signed"),
+    "int32": ImageFormat("SIGNED_INT32", "read_imagei", "int", 32, "Signed"),
+    "uint8": ImageFormat("UNSIGNED_INT8", "read_imageui", "unsigned char", 8, "Unsigned"),
+    "uint16": ImageFormat("UNSIGNED_INT16", "read_imageui", "unsigned short", 16, "Unsigned"),
+    "uint32": ImageFormat("UNSIGNED_INT32", "read_imageui", "unsigned int", 32, "Unsigned"),
+    # float16 travels as raw 16-bit words (PoCL reads CL_HALF_FLOAT texels wrong)
+    "float16": ImageFormat("UNSIGNED_INT16", "read_imageui", "unsigned short", 16, "Unsigned"),
+    "float32": ImageFormat("FLOAT", "read_imagef", "float", 32, "Float"),
+}
+#: Dtypes the image kernel serves: images have no 64-bit or two-component texels here.
+IMAGE_DTYPES = tuple(np.dtype(name) for name in _IMAGE_FORMATS)
+
+
+def image_format(dtype, device: str = "this device") -> ImageFormat:
+    """The texel format for ``dtype``, or a ``TypeError`` naming device, dtype and the dtypes served."""
+    found = _IMAGE_FORMATS.get(np.dtype(dtype).name)
+    if found is None:
+        raise TypeError(
+            f"algorithm 'image' cannot compute {np.dtype(dtype)} on {device}: image texels have no 64-bit or "
+            f"complex format; it serves {', '.join(_IMAGE_FORMATS)}"
+        )
+    return found
+
+
+def check_image_size(which: str, width: int, height: int, limit: tuple[int, int], dtype, device: str) -> None:
+    """:class:`~polymm.backend.SizeLimitError` (a ``ValueError``) if a ``width x height`` image of
+    operand ``which`` exceeds the device's 2-D image limit."""
+    from ..backend import SizeLimitError
+
+    if width > limit[0] or height > limit[1]:
+        raise SizeLimitError(
+            f"algorithm 'image': {which} needs a {width} x {height} image of {np.dtype(dtype)} but {device} "
+            f"allows at most {limit[0]} x {limit[1]} (batches are stacked along the height); use another algorithm"
+        )
+
+
 # Fast (vector) paths exist for these: (scalar type of the vector, lanes per element).
 # GVEC_T (same name in both dialects) holds GVW elements: complex64 pairs go as float4.
 # The CPU shape's vector arithmetic (PM_VECTOR_MATH) is for the real types only.
@@ -203,7 +272,7 @@ def _type_defines(dialect: str, dtype: np.dtype) -> dict[str, str]:
     elif kind == "INT":
         acc = _INT_ACC[max(4, np.dtype(dtype).itemsize)][0 if dialect == "opencl" else 1]
         d.update(VAL_T=acc, ACC_T=acc, VAL_ZERO="0")
-    elif kind == "HALF":
+    elif kind in ("HALF", "BF16"):
         d.update(VAL_T="float", ACC_T="float", VAL_ZERO="0.0f")
     elif kind == "FLOAT":
         d.update(VAL_T=elem, ACC_T=elem, VAL_ZERO="0.0f" if name == "float32" else "0.0")
@@ -222,7 +291,7 @@ def value_itemsize(dtype) -> int:
         return 1
     if kind == "INT":
         return max(4, np.dtype(dtype).itemsize)
-    if kind == "HALF":
+    if kind in ("HALF", "BF16"):
         return 4
     return np.dtype(dtype).itemsize
 
@@ -303,6 +372,9 @@ def render(
             defines.update(PM_VECTOR_MATH="1", VEC_T=f"{base}{params.vw}", VSTOREN=f"vstore{params.vw}")
             defines["VLOADN(p)"] = f"(({base}{params.vw})({elements}))"
     defines.update(abi.signature_defines())
+    if kernel == "image":
+        texel = image_format(dtype)
+        defines.update(IMAGE_READ_FN=texel.read_fn, IMAGE_TEXEL_T=texel.texel)
     head = "".join(f"#define {k} {v}\n" for k, v in defines.items())
     parts = [
         f"/* polymm {kernel} kernel, dtype {dtype.name}, dialect {dialect}, {params} */\n",
@@ -326,7 +398,7 @@ def launch_geometry(kernel: str, params: KernelParams | None, M: int, N: int, B:
     """
     kernel_name(kernel)
     params = params or default_params(kernel)
-    if kernel == "naive":
+    if kernel in ("naive", "image"):
         local = (16, 16, 1)
         glob = (_ceil_div(N, 16) * 16, _ceil_div(M, 16) * 16, B)
     elif kernel in ("tiled", "tiled-dynamic"):

@@ -14,6 +14,8 @@
 #define RESTRICT __restrict__
 #define DEVICE_FN __device__ __forceinline__
 #define PM_UNROLL _Pragma("unroll")
+#define AS_FLOAT(u) __uint_as_float(u)
+#define AS_UINT(f) __float_as_uint(f)
 /* Dynamically sized shared memory: one extern array, 16-byte aligned. */
 #define DYN_LOCAL_PARAM
 #define DYN_LOCAL_DECL extern __shared__ double2 pm_dyn_smem[]; VAL_T* pm_dyn_local = (VAL_T*)pm_dyn_smem;
@@ -24,5 +26,11 @@ DEVICE_FN float pm_half_to_float(unsigned short h) {
 DEVICE_FN unsigned short pm_float_to_half(float f) {
     unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
 }
+#define HALF_FROM_BITS(h) pm_half_to_float(h)
 #define HALF_LOAD(p, i) pm_half_to_float((p)[i])
 #define HALF_STORE(p, i, v) ((p)[i] = pm_float_to_half(v))
+/* Images are texture objects, fetched with point sampling at integer texel
+ * coordinates (unnormalised: texel (x, y) covers [x, x+1) x [y, y+1)). */
+#define IMAGE_T cudaTextureObject_t
+#define IMAGE_PRELUDE
+#define IMAGE_READ(img, col, row) tex2D<IMAGE_TEXEL_T>((img), (float)(col), (float)(row))

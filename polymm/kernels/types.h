@@ -30,6 +30,21 @@
 #define ACC_MADD(acc, a, b) ((acc) = (a) * (b) + (acc))
 #define ACC_ADD(acc, v) ((acc) = (acc) + (v))
 #define STORE(p, i, acc) HALF_STORE(p, i, acc)
+#elif PM_KIND_BF16
+/* bfloat16 in memory (raw 16-bit words: the top half of a float32), float32
+ * everywhere else.  Stored rounded to nearest, ties to even; NaN stays NaN
+ * (quieted), and rounding past the largest bfloat16 gives Inf, as in NumPy. */
+DEVICE_FN float pm_bf16_to_float(unsigned short h) { return AS_FLOAT((unsigned int)h << 16); }
+DEVICE_FN unsigned short pm_float_to_bf16(float f) {
+    const unsigned int u = AS_UINT(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x0040u);
+    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+#define LOAD(p, i) pm_bf16_to_float((p)[i])
+#define ACC_INIT(acc) ((acc) = 0.0f)
+#define ACC_MADD(acc, a, b) ((acc) = (a) * (b) + (acc))
+#define ACC_ADD(acc, v) ((acc) = (acc) + (v))
+#define STORE(p, i, acc) ((p)[i] = pm_float_to_bf16(acc))
 #elif PM_KIND_FLOAT
 #define LOAD(p, i) ((p)[i])
 #define ACC_INIT(acc) ((acc) = 0)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..backend import CONTRACT_DTYPES
+from ..backend import CONTRACT_DTYPES, algorithm_serves, is_bfloat16, optional_dtypes
 from .reference import assert_matches, poison, random_array
 
 __all__ = ["Case", "Failure", "Outcome", "Summary", "case_code", "check_case", "draw_case", "run", "shrink"]
@@ -190,13 +190,23 @@ def _batches(rng, r1, r2, tiny=False):
     return out
 
 
+def _promotes(dtype1: str, dtype2: str) -> bool:
+    try:
+        np.result_type(np.dtype(dtype1), np.dtype(dtype2))
+    except TypeError:
+        return False
+    return True
+
+
 def draw_case(seed: int, index: int, dtypes=None, algorithms=("auto",)) -> Case:
     """Case ``index`` of the run with ``seed``: a pure function of its arguments."""
     rng = case_rng(seed, index)
-    dtypes = [str(np.dtype(d)) for d in (dtypes or CONTRACT_DTYPES)]
+    dtypes = [str(np.dtype(d)) for d in (dtypes or CONTRACT_DTYPES + optional_dtypes())]
     kind = "valid" if rng.random() < 0.85 else _pick(rng, INVALID_KINDS)
     dtype1 = _pick(rng, dtypes)
     dtype2 = dtype1 if rng.random() < 0.7 else _pick(rng, dtypes)
+    if not _promotes(dtype1, dtype2):  # bfloat16 with float16: NumPy has no common dtype
+        dtype2 = dtype1
     r1, r2 = (_pick(rng, (1, 2, 3, 4), (12, 50, 25, 13)) for _ in range(2))
     shape_class = _pick(rng, ("plain", "gemv", "gevm", "deep-k", "tiny-batch"), (92, 2.5, 1.5, 2, 2))
     m, k, n = _size(rng), _size(rng), _size(rng)
@@ -362,13 +372,13 @@ def _operand_code(name: str, shape, dtype: str, layout: str, specials: int) -> l
         else:
             base = (1,)
         view = f"np.broadcast_to({{}}, {tuple(shape)})"
-    elif layout == "swap":
+    elif layout == "swap" and not is_bfloat16(np.dtype(dtype)):  # bfloat16 has no byte-swapped twin
         view = f"{{}}.astype(np.dtype({dtype!r}).newbyteorder())"  # byte-swapped
     make = f"random_array(rng, {tuple(base)}, {dtype!r})"
     size = int(np.prod(base)) if base else 1
     if not specials or size == 0:
         return [f"{name} = {view.format(make)}"]
-    if np.dtype(dtype).kind in "fc":
+    if np.dtype(dtype).kind in "fc" or is_bfloat16(np.dtype(dtype)):
         values = ", ".join(("np.nan", "np.inf", "-np.inf")[:specials])
     elif np.dtype(dtype).kind in "iu":
         values = ", ".join((f"np.iinfo({dtype!r}).min", f"np.iinfo({dtype!r}).max", "0")[:specials])
@@ -487,6 +497,11 @@ def case_code(case: Case, backend: str, algorithms=(), check: str | None = None)
     """A short runnable Python snippet: builds the case, calls polymm, asserts the contract."""
     lines = [
         "import numpy as np",
+        *(
+            ["import ml_dtypes  # noqa: F401 (gives NumPy bfloat16)"]
+            if "bfloat16" in (case.dtype1, case.dtype2)
+            else []
+        ),
         "import polymm",
         "from polymm.testing import assert_matches, poison, random_array",
         "",
@@ -587,7 +602,7 @@ def check_case(case: Case, backend: str) -> Outcome:
     try:
         result = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, **kwargs)
     except TypeError as exc:
-        if str(dtype) in str(exc) and _refuses(impl, dtype, x1):
+        if str(dtype) in str(exc) and _refuses(impl, dtype, x1, algorithm):
             return Outcome("refused")
         return _fail("exception", f"TypeError: {exc}")
     except Exception as exc:
@@ -615,9 +630,12 @@ def check_case(case: Case, backend: str) -> Outcome:
     return Outcome("ok")
 
 
-def _refuses(impl, dtype, x1) -> bool:
-    """Does the backend refuse ``dtype`` (not listed, or its check_dtype raises TypeError)?"""
+def _refuses(impl, dtype, x1, algorithm) -> bool:
+    """Does the backend refuse ``dtype`` (not listed, not served by ``algorithm``, or its
+    check_dtype raises TypeError)?"""
     if dtype not in tuple(impl.dtypes()):
+        return True
+    if not algorithm_serves(impl, algorithm, dtype):
         return True
     try:
         impl.check_dtype(dtype, x1)

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend import is_bfloat16
+from ..precision import REDUCED_DTYPES, error_bound
+
 INTEGER_KINDS = "biu"
+
+
+def _finfo(dtype):
+    """``np.finfo``, also for ml_dtypes' bfloat16 (whose kind is ``V``)."""
+    if is_bfloat16(dtype):
+        import ml_dtypes
+
+        return ml_dtypes.finfo(dtype)
+    return np.finfo(dtype)
 
 
 def random_array(rng: np.random.Generator, shape, dtype) -> np.ndarray:
@@ -24,7 +36,7 @@ def random_array(rng: np.random.Generator, shape, dtype) -> np.ndarray:
 def poison(shape, dtype) -> np.ndarray:
     """An output buffer full of a value no correct product produces by accident."""
     dtype = np.dtype(dtype)
-    if dtype.kind in "fc":
+    if dtype.kind in "fc" or is_bfloat16(dtype):
         return np.full(shape, np.nan, dtype)
     if dtype == np.bool_:
         return np.full(shape, True)
@@ -48,23 +60,29 @@ def reference_matmul(x1: np.ndarray, x2: np.ndarray, dtype) -> np.ndarray:
 
 
 @np.errstate(all="ignore")
-def tolerance(x1: np.ndarray, x2: np.ndarray, dtype, k: int) -> np.ndarray:
-    """Elementwise bound ``c * K * eps * (|x1| @ |x2|)``, the classical dot-product error bound."""
+def tolerance(x1: np.ndarray, x2: np.ndarray, dtype, k: int, precision: str = "default") -> np.ndarray:
+    """Elementwise bound ``c * K * eps * (|x1| @ |x2|)``, the classical dot-product error bound,
+    or the looser one ``precision`` documents (:func:`polymm.precision.error_bound`) for the
+    dtypes a precision mode affects."""
     dtype = np.dtype(dtype)
-    compute = np.float32 if dtype == np.float16 else dtype  # float16 accumulates in float32
+    if dtype.name not in REDUCED_DTYPES:
+        precision = "default"
+    narrow = dtype == np.float16 or is_bfloat16(dtype)
+    compute = np.dtype(np.float32) if narrow else dtype  # float16 and bfloat16 accumulate in float32
     eps = float(np.finfo(compute).eps)
     mag = np.matmul(np.abs(x1).astype(np.float64), np.abs(x2).astype(np.float64))
-    bound = (4.0 if dtype.kind == "c" else 2.0) * max(k, 1) * eps * mag
-    if dtype == np.float16:
-        # plus the final rounding to float16: relative for normal results, and up to half the
-        # spacing of float16's subnormals (2**-25) for results in that range
-        bound = bound + float(np.finfo(np.float16).eps) * mag + float(np.finfo(np.float16).smallest_subnormal) / 2
+    bound = (2.0 if dtype.kind == "c" else 1.0) * error_bound(precision, k, eps) * mag
+    if narrow:
+        # plus the final rounding to the narrow type: relative for normal results, and up to
+        # half the spacing of its subnormals for results in that range
+        bound = bound + float(_finfo(dtype).eps) * mag + float(_finfo(dtype).smallest_subnormal) / 2
     return bound + float(np.finfo(compute).tiny)
 
 
 @np.errstate(all="ignore")
-def assert_matches(result, x1: np.ndarray, x2: np.ndarray, dtype=None) -> None:
-    """Check ``result`` against the reference of ``x1 @ x2`` (shape, dtype, values, NaN/Inf placement)."""
+def assert_matches(result, x1: np.ndarray, x2: np.ndarray, dtype=None, precision: str = "default") -> None:
+    """Check ``result`` against the reference of ``x1 @ x2`` (shape, dtype, values, NaN/Inf placement),
+    within the error bound of ``precision`` (:mod:`polymm.precision`)."""
     x1, x2 = np.asarray(x1), np.asarray(x2)
     expected_dtype = np.dtype(dtype) if dtype is not None else np.result_type(x1, x2)
     result = np.asarray(result)
@@ -78,7 +96,7 @@ def assert_matches(result, x1: np.ndarray, x2: np.ndarray, dtype=None) -> None:
         )
         return
     k = x1.shape[-1]
-    tol = tolerance(x1.astype(expected_dtype), x2.astype(expected_dtype), expected_dtype, k)
+    tol = tolerance(x1.astype(expected_dtype), x2.astype(expected_dtype), expected_dtype, k, precision)
     finite = np.isfinite(ref)
     if expected_dtype.kind == "c":
         # Complex Inf arithmetic differs between correct implementations; where the value is finite matters.
@@ -94,5 +112,5 @@ def assert_matches(result, x1: np.ndarray, x2: np.ndarray, dtype=None) -> None:
         worst = np.argmax(err - bound)
         raise AssertionError(
             f"{int(np.sum(err > bound))} elements off; worst error {err[worst]:.3g} exceeds bound "
-            f"{bound[worst]:.3g} (K={k}, dtype {expected_dtype})"
+            f"{bound[worst]:.3g} (K={k}, dtype {expected_dtype}, precision {precision})"
         )

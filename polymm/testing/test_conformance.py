@@ -15,10 +15,13 @@ import numpy as np
 import pytest
 
 import polymm
-from polymm.backend import CONTRACT_DTYPES
+from polymm.backend import CONTRACT_DTYPES, SizeLimitError, algorithm_serves, optional_dtypes
+from polymm.precision import PRECISIONS
 from polymm.testing.reference import assert_matches, poison, random_array
 
 DTYPES = [str(d) for d in CONTRACT_DTYPES]
+#: Dtypes beyond the contract, tested where they exist (bfloat16 with ml_dtypes installed).
+OPTIONAL = [str(d) for d in optional_dtypes()]
 
 
 @pytest.fixture
@@ -26,43 +29,65 @@ def rng(request):
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
 
 
-def run(backend, algorithm, x1, x2, dtype=None):
-    """Compute into a poisoned ``out`` and without ``out``; check both, return the latter."""
-    dtype = np.dtype(dtype) if dtype is not None else np.result_type(x1, x2)
+def require_served(backend, algorithm, dtype, x1, x2):
+    """Skip when ``backend`` cannot compute ``dtype`` on this device (float64 without fp64, an
+    optional dtype it does not offer) or ``algorithm`` does not serve it (the image kernel has no
+    64-bit texels), after checking that ``matmul`` refuses it with a ``TypeError`` naming the dtype.
+    Empty operands never reach a kernel (the core answers), so they are tested as usual."""
+    dtype = np.dtype(dtype)
+    impl = polymm.get_backend(backend)
     try:
-        polymm.get_backend(backend).check_dtype(dtype, x1)
+        impl.check_dtype(dtype, x1)
     except TypeError:  # a device that truly cannot do this dtype must say so, never compute wrongly
         with pytest.raises(TypeError, match=str(dtype)):
             polymm.matmul(x1, x2, backend=backend, algorithm=algorithm)
         pytest.skip(f"backend {backend!r} refuses {dtype} on this device (checked: clear TypeError)")
+    if algorithm_serves(impl, algorithm, dtype) or 0 in (np.size(x1), np.size(x2)):
+        return
+    with pytest.raises(TypeError, match=str(dtype)):
+        polymm.matmul(x1, x2, backend=backend, algorithm=algorithm)
+    pytest.skip(f"algorithm {algorithm!r} of {backend!r} does not serve {dtype} (checked: clear TypeError)")
+
+
+def run(backend, algorithm, x1, x2, dtype=None, precision=None):
+    """Compute into a poisoned ``out`` and without ``out``; check both, return the latter
+    (within the error bound of ``precision``, when one is asked for)."""
+    dtype = np.dtype(dtype) if dtype is not None else np.result_type(x1, x2)
+    require_served(backend, algorithm, dtype, x1, x2)
     expected_shape = (
         np.broadcast_shapes(x1.shape[:-2], x2.shape[:-2]) + x1.shape[-2:-1] + x2.shape[-1:]
         if x1.ndim > 1 and x2.ndim > 1
         else None
     )
-    result = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm)
+    try:
+        result = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, precision=precision)
+    except SizeLimitError as exc:  # an explicit algorithm past the device's limits (image sizes)
+        if algorithm == "auto":
+            raise
+        pytest.skip(f"{backend}/{algorithm}: {exc}")
     assert type(result) is np.ndarray
-    assert_matches(result, x1, x2, dtype)
+    mode = precision or "default"
+    assert_matches(result, x1, x2, dtype, mode)
     if expected_shape is not None:
         assert result.shape == expected_shape
     out = poison(result.shape, dtype)
-    returned = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, out=out)
+    returned = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, out=out, precision=precision)
     assert returned is out
-    assert_matches(out, x1, x2, dtype)
+    assert_matches(out, x1, x2, dtype, mode)
     return result
 
 
 # -- dtypes -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES + OPTIONAL)
 def test_every_dtype(polymm_backend, polymm_algorithm, dtype, rng):
     x1 = random_array(rng, (17, 33), dtype)
     x2 = random_array(rng, (33, 19), dtype)
     run(polymm_backend, polymm_algorithm, x1, x2)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES + OPTIONAL)
 def test_every_dtype_batched_odd(polymm_backend, polymm_algorithm, dtype, rng):
     x1 = random_array(rng, (3, 65, 40), dtype)
     x2 = random_array(rng, (3, 40, 33), dtype)
@@ -84,7 +109,7 @@ MIXED = [
     ("float32", "complex64"),
     ("float64", "complex64"),
     ("int16", "complex128"),
-]
+] + [(a, b) for d in OPTIONAL for a, b in ((d, "float32"), ("int8", d), (d, "float64"))]
 
 
 @pytest.mark.parametrize("dtypes", MIXED, ids=["-".join(p) for p in MIXED])
@@ -98,25 +123,29 @@ def test_mixed_dtypes_promote_like_numpy(polymm_backend, dtypes, rng):
 def test_integer_products_wrap_like_numpy(polymm_backend, polymm_algorithm):
     x1 = np.full((5, 300), 127, np.int8)
     x2 = np.full((300, 4), 127, np.int8)
+    big = np.full((2, 3), np.iinfo(np.uint64).max, np.uint64)
+    require_served(polymm_backend, polymm_algorithm, "uint64", big, big.T)
     result = polymm.matmul(x1, x2, backend=polymm_backend, algorithm=polymm_algorithm)
     np.testing.assert_array_equal(result, np.matmul(x1, x2))  # NumPy's own wrap-around
-    big = np.full((2, 3), np.iinfo(np.uint64).max, np.uint64)
     result = polymm.matmul(big, big.T.copy(), backend=polymm_backend, algorithm=polymm_algorithm)
     np.testing.assert_array_equal(result, np.matmul(big, big.T))
 
 
-def test_float16_accumulates_in_float32(polymm_backend, polymm_algorithm):
-    # 4096 ones: a float16 accumulator stops at 2048; float32 accumulation is exact.
-    x1 = np.ones((2, 4096), np.float16)
-    x2 = np.ones((4096, 3), np.float16)
+@pytest.mark.parametrize("dtype", ["float16"] + OPTIONAL)
+def test_narrow_floats_accumulate_in_float32(polymm_backend, polymm_algorithm, dtype):
+    # 4096 ones: a float16 accumulator stops at 2048, a bfloat16 one at 256; float32 is exact.
+    x1 = np.ones((2, 4096), dtype)
+    x2 = np.ones((4096, 3), dtype)
+    require_served(polymm_backend, polymm_algorithm, dtype, x1, x2)
     result = polymm.matmul(x1, x2, backend=polymm_backend, algorithm=polymm_algorithm)
-    assert result.dtype == np.float16
-    np.testing.assert_array_equal(result, np.full((2, 3), 4096, np.float16))
+    assert result.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(result, np.full((2, 3), 4096, dtype))
 
 
 def test_complex_is_not_conjugated(polymm_backend, polymm_algorithm):
     x1 = np.array([[1 + 2j, 3 - 1j]], np.complex64)
     x2 = np.array([[2 - 1j], [1j]], np.complex64)
+    require_served(polymm_backend, polymm_algorithm, "complex64", x1, x2)
     result = polymm.matmul(x1, x2, backend=polymm_backend, algorithm=polymm_algorithm)
     np.testing.assert_allclose(result, [[(1 + 2j) * (2 - 1j) + (3 - 1j) * 1j]], rtol=1e-6)
 
@@ -128,6 +157,34 @@ def test_float32_is_not_computed_in_reduced_precision(polymm_backend, polymm_alg
     x2[0] = 1.0
     result = polymm.matmul(x1, x2, backend=polymm_backend, algorithm=polymm_algorithm)
     np.testing.assert_array_equal(result, np.full((32, 32), 1 + 2.0**-20, np.float32))
+
+
+# -- precision modes --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("dtype", ["float32", "complex64", "float64", "int32"])
+def test_precision_modes_keep_their_bounds(polymm_backend, polymm_algorithm, precision, dtype, rng):
+    # each mode within the error bound it documents (polymm.precision.error_bound); modes
+    # change float32 and complex64 only, every other dtype keeps its own precision
+    x1 = random_array(rng, (2, 33, 300), dtype)
+    x2 = random_array(rng, (300, 65), dtype)
+    run(polymm_backend, polymm_algorithm, x1, x2, precision=precision)
+
+
+def test_precision_scope_and_unknown_names(polymm_backend, rng):
+    x1 = random_array(rng, (9, 40), "float32")
+    x2 = random_array(rng, (40, 7), "float32")
+    with polymm.use_precision("tf32"):
+        assert_matches(polymm.matmul(x1, x2, backend=polymm_backend), x1, x2, precision="tf32")
+        # an explicit argument wins over the scope
+        exact = polymm.matmul(x1, x2, backend=polymm_backend, precision="default")
+    assert_matches(exact, x1, x2)
+    with pytest.raises(ValueError, match="'default', 'tf32x3', 'tf32'"):
+        polymm.matmul(x1, x2, backend=polymm_backend, precision="fp8")
+    with pytest.raises(ValueError, match="tf32x3"):
+        with polymm.use_precision("TF32"):
+            pass
 
 
 # -- shapes -----------------------------------------------------------------------------------
@@ -182,6 +239,7 @@ VECTORS = [
 def test_one_dimensional_operands(polymm_backend, polymm_algorithm, s1, s2, rng):
     x1 = random_array(rng, s1, "float64")
     x2 = random_array(rng, s2, "float64")
+    require_served(polymm_backend, polymm_algorithm, "float64", x1, x2)
     result = polymm.matmul(x1, x2, backend=polymm_backend, algorithm=polymm_algorithm)
     assert result.shape == np.matmul(x1, x2).shape
     assert_matches(result, x1, x2)
@@ -258,6 +316,7 @@ def test_out_is_filled_and_returned(polymm_backend, polymm_algorithm, rng):
     x1 = random_array(rng, (4, 33, 17), "float64")
     x2 = random_array(rng, (17, 9), "float64")
     out = poison((4, 33, 9), "float64")
+    require_served(polymm_backend, polymm_algorithm, "float64", x1, x2)
     assert polymm.matmul(x1, x2, backend=polymm_backend, algorithm=polymm_algorithm, out=out) is out
     assert_matches(out, x1, x2)
 
@@ -276,6 +335,7 @@ def test_out_non_contiguous(polymm_backend, rng):
 def test_out_may_alias_an_input(polymm_backend, polymm_algorithm, which, rng):
     x1 = random_array(rng, (3, 33, 33), "float64")
     x2 = random_array(rng, (3, 33, 33), "float64")
+    require_served(polymm_backend, polymm_algorithm, "float64", x1, x2)
     expected_inputs = (x1.copy(), x2.copy() if which != "both" else x1.copy())
     if which == "both":
         x2 = x1
@@ -314,7 +374,7 @@ def test_out_other_library(polymm_backend):
 # -- special values ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"] + OPTIONAL)
 def test_nan_and_inf_propagate(polymm_backend, polymm_algorithm, dtype, rng):
     x1 = random_array(rng, (19, 23), dtype)
     x2 = random_array(rng, (23, 21), dtype)
@@ -448,3 +508,20 @@ def test_torch_cpu_tensors_in_and_out(polymm_backend, rng):
     out = torch.full((3, 8, 4), float("nan"))
     assert polymm.matmul(torch.from_numpy(x1), torch.from_numpy(x2), backend=polymm_backend, out=out) is out
     assert_matches(out.numpy(), x1, x2.astype(np.float32))
+
+
+@pytest.mark.skipif(not OPTIONAL, reason="bfloat16 needs ml_dtypes")
+def test_torch_bfloat16_tensors_in_and_out(polymm_backend, rng):
+    torch = pytest.importorskip("torch")
+    x1 = random_array(rng, (3, 8, 5), "bfloat16")
+    x2 = random_array(rng, (5, 4), "bfloat16")
+    t1, t2 = (torch.from_numpy(x.view(np.int16)).view(torch.bfloat16) for x in (x1, x2))
+    require_served(polymm_backend, "auto", "bfloat16", x1, x2)
+    result = polymm.matmul(t1, t2, backend=polymm_backend)
+    assert isinstance(result, torch.Tensor) and result.dtype == torch.bfloat16
+    assert_matches(result.view(torch.int16).numpy().view(x1.dtype), x1, x2)
+    out = torch.full((3, 8, 4), float("nan"), dtype=torch.bfloat16)
+    assert polymm.matmul(t1, t2, backend=polymm_backend, out=out) is out
+    assert_matches(out.view(torch.int16).numpy().view(x1.dtype), x1, x2)
+    # PyTorch's promotion: bfloat16 with float32 is float32
+    assert polymm.matmul(t1, t2.float(), backend=polymm_backend).dtype == torch.float32

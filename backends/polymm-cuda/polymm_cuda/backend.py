@@ -16,10 +16,11 @@ from __future__ import annotations
 import numpy as np
 
 from polymm.arrays import as_operand
-from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand
+from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand, optional_dtypes
 from polymm.kernels import abi, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo
 
+from . import image as _image
 from . import tensorcore
 
 __all__ = ["CUDABackend"]
@@ -50,7 +51,7 @@ class CUDABackend(Backend):
     """polymm on NVIDIA GPUs through CuPy; kernels compiled once per device/dtype/variant."""
 
     name = "cuda"
-    algorithms = ("naive", "tiled", "auto")
+    algorithms = ("naive", "image", "tiled", "auto")
     array_library = "cupy"
     default_for = ("cupy",)
 
@@ -75,11 +76,17 @@ class CUDABackend(Backend):
 
     # ---- description -------------------------------------------------------
     def dtypes(self):
-        return CONTRACT_DTYPES
+        return CONTRACT_DTYPES + optional_dtypes()
+
+    def algorithm_dtypes(self):
+        """``image`` reads texture objects, which have no 64-bit or complex texels."""
+        from polymm.kernels import IMAGE_DTYPES
+
+        return {"image": IMAGE_DTYPES}
 
     def check_dtype(self, dtype, operand) -> None:
         # Every contract dtype runs on every CUDA device (float64 included).
-        if dtype not in _SUPPORTED:
+        if dtype not in _SUPPORTED and dtype not in optional_dtypes():
             raise TypeError(f"polymm cuda backend does not support dtype {dtype}")
 
     def devices(self) -> list[str]:
@@ -190,6 +197,9 @@ class CUDABackend(Backend):
                 "polymm cuda: operands on different GPUs: x1 on cuda:%d, x2 on cuda:%d, out on cuda:%d"
                 % (dev, b.buffer.data.device_id, out.buffer.data.device_id)
             )
+        if algorithm == "image":  # texture objects: its own launch (polymm_cuda.image)
+            _image.matmul(self, dev, self._view(a), self._view(b), self._view(out))
+            return
         if algorithm == "auto" and a.dtype.name in tensorcore.LAYOUTS:
             a, b = self._tensor_core_layout(a, b)
         # The plan depends on shape, strides and the operands' alignment only.

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from polymm.backend import CONTRACT_DTYPES
-from polymm.kernels import kernel_name, planner, render
+from polymm.backend import CONTRACT_DTYPES, optional_dtypes
+from polymm.kernels import IMAGE_DTYPES, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo, table_params
 from polymm.testing.test_paths import PATH_SHAPES
 
@@ -176,3 +176,29 @@ def test_tensor_cores_are_a_cuda_entry_of_the_planner():
     assert planner.plan(h100, "float32", (1, 256, 256, 256), strides, strides).choice.external is None
     opencl = dataclasses.replace(h100, dialect="opencl")
     assert planner.plan(opencl, "float16", (1, 256, 256, 256), strides, strides).choice.external is None
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_image_and_optional_dtype_kernels_compile():
+    """The image kernel (texture fetches) for the dtypes images hold, and the shared kernels for the
+    optional dtypes (bfloat16 with ml_dtypes) as the planner launches them."""
+    jobs = [(f"image-{d.name}", render("cuda", "image", d)) for d in IMAGE_DTYPES]
+    for d in optional_dtypes():
+        jobs += [(f"{d.name}-all", _translation_unit(d.name))]
+    with tempfile.TemporaryDirectory() as tmp:
+        failed = {tag: log for tag, src in jobs for rc, log in [_compile(src, tag, tmp)] if rc != 0}
+    assert not failed, "nvcc failed:\n" + "\n".join(f"--- {t}\n{log[-3000:]}" for t, log in failed.items())
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+@pytest.mark.parametrize("split", [0, 1], ids=["tf32", "tf32x3"])
+def test_mma_tf32_kernel_assembles(split):
+    """The TF32 mma.sync kernel of polymm/kernels (unrun on a GPU so far) goes through ptxas
+    (inline PTX is checked only there) without spilling, for "tf32" and the 3-product "tf32x3"."""
+    from importlib import resources
+
+    src = resources.files("polymm.kernels").joinpath("mma_tf32.cu").read_text()
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, log = _compile(src, f"mma-tf32-{split}", tmp, ("-cubin", "-Xptxas", "-v", f"-DPM_MMA_SPLIT={split}"))
+    assert rc == 0, log
+    assert "polymm_mma_tf32" in log and " 0 bytes spill stores" in log, log

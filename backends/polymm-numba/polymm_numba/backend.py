@@ -16,7 +16,7 @@ import numba
 import numpy as np
 from numba import types
 
-from polymm.backend import Backend, CONTRACT_DTYPES
+from polymm.backend import Backend, CONTRACT_DTYPES, is_bfloat16, optional_dtypes
 
 from . import INFO, params
 
@@ -260,7 +260,7 @@ class CPUBackend(Backend):
 
     # -- compute ---------------------------------------------------------
     def check_dtype(self, dtype, operand) -> None:
-        if dtype not in _DTYPES:  # a set: the tuple test costs ~1 us
+        if dtype not in _DTYPES and dtype not in optional_dtypes():  # a set first: the tuple test costs ~1 us
             raise TypeError(f"backend {self.name!r} does not support dtype {dtype}")
 
     def matmul_2d(self, a, b, out, algorithm: str) -> None:
@@ -313,8 +313,8 @@ class CPUBackend(Backend):
             self._run(a, b, out, algorithm, dt)
             return
         # The core hands over one dtype in native byte order (it casts byte-swapped input first).
-        if dt == _F16:
-            # float16 accumulates in float32 and is rounded once at the end
+        if dt == _F16 or is_bfloat16(dt):
+            # float16 and bfloat16 accumulate in float32 and are rounded once at the end
             tmp = np.empty(out.shape, _F32)
             self._run(a.astype(_F32), b.astype(_F32), tmp, algorithm, _F32)
             with np.errstate(over="ignore"):  # overflow to +-inf is the result
@@ -424,4 +424,4 @@ class CPUBackend(Backend):
         return "auto_parallel", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
 
     def dtypes(self):
-        return CONTRACT_DTYPES
+        return CONTRACT_DTYPES + optional_dtypes()

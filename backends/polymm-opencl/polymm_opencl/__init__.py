@@ -26,11 +26,12 @@ import warnings
 import numpy as np
 
 from polymm.arrays import as_operand
-from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand
+from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand, optional_dtypes
 from polymm.kernels import KernelParams, abi, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo, tiled_params
 
 from . import drivercache
+from . import image as _image
 
 __all__ = [
     "OpenCLBackend",
@@ -292,7 +293,7 @@ class OpenCLBackend(Backend):
     name = "opencl"
     array_library = "pyopencl"
     default_for = ("pyopencl",)
-    algorithms = ("naive", "tiled", "tiled-dynamic", "auto")
+    algorithms = ("naive", "image", "tiled", "tiled-dynamic", "auto")
 
     def __init__(self):
         try:
@@ -319,7 +320,13 @@ class OpenCLBackend(Backend):
         return list_devices()
 
     def dtypes(self):
-        return CONTRACT_DTYPES
+        return CONTRACT_DTYPES + optional_dtypes()
+
+    def algorithm_dtypes(self) -> dict:
+        """Algorithms that serve fewer dtypes than :meth:`dtypes`: ``image``, the texel formats of
+        the default device (none on a device without image support)."""
+        queue = default_queue()
+        return {"image": _image.served_dtypes(queue.context, queue.device)}
 
     def _facts_for(self, queue) -> _QueueFacts:
         facts = self._facts.get(queue)
@@ -332,7 +339,7 @@ class OpenCLBackend(Backend):
         return queue if queue is not None else default_queue()
 
     def check_dtype(self, dtype, operand) -> None:
-        if dtype not in _CONTRACT_SET:
+        if dtype not in _CONTRACT_SET and dtype not in optional_dtypes():
             raise TypeError(f"backend 'opencl' does not support dtype {dtype}")
         if dtype in _FP64_DTYPES:
             facts = self._facts_for(self._queue_for(operand))
@@ -433,6 +440,9 @@ class OpenCLBackend(Backend):
             a, b, out = as_operand(a), as_operand(b), as_operand(out)
         queue = out.array.queue
         facts = self._facts.get(queue) or self._facts_for(queue)
+        if algorithm == "image":
+            self.last_event = _image.matmul(self, facts, a, b, out)
+            return
         key = (queue, out.dtype, algorithm, a.shape, b.shape, a.strides, b.strides, a.offset, b.offset, out.offset)
         plan = self._plans.get(key)
         if plan is None:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from polymm.backend import CONTRACT_DTYPES
-from polymm.kernels import KERNELS, KernelParams, kernel_name, launch_geometry, render
+from polymm.kernels import IMAGE_DTYPES, KERNELS, KernelParams, kernel_name, launch_geometry, render
 from polymm.testing import assert_matches, random_array
 
 pyopencl = pytest.importorskip("pyopencl")
@@ -70,6 +70,9 @@ def test_opencl_sources_build(queue, dtype):
         source = render("opencl", kernel, dtype, params, **flags)
         program = pyopencl.Program(queue.context, source).build()
         pyopencl.Kernel(program, kernel_name(kernel))  # the entry point exists
+    if device.image_support and np.dtype(dtype) in IMAGE_DTYPES:
+        program = pyopencl.Program(queue.context, render("opencl", "image", dtype)).build()
+        pyopencl.Kernel(program, kernel_name("image"))
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -305,3 +308,43 @@ def test_device_views_are_packed_not_slow(queue, view):
 
     if device_info(queue.device).is_cpu:
         assert backend.last_choice[2]["vec_b"]  # the vector path, after packing where needed
+
+
+def test_image_kernel_refusals_name_device_dtype_and_limit(queue):
+    import polymm
+    from polymm.backend import SizeLimitError
+
+    if not queue.device.image_support:
+        pytest.skip(f"{queue.device.name} has no image support")
+    name = queue.device.name.strip()
+    with pytest.raises(TypeError, match=f"float64.*{name}"):
+        polymm.matmul(np.ones((3, 3)), np.ones((3, 3)), backend="opencl", algorithm="image")
+    wide = queue.device.image2d_max_width + 1
+    with pytest.raises(SizeLimitError, match=rf"{wide} x 2 image of float32.*{name}.*{wide - 1} x"):
+        polymm.matmul(
+            np.ones((2, wide), np.float32), np.ones((wide, 2), np.float32), backend="opencl", algorithm="image"
+        )
+    info = {i.name: i for i in polymm.backends()}["opencl"]
+    assert "image" in info.algorithms
+    assert "float32" in info.algorithm_dtypes["image"] and "float64" not in info.algorithm_dtypes["image"]
+
+
+def test_image_kernel_serves_nothing_without_image_support(monkeypatch):
+    import polymm
+    import polymm_opencl
+    from polymm_opencl import image
+
+    device = polymm_opencl.default_queue().device
+    monkeypatch.setattr(image, "_formats", {})
+
+    class NoImages:
+        image_support = False
+
+        def __getattr__(self, name):
+            return getattr(device, name)
+
+    monkeypatch.setattr(
+        polymm_opencl, "default_queue", lambda: type("Q", (), {"context": device, "device": NoImages()})
+    )
+    backend = polymm.get_backend("opencl")
+    assert backend.algorithm_dtypes() == {"image": ()}
