@@ -56,7 +56,7 @@ def matmul(backend, dev: int, a, b, out) -> None:
         limit = _limits[dev] = tuple(cp.cuda.runtime.getDeviceProperties(dev)["maxTexture2D"])
     batch, m, k = a.shape
     n = b.shape[2]
-    fn = backend._shared_kernel(dev, dtype, "image")
+    fn = backend.compiled(dev, "image", dtype, None, {})
     with cp.cuda.Device(dev):
         for z0 in range(0, batch, _MAX_GRID_Z):  # gridDim.z is at most 65535: one launch per chunk
             z1 = min(batch, z0 + _MAX_GRID_Z)

@@ -537,6 +537,16 @@ class OpenCLBackend(Backend):
         self.last_plan = plan.choice
         return event
 
+    def _kernel_step(self, facts, kernel, dtype, params, flags, arg_types, args, slots, geometry) -> _Step:
+        """A :class:`_Step` whose own ``cl.Kernel`` has ``args`` set (buffers left to each call)."""
+        import pyopencl as cl
+
+        program = self._program(facts, kernel, dtype, params, **flags)
+        built = cl.Kernel(program, kernel_name(kernel))
+        built.set_scalar_arg_dtypes(arg_types)
+        built.set_args(*args)
+        return _Step(built, slots, *geometry)
+
     def _make_plan(self, facts, a, b, out, algorithm, choice) -> _Plan:
         """The planner's launches as ``cl.Kernel`` objects with their scalar arguments set."""
         import pyopencl as cl
@@ -556,14 +566,16 @@ class OpenCLBackend(Backend):
         )
         steps = []
         for launch in made.launches:
-            program = self._program(facts, launch.kernel, dtype, launch.params, **launch.flags)
-            built = cl.Kernel(program, kernel_name(launch.kernel))
             types, args = abi.scalar_types(launch.kernel), list(launch.args)
             if launch.dynamic_local:
                 types, args = types + [None], args + [cl.LocalMemory(launch.dynamic_local)]
-            built.set_scalar_arg_dtypes(types)
-            built.set_args(*args)
-            steps.append(_Step(built, sorted(launch.buffers.items()), launch.global_size, launch.local_size))
+            geometry = (launch.global_size, launch.local_size)
+            slots = sorted(launch.buffers.items())
+            steps.append(
+                self._kernel_step(
+                    facts, launch.kernel, dtype, launch.params, launch.flags, types, args, slots, geometry
+                )
+            )
         return _Plan(steps, made)
 
 
