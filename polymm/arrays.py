@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["ArrayKind", "kind_of", "kind_named"]
+__all__ = ["ArrayKind", "is_dask_array", "kind_of", "kind_named"]
 
 
 class ArrayKind:
@@ -289,3 +289,12 @@ def kind_of(x) -> str | None:
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
         return "dlpack"
     return None
+
+
+def is_dask_array(x) -> bool:
+    """Whether ``x`` is a ``dask.array.Array``, told without importing Dask (only a caller that has it can pass one)."""
+    return (
+        type(x).__module__.startswith("dask.")
+        and "dask.array" in sys.modules
+        and isinstance(x, sys.modules["dask.array"].Array)
+    )

@@ -14,8 +14,8 @@ import itertools
 import numpy as np
 
 from . import promotion
-from .arrays import PLAIN_TYPES, kind_named, kind_of
-from .registry import get_backend, selected_backend
+from .arrays import PLAIN_TYPES, is_dask_array, kind_named, kind_of
+from .registry import check_algorithm, get_backend, selected_backend
 from .shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
 
 __all__ = ["matmul"]
@@ -50,12 +50,17 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
     ``backend`` picks a backend by name (else :func:`use_backend`, then
     ``POLYMM_BACKEND``, then the inputs' device); ``algorithm`` picks one of
     that backend's kernels; ``out`` receives the result and is returned.
+    Dask arrays give a lazy Dask array (see :mod:`polymm.dask`).
     """
     plain = PLAIN_TYPES.get(type(x1))
     if plain is not None and type(x2) is type(x1) and out is None:
         result = _matmul_plain(plain, x1, x2, backend, algorithm)
         if result is not None:
             return result
+    if is_dask_array(x1) or is_dask_array(x2):  # a lazy result, built in its own module (Dask is optional)
+        from .dask import matmul as dask_matmul
+
+        return dask_matmul(x1, x2, backend=backend, algorithm=algorithm, out=out)
     library = _library_of(x1, x2)
     if library == "dlpack":
         return _matmul_foreign(x1, x2, backend, algorithm, out)
@@ -68,11 +73,7 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
 
     name = selected_backend(backend, library)
     impl = get_backend(name)
-    if algorithm not in impl.algorithms:
-        raise ValueError(
-            f"polymm.matmul: backend {name!r} has no algorithm {algorithm!r}; "
-            f"choose one of {', '.join(map(repr, impl.algorithms))}"
-        )
+    check_algorithm(impl, name, algorithm)
     compute = impl.array_library
     if library != compute and library != "numpy":
         raise TypeError(

@@ -1,0 +1,277 @@
+"""``polymm.matmul`` on Dask arrays, computed on a real cluster: two worker processes, separate memory.
+
+Values are checked against the reference oracle; a counting backend registered
+on the workers proves that every block product ran through ``polymm.matmul``
+there (and none here, and not Dask's own matmul).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+import pytest
+
+import polymm
+from polymm.backend import CONTRACT_DTYPES
+from polymm.testing.reference import assert_matches, random_array
+
+da = pytest.importorskip("dask.array", reason="Dask is not installed (pip install 'polymm[dask]')")
+distributed = pytest.importorskip("distributed")
+polymm_dask = pytest.importorskip("polymm.dask")
+
+# One cluster for the module: keep its tests on one pytest-xdist worker (``--dist loadgroup``).
+pytestmark = pytest.mark.xdist_group("dask-cluster")
+
+
+def _install_counting_backend():
+    """Register backend "counting" in this process: the cpu backend, counting its products and their shapes."""
+    import os
+
+    import polymm
+    from polymm.backend import Backend
+
+    cpu = polymm.get_backend("cpu")
+
+    class Counting(Backend):
+        name = "counting"
+        array_library = "numpy"
+        algorithms = cpu.algorithms
+        products: list = []
+
+        def dtypes(self):
+            return cpu.dtypes()
+
+        def matmul(self, a, b, out, algorithm):
+            Counting.products.append((tuple(a.shape), tuple(b.shape), algorithm, os.getpid()))
+            cpu.matmul(a, b, out, algorithm)
+
+    polymm.register_backend("counting", Counting, replace=True)
+    return os.getpid()
+
+
+def _counted_products(clear=False):
+    import polymm
+
+    products = list(polymm.get_backend("counting").products)
+    if clear:
+        polymm.get_backend("counting").products.clear()
+    return products
+
+
+@pytest.fixture(scope="module")
+def client():
+    with (
+        distributed.LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None, silence_logs=50
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        pids = client.run(_install_counting_backend)
+        assert len(set(pids.values())) == 2, f"expected two worker processes, got {pids}"
+        _install_counting_backend()  # the client checks backend names when it builds a graph
+        yield client
+
+
+@pytest.fixture
+def counted(client):
+    """The block products the workers ran during the test: ``counted()`` -> list of (a shape, b shape, algorithm, pid)."""
+    client.run(_counted_products, clear=True)
+    _counted_products(clear=True)
+
+    def products():
+        assert _counted_products() == [], "a block product ran in the client process"
+        return [p for per_worker in client.run(_counted_products).values() for p in per_worker]
+
+    return products
+
+
+@pytest.fixture
+def rng(request):
+    return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+def _dask(x, chunks):
+    return da.from_array(x, chunks=chunks)
+
+
+def _check(client, lazy, x1, x2, dtype=None):
+    """The lazy result's metadata, then its values computed on the cluster, against the reference."""
+    dtype = np.dtype(dtype) if dtype is not None else np.result_type(x1, x2)
+    assert isinstance(lazy, da.Array)
+    assert lazy.dtype == dtype and type(lazy._meta) is np.ndarray
+    result = client.compute(lazy).result()
+    assert type(result) is np.ndarray and (result.shape, result.dtype) == (lazy.shape, lazy.dtype)
+    assert_matches(result, x1, x2, dtype)  # shape, dtype and values against the higher-precision reference
+    return result
+
+
+# -- values ---------------------------------------------------------------------------------------
+
+#: (x1 shape, x1 chunks, x2 shape, x2 chunks): uneven blocks everywhere.
+CASES = {
+    "square": ((50, 50), (17, 20), (50, 50), (20, 13)),
+    "skinny-tall": ((300, 7), (70, 7), (7, 5), (7, 5)),
+    "skinny-deep-k": ((5, 900), (5, 200), (900, 4), (200, 3)),
+    "wide": ((6, 40), (4, 15), (40, 250), (15, 60)),
+    "batched": ((5, 20, 30), (2, 7, 11), (5, 30, 12), (3, 11, 5)),
+    "broadcast": ((2, 1, 8, 9), (1, 1, 5, 4), (3, 9, 4), (2, 4, 3)),
+    "broadcast-2d": ((4, 3, 10, 9), (3, 2, 4, 4), (9, 6), (5, 4)),
+    "vector-matrix": ((30,), (11,), (30, 7), (11, 3)),
+    "matrix-vector": ((7, 30), (3, 11), (30,), (11,)),
+    "vector-vector": ((30,), (11,), (30,), (11,)),
+    "vector-batched": ((9,), (4,), (3, 9, 5), (2, 4, 2)),
+}
+
+
+@pytest.mark.parametrize("reduction", ["auto", "panel", "tree"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_values_on_the_cluster(client, case, reduction, rng):
+    s1, c1, s2, c2 = CASES[case]
+    x1, x2 = random_array(rng, s1, "float64"), random_array(rng, s2, "float64")
+    lazy = polymm_dask.matmul(_dask(x1, c1), _dask(x2, c2), reduction=reduction)
+    _check(client, lazy, x1, x2)
+
+
+@pytest.mark.parametrize("dtype", [str(d) for d in CONTRACT_DTYPES])
+@pytest.mark.parametrize("reduction", ["panel", "tree"])
+def test_every_contract_dtype(client, dtype, reduction, rng):
+    x1, x2 = random_array(rng, (9, 13), dtype), random_array(rng, (13, 6), dtype)
+    lazy = polymm_dask.matmul(_dask(x1, (4, 5)), _dask(x2, (5, 4)), reduction=reduction)
+    _check(client, lazy, x1, x2)
+
+
+def test_mixed_dtypes_promote_by_the_chunks_library(client, rng):
+    x1, x2 = random_array(rng, (9, 13), "int16"), random_array(rng, (13, 6), "float32")
+    _check(client, polymm.matmul(_dask(x1, (4, 5)), _dask(x2, (5, 4))), x1, x2, np.result_type(x1, x2))
+
+
+def test_float16_accumulates_in_float32_across_k_blocks(client):
+    # 4096 ones: a float16 running sum stops at 2048; the tree sums partial products in float32.
+    x1, x2 = np.ones((2, 4096), np.float16), np.ones((4096, 3), np.float16)
+    for reduction in ("panel", "tree"):
+        lazy = polymm_dask.matmul(_dask(x1, (2, 512)), _dask(x2, (512, 3)), reduction=reduction)
+        assert lazy.dtype == np.float16
+        np.testing.assert_array_equal(client.compute(lazy).result(), np.full((2, 3), 4096, np.float16))
+
+
+def test_integer_products_wrap_across_k_blocks(client):
+    x1, x2 = np.full((5, 300), 127, np.int8), np.full((300, 4), 127, np.int8)
+    lazy = polymm_dask.matmul(_dask(x1, (5, 70)), _dask(x2, (70, 4)), reduction="tree")
+    np.testing.assert_array_equal(client.compute(lazy).result(), np.matmul(x1, x2))
+
+
+@pytest.mark.parametrize("reduction", ["panel", "tree"])
+def test_different_k_chunks_are_rechunked_to_one(client, reduction, rng):
+    x1, x2 = random_array(rng, (12, 40), "float32"), random_array(rng, (40, 9), "float32")
+    a, b = _dask(x1, ((12,), (3, 7, 10, 20))), _dask(x2, ((25, 15), (9,)))
+    lazy = polymm_dask.matmul(a, b, reduction=reduction)
+    _check(client, lazy, x1, x2)
+    # the operand with more K blocks takes the other's K chunks (fewer, larger products)
+    x1c, x2c = polymm_dask._common_k_chunks(a, b)
+    assert x1c.chunks[1] == x2c.chunks[0] == (25, 15)
+
+
+def test_a_numpy_operand_is_wrapped_along_the_dask_operands_k_chunks(client, rng):
+    x1, x2 = random_array(rng, (3, 10, 40), "float64"), random_array(rng, (40, 9), "float64")
+    a = _dask(x1, (2, 5, 15))
+    lazy = polymm.matmul(a, x2)
+    _check(client, lazy, x1, x2)
+    _check(client, polymm.matmul(x2.T.copy(), a.transpose(0, 2, 1)), x2.T.copy(), x1.transpose(0, 2, 1))
+    wrapped = polymm_dask._operands(a, x2)[1]
+    assert wrapped.chunks == ((15, 15, 10), (9,))
+
+
+def test_empty_dimensions(client, rng):
+    for s1, s2 in (((0, 5), (5, 3)), ((4, 0), (0, 3)), ((2, 0, 5, 6), (1, 6, 3))):
+        x1, x2 = random_array(rng, s1, "float32"), random_array(rng, s2, "float32")
+        _check(client, polymm.matmul(_dask(x1, 2), _dask(x2, 2)), x1, x2)
+
+
+# -- where and how the block products ran ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("reduction,expected", [("panel", 3 * 2), ("tree", 3 * 2 * 4)])
+def test_block_products_run_through_polymm_on_the_workers(client, counted, reduction, expected, rng):
+    x1, x2 = random_array(rng, (30, 40), "float32"), random_array(rng, (40, 20), "float32")
+    lazy = polymm.matmul(
+        _dask(x1, (10, 10)), _dask(x2, (10, 10)), backend="counting", algorithm="tiled"
+    )  # 3 x 2 output blocks, 4 K blocks
+    lazy = polymm_dask.matmul(_dask(x1, (10, 10)), _dask(x2, (10, 10)), backend="counting", reduction=reduction)
+    assert counted() == [], "building the graph computed something"
+    _check(client, lazy, x1, x2)
+    products = counted()
+    assert len(products) == expected, products
+    k = 40 if reduction == "panel" else 10
+    assert all(a == (1, 10, k) and b == (1, k, 10) for a, b, _, _ in products), products
+    worker_pids = set(client.run(lambda: __import__("os").getpid()).values())
+    assert {pid for *_, pid in products} <= worker_pids
+
+
+def test_algorithm_and_scoped_backend_are_carried_into_the_graph(client, counted, rng):
+    x1, x2 = random_array(rng, (30, 40), "float32"), random_array(rng, (40, 20), "float32")
+    with polymm.use_backend("counting"):
+        lazy = polymm.matmul(_dask(x1, (10, 40)), _dask(x2, (40, 10)), algorithm="naive")
+    _check(client, lazy, x1, x2)  # computed outside the scope, on processes that never saw it
+    products = counted()
+    assert len(products) == 3 * 2 and {algorithm for _, _, algorithm, _ in products} == {"naive"}
+
+
+def test_graph_calls_polymm_not_dasks_matmul(rng):
+    x1, x2 = random_array(rng, (30, 40), "float32"), random_array(rng, (40, 20), "float32")
+    for reduction, function, expected in (
+        ("panel", polymm_dask._panel_product, 3 * 2),
+        ("tree", polymm_dask._block_product, 3 * 2 * 4),
+    ):
+        graph = polymm_dask.matmul(_dask(x1, 10), _dask(x2, 10), reduction=reduction).__dask_graph__()
+        tasks = [task for layer in graph.layers.values() for task in dict(layer).values()]
+        functions = [getattr(task, "func", None) for task in tasks]
+        names = {getattr(getattr(f, "func", f), "__name__", repr(f)) for f in functions}
+        assert functions.count(function) == expected, names
+        assert not {name for name in names if "matmul" in name or "dot" in name}, names
+
+
+# -- choices and errors, at graph-build time ------------------------------------------------------
+
+
+def test_auto_reduction_is_chosen_by_panel_size():
+    a, b = da.ones((4000, 4000), chunks=1000, dtype="float32"), da.ones((4000, 4000), chunks=1000, dtype="float32")
+    # one output block needs a 1000 x 4000 panel of each operand: 32 MB
+    assert polymm_dask.matmul(a, b, panel_limit="64MB").name.startswith("polymm-matmul-panel")
+    assert not polymm_dask.matmul(a, b, panel_limit="16MB").name.startswith("polymm-matmul-panel")
+    one_k_block = da.ones((4000, 4000), chunks=(1000, 4000), dtype="float32")
+    assert polymm_dask.matmul(one_k_block, b.rechunk((4000, 1000)), panel_limit=1).name.startswith(
+        "polymm-matmul-panel"
+    )
+    with pytest.raises(ValueError, match="'sideways'.*auto, panel, tree"):
+        polymm_dask.matmul(a, b, reduction="sideways")
+
+
+def test_errors_name_what_was_wrong():
+    a = da.ones((3, 4), chunks=2)
+    with pytest.raises(ValueError, match=r"\(3, 4\).*\(5, 2\)"):
+        polymm.matmul(a, da.ones((5, 2), chunks=2))
+    with pytest.raises(ValueError, match=r"\(2,\).*\(3,\).*broadcast"):
+        polymm.matmul(da.ones((2, 3, 4)), da.ones((3, 4, 5)))
+    with pytest.raises(TypeError, match="out=.*immutable"):
+        polymm.matmul(a, a.T, out=np.empty((3, 3)))
+    with pytest.raises(TypeError, match="different array libraries.*array_api_strict"):
+        polymm.matmul(a, pytest.importorskip("array_api_strict").ones((4, 2)))
+    with pytest.raises(TypeError, match="x2 must be an array.*list"):
+        polymm.matmul(a, [[1.0]] * 4)
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        polymm.matmul(a[a[:, 0] > 0], a.T)
+    with pytest.raises(ValueError, match="no-such-kernel.*'naive'"):
+        polymm.matmul(a, a.T, backend="cpu", algorithm="no-such-kernel")
+    with pytest.raises(TypeError, match="at least one operand must be a dask"):
+        polymm_dask.matmul(np.ones((2, 2)), np.ones((2, 2)))
+
+
+def test_import_polymm_does_not_import_dask():
+    code = (
+        "import sys, numpy as np, polymm; polymm.matmul(np.ones((2, 3, 4)), np.ones(4)); "
+        "assert not [m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')], 'dask imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
