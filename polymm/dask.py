@@ -123,7 +123,12 @@ def matmul(x1, x2, /, *, reduction: str | None = None, panel_limit=None, out=Non
     )
     total = partial.sum(axis=-1, dtype=accumulate, keepdims=True)
     return total.map_blocks(
-        _drop_k_axis, dtype, drop_axis=-1, dtype=dtype, meta=meta_from_array(x1._meta, len(out_ind), dtype)
+        _drop_k_axis,
+        dtype,
+        drop_axis=-1,
+        dtype=dtype,
+        meta=meta_from_array(x1._meta, ndim=len(out_ind), dtype=dtype),
+        token="polymm-matmul-tree",
     )
 
 

@@ -275,3 +275,26 @@ def test_import_polymm_does_not_import_dask():
         "assert not [m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')], 'dask imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("reduction", ["panel", "tree"])
+def test_cupy_chunks_give_cupy_chunks(reduction, rng):
+    """On a GPU machine: CuPy chunks in, a Dask array of CuPy chunks out, computed on ``cuda`` (threaded scheduler)."""
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed (no NVIDIA GPU here)")
+    if not any(info.name == "cuda" and info.available for info in polymm.backends()):
+        pytest.skip("the cuda backend is not available here")
+    for s1, c1, s2, c2, dtype in (
+        ((300, 200), (128, 70), (200, 150), (70, 64), "float32"),
+        ((3, 40, 50), (2, 17, 20), (50,), (20,), "float16"),
+        ((50,), (20,), (50, 7), (30, 7), "int8"),
+        ((30, 50), (16, 20), (50, 9), (20, 4), "complex64"),
+    ):
+        x1, x2 = random_array(rng, s1, dtype), random_array(rng, s2, dtype)
+        a, b = da.from_array(cupy.asarray(x1), chunks=c1), da.from_array(cupy.asarray(x2), chunks=c2)
+        lazy = polymm_dask.matmul(a, b, reduction=reduction)
+        assert type(lazy._meta) is cupy.ndarray and lazy.dtype == np.dtype(dtype)
+        result = lazy.compute(scheduler="threads")
+        assert type(result) is cupy.ndarray
+        assert_matches(cupy.asnumpy(result), x1, x2)
+        wrapped = polymm.matmul(a, cupy.asarray(x2)).compute(scheduler="threads")  # a CuPy array beside them
+        assert_matches(cupy.asnumpy(wrapped), x1, x2)
