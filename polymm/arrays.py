@@ -1,25 +1,70 @@
 """Array libraries the core understands, each behind one small adapter.
 
 The core's shape and ``out=`` logic is written once against :class:`ArrayKind`;
-each adapter maps its handful of primitives (strided views, allocation, copies)
-onto one library.  NumPy, CuPy and PyOpenCL are computed on natively; any other
-array-API or DLPack array (PyTorch, JAX, array-api-strict) is viewed through
-DLPack as NumPy (host) or CuPy (CUDA) and the result handed back as its own kind.
+each adapter maps its handful of primitives (allocation, copies, kernel-ready
+operands) onto one library.  NumPy's adapter is the core's own.  The others come
+from the entry-point group ``polymm.arrays`` (name: the library; value: the
+adapter class): CuPy's ships with polymm-cuda, PyOpenCL's with polymm-opencl,
+and a plugin may bring one for its own array type.  Adapters are loaded at the
+first array NumPy does not own, and made (importing their library) only for an
+array of a module they name.  Any other array-API or DLPack array (PyTorch, JAX,
+array-api-strict) is viewed through DLPack by the adapter of its device and the
+result handed back as its own kind.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
+import traceback
+from importlib.metadata import entry_points
 
 import numpy as np
 
-__all__ = ["ArrayKind", "is_dask_array", "kind_of", "kind_named"]
+from .backend import Operand
+
+__all__ = ["ArrayKind", "DLPACK", "as_operand", "is_dask_array", "kind_of", "kind_named", "kind_for_dlpack_device"]
+
+ENTRY_POINT_GROUP = "polymm.arrays"
 
 
 class ArrayKind:
-    """Adapter for one array library: the primitives the core needs."""
+    """Adapter for one array library: the primitives the core needs.
 
+    A plugin's adapter subclasses this, sets :attr:`modules` (and
+    :attr:`dlpack_devices` if its arrays can be made from DLPack capsules) and
+    implements :meth:`owns`, :meth:`origin`, :meth:`empty`, :meth:`zeros`,
+    :meth:`contiguous` and :meth:`shares_memory`; its arrays must have
+    ``shape``, ``dtype`` (a NumPy dtype), byte ``strides`` and ``astype``.
+    Its module must import its library only in ``__init__``: the core imports
+    every adapter's module to read :attr:`modules`.
+    """
+
+    #: the library's name (set from the entry-point name)
     name = "?"
+    #: top-level modules whose array types this adapter may own (default: its name)
+    modules: tuple[str, ...] = ()
+    #: DLPack device types whose capsules :meth:`from_dlpack` takes (kDLCPU 1, kDLCUDA 2, ...)
+    dlpack_devices: tuple[int, ...] = ()
+    #: True for host libraries: backends then get views of the library's arrays, not :class:`Operand`
+    views = False
+
+    def owns(self, x) -> bool:
+        """Whether ``x`` is an array of this library."""
+        raise NotImplementedError
+
+    def origin(self, x) -> tuple[object, int]:
+        """``(buffer, element offset of x[0, ...])`` for :class:`~polymm.backend.Operand`."""
+        raise NotImplementedError
+
+    def operand(self, x, shape, elem_strides, offset=0):
+        """What a backend receives for ``x`` seen as ``shape`` with ``elem_strides``,
+        starting ``offset`` elements past ``x``'s first element."""
+        buffer, start = self.origin(x)
+        return Operand(buffer, start + offset, tuple(elem_strides), tuple(shape), np.dtype(x.dtype), x)
+
+    def from_dlpack(self, x):
+        raise NotImplementedError
 
     def result_type(self, x1, x2) -> np.dtype:
         return np.result_type(x1.dtype, x2.dtype)
@@ -30,10 +75,6 @@ class ArrayKind:
         if any(s % size for s in x.strides):
             return None
         return tuple(s // size for s in x.strides)
-
-    def view(self, x, shape, elem_strides, offset=0):
-        """A view with the given shape and element strides, starting ``offset`` elements past ``x``'s start."""
-        raise NotImplementedError
 
     def astype(self, x, dtype):
         return x.astype(dtype)
@@ -66,11 +107,26 @@ class ArrayKind:
 
 class NumpyKind(ArrayKind):
     name = "numpy"
+    modules = ("numpy",)
+    dlpack_devices = (1,)  # kDLCPU
+    views = True
 
-    def view(self, x, shape, elem_strides, offset=0):
+    def owns(self, x):
+        return isinstance(x, (np.ndarray, np.generic))
+
+    def operand(self, x, shape, elem_strides, offset=0):
+        """A strided view (host backends read NumPy views)."""
         if not offset and _same_layout(x.shape, self.elem_strides(x), shape, elem_strides):
             return x.reshape(shape)  # cheap, and the common case of unbatched operands
-        return _strided(np.lib.stride_tricks.as_strided, x, shape, elem_strides, offset)
+        size = x.dtype.itemsize
+        as_strided = np.lib.stride_tricks.as_strided
+        if offset:
+            # Two elements `offset` apart; keep the second: a view that starts there.
+            x = as_strided(x, (2,), (offset * size,))[1:]
+        return as_strided(x, shape, tuple(s * size for s in elem_strides))
+
+    def from_dlpack(self, x):
+        return np.from_dlpack(x)
 
     def contiguous(self, x):
         return np.ascontiguousarray(x)
@@ -88,158 +144,13 @@ class NumpyKind(ArrayKind):
         return np.may_share_memory(x, y)
 
 
-class CupyKind(ArrayKind):
-    name = "cupy"
+class _DLPackKind(ArrayKind):
+    """Marks arrays no adapter owns that speak DLPack (PyTorch, JAX, array-api-strict)."""
 
-    def __init__(self):
-        import cupy
-
-        self.cp = cupy
-        PLAIN_TYPES[cupy.ndarray] = self
-
-    def result_type(self, x1, x2):
-        return np.dtype(self.cp.result_type(x1.dtype, x2.dtype))
-
-    def view(self, x, shape, elem_strides, offset=0):
-        return _strided(self.cp.lib.stride_tricks.as_strided, x, shape, elem_strides, offset)
-
-    def contiguous(self, x):
-        return self.cp.ascontiguousarray(x)
-
-    def empty(self, shape, dtype, like):
-        device = like.device
-        if device.id == self.cp.cuda.runtime.getDevice():
-            return self.cp.empty(shape, dtype)
-        with device:
-            return self.cp.empty(shape, dtype)
-
-    def zeros(self, shape, dtype, like):
-        with like.device:
-            return self.cp.zeros(shape, dtype)
-
-    def shares_memory(self, x, y):
-        return self.cp.may_share_memory(x, y)
-
-    def device(self, x):
-        return f"cuda:{x.device.id}"
+    name = "dlpack"
 
 
-class OpenCLKind(ArrayKind):
-    """PyOpenCL arrays.  ``pyopencl.array.Array(...)`` costs ~25 us per call
-    (NumPy reductions over the shape), more than a small kernel, so views and
-    results are made with PyOpenCL's own fast constructor; result buffers come
-    from a memory pool per queue, as CuPy's do (allocation is a driver call, and
-    a fresh large buffer is paged in again on every product)."""
-
-    name = "pyopencl"
-
-    def __init__(self):
-        import pyopencl.array as cl_array
-
-        self.cl_array = cl_array
-        self._pools = {}
-        PLAIN_TYPES[cl_array.Array] = self
-        try:  # the fast constructor's keywords are PyOpenCL's own; fall back if they change
-            cl_array.Array(
-                None, (0,), np.dtype("float32"), strides=(4,), _fast=True, _size=0, _context=None, _queue=None
-            )
-            self._fast = True
-        except TypeError:
-            self._fast = False
-
-    def _array(self, queue, shape, dtype, strides, data, offset, allocator=None):
-        if self._fast:
-            size = 1
-            for n in shape:
-                size *= n
-            return self.cl_array.Array(
-                None,
-                shape,
-                dtype,
-                strides=strides,
-                data=data,
-                offset=offset,
-                allocator=allocator,
-                _fast=True,
-                _size=size,
-                _context=queue.context,
-                _queue=queue,
-            )
-        return self.cl_array.Array(queue, shape, dtype, strides=strides, data=data, offset=offset, allocator=allocator)
-
-    def view(self, x, shape, elem_strides, offset=0):
-        size = x.dtype.itemsize
-        return self._array(
-            x.queue,
-            tuple(shape),
-            x.dtype,
-            tuple(s * size for s in elem_strides),
-            x.base_data,
-            x.offset + offset * size,
-            x.allocator,
-        )
-
-    def contiguous(self, x):
-        if not x.flags.c_contiguous:
-            raise TypeError("polymm cannot re-layout a non-contiguous pyopencl array; pass a contiguous one")
-        return x
-
-    def empty(self, shape, dtype, like):
-        queue = like.queue
-        dtype = np.dtype(dtype)
-        shape = tuple(shape)
-        nbytes = dtype.itemsize
-        for n in shape:
-            nbytes *= n
-        if nbytes == 0 or like.allocator is not None or not self._fast:
-            return self.cl_array.empty(queue, shape, dtype, allocator=like.allocator)
-        pool = self._pools.get(queue)
-        if pool is None:
-            from pyopencl.tools import ImmediateAllocator, MemoryPool
-
-            pool = self._pools[queue] = MemoryPool(ImmediateAllocator(queue))
-        if len(shape) == 2:
-            strides = (shape[1] * dtype.itemsize, dtype.itemsize)
-        else:
-            strides, step = [], dtype.itemsize
-            for n in reversed(shape):
-                strides.append(step)
-                step *= max(n, 1)
-            strides = tuple(reversed(strides))
-        return self.cl_array.Array(
-            None,
-            shape,
-            dtype,
-            strides=strides,
-            data=pool(nbytes),
-            _fast=True,
-            _size=nbytes // dtype.itemsize,
-            _context=like.context,
-            _queue=queue,
-        )
-
-    def zeros(self, shape, dtype, like):
-        return self.cl_array.zeros(like.queue, shape, dtype)
-
-    def assign(self, dst, src):
-        import pyopencl as cl
-
-        if not dst.flags.c_contiguous:
-            raise ValueError("out= must be a C-contiguous pyopencl array")
-        cl.enqueue_copy(
-            dst.queue,
-            dst.base_data,
-            src.base_data,
-            byte_count=src.nbytes,
-            src_offset=src.offset,
-            dst_offset=dst.offset,
-        )
-
-    def shares_memory(self, x, y):
-        return x.base_data is not None and x.base_data == y.base_data
-
-    def device(self, x):
-        return f"opencl:{x.queue.device.name.strip()}"
+DLPACK = _DLPackKind()
 
 
 def _same_layout(shape, strides, new_shape, new_strides) -> bool:
@@ -251,44 +162,128 @@ def _same_layout(shape, strides, new_shape, new_strides) -> bool:
     return old == new
 
 
-def _strided(as_strided, x, shape, elem_strides, offset):
-    size = x.dtype.itemsize
-    if offset:
-        # Two elements `offset` apart; keep the second: a view that starts there.
-        x = as_strided(x, (2,), (offset * size,))[1:]
-    return as_strided(x, shape, tuple(s * size for s in elem_strides))
+_NUMPY = NumpyKind()
+_lock = threading.Lock()
+_kinds: dict[str, ArrayKind] = {"numpy": _NUMPY}
+_classes: dict[str, type] | None = None  # adapter classes from the entry points, by library name
+_failed: dict[str, str] = {}  # library -> why its adapter could not be loaded or made
+
+#: The adapter of each array type seen so far (an adapter's, not DLPack's); the
+#: dispatcher's short path for plain 2-D products looks types up here.
+PLAIN_TYPES: dict[type, ArrayKind] = {np.ndarray: _NUMPY}
+_other_types: dict[type, ArrayKind | None] = {}  # DLPack arrays and non-arrays seen so far
 
 
-_KINDS: dict[str, ArrayKind] = {"numpy": NumpyKind()}
+def _adapter_classes() -> dict[str, type]:
+    global _classes
+    if _classes is None:
+        with _lock:
+            if _classes is None:
+                found = {}
+                for ep in entry_points(group=ENTRY_POINT_GROUP):
+                    if ep.name in found or ep.name in _kinds:
+                        continue
+                    try:
+                        found[ep.name] = ep.load()
+                    except Exception as exc:  # a broken plugin must not break polymm
+                        _failed[ep.name] = _describe_error(exc)
+                _classes = found
+    return _classes
 
-#: Array types whose plain 2-D products take the dispatcher's short path (CuPy joins once it is seen).
-PLAIN_TYPES: dict[type, ArrayKind] = {np.ndarray: _KINDS["numpy"]}
+
+def _describe_error(exc) -> str:
+    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    return f"{type(exc).__name__}: {exc}" + (f" (in {where.filename}:{where.lineno})" if where else "")
+
+
+def _modules(name, cls) -> tuple[str, ...]:
+    return tuple(getattr(cls, "modules", ()) or (name,))
 
 
 def kind_named(name: str) -> ArrayKind:
-    """The adapter for a library by name (imports the library on first use)."""
-    kind = _KINDS.get(name)
-    if kind is None:
-        factory = {"cupy": CupyKind, "pyopencl": OpenCLKind}.get(name)
-        if factory is None:
-            raise ValueError(f"unknown array library {name!r}")
-        kind = _KINDS[name] = factory()
+    """The adapter for a library by name (made, importing the library, on first use)."""
+    kind = _kinds.get(name)
+    if kind is not None:
+        return kind
+    cls = _adapter_classes().get(name)
+    if cls is None:
+        why = _failed.get(name)
+        raise ValueError(
+            f"no polymm adapter for array library {name!r}"
+            + (f": {why}" if why else f" (adapters come from the entry-point group {ENTRY_POINT_GROUP!r})")
+        )
+    with _lock:
+        kind = _kinds.get(name)
+        if kind is None:
+            try:
+                kind = cls()
+            except Exception as exc:
+                _failed[name] = _describe_error(exc)
+                raise ValueError(f"the polymm adapter for {name!r} arrays cannot be made: {_failed[name]}") from exc
+            kind.name = name
+            _kinds[name] = kind
     return kind
 
 
-def kind_of(x) -> str | None:
-    """Name of the library ``x`` belongs to: 'numpy', 'cupy', 'pyopencl', 'dlpack', or None."""
-    if isinstance(x, (np.ndarray, np.generic)):
-        return "numpy"
-    module = type(x).__module__.partition(".")[0]
-    if module == "cupy" and "cupy" in sys.modules:
-        return "cupy"
-    if module == "pyopencl" and "pyopencl.array" in sys.modules:
-        if isinstance(x, sys.modules["pyopencl.array"].Array):
-            return "pyopencl"
+def kind_of(x) -> ArrayKind | None:
+    """The adapter of ``x``'s library, :data:`DLPACK` for other DLPack arrays, or None."""
+    t = type(x)
+    kind = PLAIN_TYPES.get(t) or _other_types.get(t, _classify)
+    if kind is _classify:
+        kind = _classify(x)
+        if kind is None or kind is DLPACK:
+            _other_types[t] = kind
+        else:
+            PLAIN_TYPES[t] = kind
+    return kind
+
+
+def _classify(x) -> ArrayKind | None:
+    if _NUMPY.owns(x):
+        return _NUMPY
+    top = type(x).__module__.partition(".")[0]
+    for name, cls in _adapter_classes().items():
+        if top in _modules(name, cls):
+            try:
+                kind = kind_named(name)
+            except ValueError:
+                continue
+            if kind.owns(x):
+                return kind
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
-        return "dlpack"
+        return DLPACK
     return None
+
+
+def unowned_reason(x) -> str:
+    """Why no adapter took ``x`` (an adapter for its module that failed), or ''."""
+    top = type(x).__module__.partition(".")[0]
+    reasons = [f"{n}: {why}" for n, why in _failed.items() if top in _modules(n, (_classes or {}).get(n))]
+    return "; ".join(reasons)
+
+
+def kind_for_dlpack_device(device_type: int) -> ArrayKind:
+    """The adapter that views DLPack capsules of ``device_type`` (1 CPU, 2 CUDA, ...)."""
+    if device_type in _NUMPY.dlpack_devices:
+        return _NUMPY
+    for name, cls in _adapter_classes().items():
+        if device_type in getattr(cls, "dlpack_devices", ()):
+            return kind_named(name)
+    raise TypeError(
+        f"polymm.matmul: arrays on DLPack device type {device_type} are not supported "
+        "(no installed array adapter takes them)"
+    )
+
+
+def as_operand(x):
+    """The whole of a 3-D array of a device library as an :class:`~polymm.backend.Operand`
+    (for tests and benchmarks that call a backend's ``matmul`` directly)."""
+    if isinstance(x, Operand):
+        return x
+    kind = kind_of(x)
+    if kind is None or kind is DLPACK:
+        raise TypeError(f"polymm: no array adapter owns {type(x).__module__}.{type(x).__qualname__}")
+    return kind.operand(x, tuple(x.shape), kind.elem_strides(x))
 
 
 def is_dask_array(x) -> bool:

@@ -14,13 +14,27 @@ through the entry-point group ``polymm.backends``::
 The factory is called with no arguments the first time the backend is needed.
 If it raises (missing driver, no device, ...), the backend is listed by
 :func:`polymm.backends` as unavailable with the exception's message as reason.
+
+What :func:`polymm.backends` lists is read without making the backend: from an
+optional entry point of the same name in the group ``polymm.backend_info`` (a
+callable returning a dict of the class attributes below, for packages whose import
+is heavy), else from the factory's attributes (an import, no instantiation).
+
+Thread safety, the promise of :func:`polymm.matmul`: calls from many threads and
+asyncio tasks at once give the same results as one at a time, and
+:func:`polymm.use_backend` scopes are per thread and per task.  The core makes no
+lock around a backend: a backend's ``matmul`` may be entered by several threads at
+once and must protect its own shared state (caches of compiled kernels, a kernel
+object's arguments, a non-thread-safe runtime).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-__all__ = ["Backend", "BackendUnavailable", "CONTRACT_DTYPES"]
+__all__ = ["Backend", "BackendUnavailable", "CONTRACT_DTYPES", "Operand"]
 
 #: Every dtype the contract requires of a backend (array API numeric dtypes,
 #: plus bool and float16).
@@ -49,6 +63,31 @@ class BackendUnavailable(RuntimeError):
     """Raised by a backend factory when it cannot run here; the message is the reason."""
 
 
+@dataclass(slots=True)
+class Operand:
+    """One operand of a batched product, ready for a kernel: element ``[i, r, c]``
+    is ``buffer[offset + i * strides[0] + r * strides[1] + c * strides[2]]``.
+
+    The core makes these for every array library whose adapter is not a host one
+    (CuPy, PyOpenCL, the libraries plugins bring), so a device backend passes
+    ``buffer``, ``offset`` and ``strides`` to its kernels as they are and never
+    decodes a view.  Strides may be 0 (a broadcast batch) or negative.
+    """
+
+    #: what the kernels take as the base address: a ``pyopencl.Buffer``, a CuPy
+    #: array (its data pointer is the origin), or what the library's adapter gives
+    buffer: object
+    #: elements from the buffer's origin to element ``[0, 0, 0]``
+    offset: int
+    #: ``(batch, row, column)`` strides, in elements
+    strides: tuple[int, int, int]
+    #: ``(B, rows, columns)``
+    shape: tuple[int, int, int]
+    dtype: np.dtype
+    #: the library's array the operand lies in (its queue, stream, device, events)
+    array: object
+
+
 class Backend:
     """Base class for polymm backends (subclassing is optional: the core duck-types).
 
@@ -57,12 +96,24 @@ class Backend:
     ``name``
         Its registry name (set by the registry from the entry-point name).
     ``algorithms``
-        The kernel variants it offers, ``"auto"`` included.
+        The kernel variants it offers.  ``"auto"`` is required: it is what
+        :func:`polymm.matmul` asks for unless the caller names another, and the
+        conformance suite fails a backend without it.
     ``array_library``
-        The array library it computes on natively: ``"numpy"``, ``"cupy"`` or
-        ``"pyopencl"``.  Arrays of that library are handed over as they are;
+        The array library it computes on: ``"numpy"``, or the name of an
+        adapter in the entry-point group ``polymm.arrays`` (``"cupy"`` and
+        ``"pyopencl"`` come with polymm-cuda and polymm-opencl; a plugin may
+        bring its own, see :class:`polymm.arrays.ArrayKind`).  Arrays of that
+        library reach :meth:`matmul` as views (NumPy) or as :class:`Operand`;
         NumPy arrays given to a device backend go through :meth:`from_numpy`
         and :meth:`to_numpy`.
+    ``default_for``
+        Array libraries whose arrays this backend computes when the caller
+        chose no backend (``("numpy",)`` for ``cpu``).  Empty by default: a
+        backend is then used only when named.
+    ``priority``
+        Among available backends declaring one library in ``default_for``, the
+        highest priority is the default (ties: the first name in sorted order).
     ``conformance_xfail``
         Known failures, declared: ``{test-name pattern: reason}``. The
         conformance suite marks matching tests ``xfail(strict=True)`` with the
@@ -72,6 +123,8 @@ class Backend:
     name: str = "?"
     algorithms: tuple[str, ...] = ("auto",)
     array_library: str = "numpy"
+    default_for: tuple[str, ...] = ()
+    priority: int = 0
     conformance_xfail: dict[str, str] = {}
 
     def dtypes(self) -> tuple[np.dtype, ...]:
@@ -108,12 +161,18 @@ class Backend:
         Guarantees from the core:
 
         * ``a`` is ``(B, M, K)``, ``b`` is ``(B, K, N)``, ``out`` is ``(B, M, N)``,
-          all of this backend's array type and of one dtype from :meth:`dtypes`;
+          all of one dtype from :meth:`dtypes`: NumPy views for a host backend
+          (``array_library = "numpy"``), else :class:`Operand` of this
+          backend's library (buffer, element offset, element strides);
         * ``B, M, N, K >= 1``;
         * ``a`` and ``b`` may have any strides, including 0 (broadcast batch)
           and negative ones; ``out`` is C-contiguous and shares no memory with
           ``a`` or ``b``;
         * ``algorithm`` is one of :attr:`algorithms`.
+
+        It may be called from several threads at once (see the module's notes
+        on thread safety).  A device backend enqueues on the queue or stream
+        of ``out`` and does not wait for the result.
 
         Integer products wrap like NumPy's; bool is logical or-of-ands;
         float16 accumulates in float32; complex is not conjugated.

@@ -16,15 +16,17 @@ def _info(args) -> int:
 
     infos = polymm.backends()
     if args.json:
-        print(json.dumps([vars(i) for i in infos], indent=2))
+        print(json.dumps([i.as_dict() for i in infos], indent=2))
         return 0
     table = Table(title=f"polymm {polymm.__version__} backends")
-    for column in ("backend", "available", "algorithms", "dtypes", "devices / reason"):
+    for column in ("backend", "available", "arrays", "algorithms", "dtypes", "devices / reason"):
         table.add_column(column, overflow="fold")
     for info in infos:
+        served = f" (default for {', '.join(info.default_for)})" if info.default_for else ""
         table.add_row(
             info.name,
             "[green]yes[/]" if info.available else "[red]no[/]",
+            info.array_library + served,
             ", ".join(info.algorithms),
             ", ".join(info.dtypes),
             "\n".join(info.devices) if info.available else (info.reason or ""),
@@ -291,12 +293,15 @@ def _fuzz(args) -> int:
         disable=args.case is not None,
     ) as progress:
         task = progress.add_task("fuzz", total=total, failures=0)
+        step = max(1, args.cases // 20)
         failed = 0
 
         def on_case(name, index, outcome):
             nonlocal failed
             failed += outcome.status == "fail"
             progress.update(task, advance=1, description=f"fuzz {name}", failures=failed)
+            if not err.is_terminal and (index + 1) % step == 0:  # a log gets a line per 5%
+                err.print(f"fuzz {name}: {index + 1}/{args.cases} cases, {failed} failed", highlight=False)
 
         summary = fuzz.run(
             names,

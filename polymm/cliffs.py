@@ -35,6 +35,8 @@ from polymm.testing.reference import assert_matches, poison, random_array
 __all__ = ["Case", "Floor", "CASES", "FLOORS", "Cell", "run", "summarise", "plot", "machine_info"]
 
 FLOAT_DTYPES = ("float32", "float64")
+#: The dtypes of the tensor-core cases (GPU backends only).
+TC_DTYPES = ("float16", "int8", "float64")
 #: The rest of the contract's dtypes, measured on one square and one skinny case.
 OTHER_DTYPES = tuple(str(d) for d in CONTRACT_DTYPES if str(d) not in FLOAT_DTYPES)
 
@@ -54,6 +56,7 @@ class Case:
     x2: tuple[int, ...]
     layout: str = "c"
     dtypes: tuple[str, ...] = FLOAT_DTYPES
+    gpu_only: bool = False  # sizes a host backend would spend minutes on
 
     def multiply_adds(self) -> int:
         shape = matmul_shape(self.x1, self.x2)
@@ -88,6 +91,14 @@ CASES: tuple[Case, ...] = (
     _sq(1024, layout="fortran", name="fortran-1024", group="views"),
     _sq(1024, layout="negative", name="negative-1024", group="views"),
     _sq(1024, layout="step", name="step-1024", group="views"),
+    # GPU only: the dtypes tensor cores serve (float16 with float32 accumulation, int8 with int32,
+    # float64 on FP64 tensor cores), up to 8192, one skinny and one batched case
+    *(
+        Case(f"tc-square-{n}", "tensor-core", (n, n), (n, n), dtypes=TC_DTYPES, gpu_only=True)
+        for n in (1024, 2048, 4096, 8192)
+    ),
+    Case("tc-skinny", "tensor-core", (8192, 4096), (4096, 256), dtypes=TC_DTYPES, gpu_only=True),
+    Case("tc-batched", "tensor-core", (64, 512, 512), (64, 512, 512), dtypes=TC_DTYPES, gpu_only=True),
 )
 
 
@@ -250,6 +261,7 @@ class _Backend:
     def __init__(self, name):
         self.name = name
         self.impl = impl = polymm.get_backend(name)
+        self.on_gpu = impl.array_library == "cupy" or (impl.array_library == "pyopencl" and bool(_opencl_gpu_vendor()))
         if impl.array_library == "cupy":
             import cupy
 
@@ -302,7 +314,8 @@ def _interleaved(ours, ref, budget):
     """
     once = [max(side.clock(side.call, 1), 1e-7) for side in (ours, ref)]  # warm-up included
     inner = [max(1, int(0.01 / t)) for t in once]
-    block = [max(2, math.ceil(BLOCK_SECONDS / (i * t))) for i, t in zip(inner, once)]
+    # a call that outlasts a block is a block of its own (4096^2 on PoCL: seconds per call)
+    block = [math.ceil(BLOCK_SECONDS / (i * t)) for i, t in zip(inner, once)]
     per_round = sum(b * i * t for b, i, t in zip(block, inner, once))
     rounds = int(min(25, max(2, budget / per_round)))
     samples = ([], [])
@@ -315,7 +328,13 @@ def _interleaved(ours, ref, budget):
 
 
 def _clblast_ratio(backend, a, b, seconds, budget):
-    """Our time over CLBlast's on the same OpenCL arrays (plain 2-D float products), where pyclblast exists."""
+    """CLBlast's best time over ours (``seconds``, the cell's best) on the same OpenCL arrays.
+
+    Plain 2-D float products, where pyclblast exists. Both sides are OpenCL work on one queue, so
+    no BLAS thread pool is left spinning between them, and CLBlast is timed on its own (a warm-up
+    call, then calls until ``budget`` is spent, at least one): its slow float64 kernels on PoCL
+    (seconds per call at 2048) would otherwise take most of the suite's time.
+    """
     if backend.impl.array_library != "pyopencl" or a.ndim != 2 or b.ndim != 2:
         return None
     if a.dtype.kind != "f" or a.dtype.itemsize < 4 or not (a.flags.c_contiguous and b.flags.c_contiguous):
@@ -328,14 +347,17 @@ def _clblast_ratio(backend, a, b, seconds, budget):
     m, k = a.shape
     n = b.shape[1]
     c = cl_array.empty(a.queue, (m, n), a.dtype)
-    side = _Side(
-        "clblast",
-        lambda: pyclblast.gemm(a.queue, m, n, k, a, b, c, a_ld=k, b_ld=n, c_ld=n),
-        _host_clock(a.queue.finish),
-    )
-    ours = _Side("polymm", lambda: polymm.matmul(a, b, backend=backend.name), backend.ours_clock)
-    (best_ours, _), (best_clblast, _) = _interleaved(ours, side, budget)[0]
-    return best_clblast / best_ours
+    clock = _host_clock(a.queue.finish)
+
+    def call():
+        pyclblast.gemm(a.queue, m, n, k, a, b, c, a_ld=k, b_ld=n, c_ld=n)
+
+    first = clock(call, 1)
+    inner = max(1, int(0.01 / first))
+    samples = [clock(call, inner)]
+    while len(samples) * inner * first < budget:
+        samples.append(clock(call, inner))
+    return min(samples) / seconds
 
 
 def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8) -> Cell:
@@ -412,6 +434,10 @@ def run(names, cases=None, dtypes=None, budget=0.8, progress=None, seed=2026, on
         backend = _Backend(name)
         rng = np.random.default_rng(seed)
         for case, dtype in pairs:
+            if case.gpu_only and not backend.on_gpu:
+                if progress:
+                    progress.advance(task)
+                continue
             if progress:
                 progress.update(task, description=f"{name} {case.name} {dtype}")
             try:

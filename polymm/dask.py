@@ -36,7 +36,7 @@ from dask.array.utils import meta_from_array
 from dask.utils import parse_bytes
 
 from . import promotion
-from .arrays import is_dask_array, kind_named, kind_of
+from .arrays import DLPACK, is_dask_array, kind_named, kind_of
 from .dispatch import _describe
 from .registry import BackendUnavailable, check_algorithm, get_backend, scoped_backend
 from .shapes import matmul_shape
@@ -173,7 +173,7 @@ def _operands(x1, x2):
     library = None
     for which, x in (("x1", x1), ("x2", x2)):
         if is_dask_array(x):
-            chunk_library = kind_of(x._meta)
+            chunk_library = _library_name(x._meta)
             if chunk_library not in CHUNK_LIBRARIES:
                 raise TypeError(
                     f"polymm.matmul: {which} is a Dask array of {_describe(x._meta)} chunks; "
@@ -197,7 +197,7 @@ def _operands(x1, x2):
         if not is_dask_array(x):
             if kind_of(x) is None:
                 raise TypeError(f"polymm.matmul: {which} must be an array, got {_describe(x)}")
-            if kind_of(x) != library:
+            if _library_name(x) != library:
                 raise TypeError(
                     f"polymm.matmul: x1 and x2 come from different array libraries ({_describe(x)} and a Dask "
                     f"array of {library} chunks); pass a {library} array or a Dask array"
@@ -205,6 +205,12 @@ def _operands(x1, x2):
             x = _wrap(x, which, dask_operand)
         wrapped.append(x)
     return wrapped[0], wrapped[1], library
+
+
+def _library_name(x) -> str | None:
+    """The name of the array library ``x`` belongs to ('numpy', 'cupy', ...), or None."""
+    kind = kind_of(x)
+    return None if kind is None or kind is DLPACK else kind.name
 
 
 def _wrap(x, which, other):

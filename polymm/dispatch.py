@@ -2,8 +2,9 @@
 
 Steps: identify the array library -> result dtype by that library's promotion
 -> shape rules (:mod:`polymm.shapes`) -> choose the backend (:mod:`polymm.registry`)
--> cast and move operands into the backend's array type -> strided ``(B, M, K)``
-views (broadcast batches get stride 0, nothing is materialised) -> the backend
+-> cast and move operands into the backend's array type -> ``(B, M, K)`` operands
+(strided NumPy views for host backends, :class:`~polymm.backend.Operand` for the
+others; broadcast batches get stride 0, nothing is materialised) -> the backend
 computes into a C-contiguous ``(B, M, N)`` buffer -> ``out=`` and foreign arrays.
 """
 
@@ -14,7 +15,7 @@ import itertools
 import numpy as np
 
 from . import promotion
-from .arrays import PLAIN_TYPES, is_dask_array, kind_named, kind_of
+from .arrays import DLPACK, PLAIN_TYPES, is_dask_array, kind_for_dlpack_device, kind_named, kind_of, unowned_reason
 from .registry import check_algorithm, get_backend, selected_backend
 from .shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
 
@@ -26,7 +27,8 @@ def _describe(x) -> str:
     return f"{t.__module__}.{t.__qualname__}"
 
 
-def _library_of(x1, x2) -> str:
+def _kind_of(x1, x2):
+    """The adapter both operands belong to (or :data:`~polymm.arrays.DLPACK`)."""
     k1, k2 = kind_of(x1), kind_of(x2)
     for which, x, k in (("x1", x1, k1), ("x2", x2, k2)):
         if k is None:
@@ -35,8 +37,10 @@ def _library_of(x1, x2) -> str:
                 if isinstance(x, (list, tuple, int, float, complex, bool))
                 else ""
             )
+            why = unowned_reason(x)
+            hint += f" (its library's polymm adapter failed: {why})" if why else ""
             raise TypeError(f"polymm.matmul: {which} must be an array, got {_describe(x)}{hint}")
-    if k1 != k2 or (k1 == "dlpack" and type(x1) is not type(x2)):
+    if k1 is not k2 or (k1 is DLPACK and type(x1) is not type(x2)):
         raise TypeError(
             f"polymm.matmul: x1 and x2 come from different array libraries "
             f"({_describe(x1)} and {_describe(x2)}); convert one of them first"
@@ -61,10 +65,10 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
         from .dask import matmul as dask_matmul
 
         return dask_matmul(x1, x2, backend=backend, algorithm=algorithm, out=out)
-    library = _library_of(x1, x2)
-    if library == "dlpack":
+    kind = _kind_of(x1, x2)
+    if kind is DLPACK:
         return _matmul_foreign(x1, x2, backend, algorithm, out)
-    kind = kind_named(library)
+    library = kind.name
 
     promotion.check_operand_dtype(x1.dtype, "x1")
     promotion.check_operand_dtype(x2.dtype, "x2")
@@ -81,7 +85,7 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
             f"{library} arrays on {kind.device(x1)}; move them to the host or choose another backend"
         )
     if out is not None:
-        _check_out(out, library, kind, shape.result, dtype)
+        _check_out(out, kind, shape.result, dtype)
 
     impl.check_dtype(dtype, x1)
     if library != compute:
@@ -99,7 +103,7 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
 
 
 def _matmul_plain(kind, x1, x2, backend, algorithm):
-    """The common case -- two non-empty 2-D NumPy, CuPy or PyOpenCL matrices of one dtype, computed by a backend of
+    """The common case -- two non-empty 2-D matrices of one library and dtype, computed by a backend of
     that library -- without the general machinery (it dominates the cost of small products).
 
     Returns None whenever any general rule might apply, so the general path decides.
@@ -119,7 +123,16 @@ def _matmul_plain(kind, x1, x2, backend, algorithm):
         return None
     impl.check_dtype(dtype, x1)
     result = kind.empty((m, n), dtype, like=x1)
-    matmul_2d = getattr(impl, "matmul_2d", None)  # optional: a backend's own 2-D entry
+    if not kind.views:  # a device library: kernel-ready operands, as batches of one
+        size = dtype.itemsize
+        impl.matmul(
+            kind.operand(x1, (1, m, k), (0, s1[0] // size, s1[1] // size)),
+            kind.operand(x2, (1, k, n), (0, s2[0] // size, s2[1] // size)),
+            kind.operand(result, (1, m, n), (0, n, 1)),
+            algorithm,
+        )
+        return result
+    matmul_2d = getattr(impl, "matmul_2d", None)  # optional: a host backend's own 2-D entry
     if matmul_2d is not None:
         matmul_2d(x1, x2, result, algorithm)
     else:
@@ -127,9 +140,9 @@ def _matmul_plain(kind, x1, x2, backend, algorithm):
     return result
 
 
-def _check_out(out, library, kind, result_shape, dtype):
-    if kind_of(out) != library:
-        raise TypeError(f"polymm.matmul: out must be a {library} array like the inputs, got {_describe(out)}")
+def _check_out(out, kind, result_shape, dtype):
+    if kind_of(out) is not kind:
+        raise TypeError(f"polymm.matmul: out must be a {kind.name} array like the inputs, got {_describe(out)}")
     if tuple(out.shape) != result_shape:
         raise ValueError(f"polymm.matmul: out has shape {tuple(out.shape)}, the result has shape {result_shape}")
     if np.dtype(out.dtype) != dtype:
@@ -139,7 +152,7 @@ def _check_out(out, library, kind, result_shape, dtype):
 
 
 def _compute(impl, kind, x1, x2, shape, dtype, algorithm, out):
-    """Run the backend on strided views; return ``out`` (filled) or a new result array."""
+    """Run the backend on its operands; return ``out`` (filled) or a new result array."""
     direct = (
         out is not None
         and kind.is_c_contiguous(out)
@@ -158,13 +171,13 @@ def _compute(impl, kind, x1, x2, shape, dtype, algorithm, out):
             sc = c_strides(batch + (m, n))
             groups, (ba, bb, bc) = collapse_batch(batch, sa[:-2], sb[:-2], sc[:-2])
             inner = groups[-1] if groups else 1
-            if len(groups) > 1 and kind.name == "numpy":
+            if len(groups) > 1 and kind.views:
                 # broadcast batches that do not collapse to one stride: one
                 # (outer..., inner, m, k) view per operand, indexed per call
                 # (three as_strided views a call cost ~35 us)
-                va = kind.view(a, tuple(groups) + (m, k), ba + sa[-2:])
-                vb = kind.view(b, tuple(groups) + (k, n), bb + sb[-2:])
-                vr = kind.view(result, tuple(groups) + (m, n), bc + (n, 1))
+                va = kind.operand(a, tuple(groups) + (m, k), ba + sa[-2:])
+                vb = kind.operand(b, tuple(groups) + (k, n), bb + sb[-2:])
+                vr = kind.operand(result, tuple(groups) + (m, n), bc + (n, 1))
                 for index in itertools.product(*(range(g) for g in groups[:-1])):
                     impl.matmul(va[index], vb[index], vr[index], algorithm)
                 groups = ()
@@ -172,9 +185,9 @@ def _compute(impl, kind, x1, x2, shape, dtype, algorithm, out):
             for index in itertools.product(*(range(g) for g in groups[:-1])):
                 oa, ob, oc = (sum(i * s for i, s in zip(index, st)) for st in outer_strides)
                 impl.matmul(
-                    kind.view(a, (inner, m, k), (ba[-1] if ba else 0,) + sa[-2:], oa),
-                    kind.view(b, (inner, k, n), (bb[-1] if bb else 0,) + sb[-2:], ob),
-                    kind.view(result, (inner, m, n), (bc[-1] if bc else 0, n, 1), oc),
+                    kind.operand(a, (inner, m, k), (ba[-1] if ba else 0,) + sa[-2:], oa),
+                    kind.operand(b, (inner, k, n), (bb[-1] if bb else 0,) + sb[-2:], ob),
+                    kind.operand(result, (inner, m, n), (bc[-1] if bc else 0, n, 1), oc),
                     algorithm,
                 )
     if out is not None and not direct:
@@ -198,15 +211,7 @@ def _matmul_foreign(x1, x2, backend, algorithm, out):
 
     xp = array_api_compat.array_namespace(x1, x2)
     dtype = promotion.foreign_result_type(x1, x2)
-    device_type = x1.__dlpack_device__()[0]
-    if device_type == 1:  # kDLCPU
-        to_native = np.from_dlpack
-    elif device_type in (2, 13):  # kDLCUDA, kDLCUDAManaged
-        import cupy
-
-        to_native = cupy.from_dlpack
-    else:
-        raise TypeError(f"polymm.matmul: arrays on DLPack device type {device_type} are not supported")
+    to_native = kind_for_dlpack_device(x1.__dlpack_device__()[0]).from_dlpack
     if out is not None and type(out) is not type(x1):
         raise TypeError(f"polymm.matmul: out must be a {_describe(x1)} like the inputs, got {_describe(out)}")
     a = to_native(x1).astype(dtype, copy=False)

@@ -2,8 +2,11 @@
 
 Built-in backends and third-party ones arrive the same way, through the
 entry-point group ``polymm.backends``.  Nothing is imported until a backend is
-needed; a plugin that fails to import or to initialise is recorded as
-unavailable with its error and never breaks ``import polymm``.
+needed or listed (listing reads ``polymm.backend_info`` entry points, else the
+factory's attributes, and makes no backend); a plugin that fails to import or
+to initialise is recorded as unavailable with its error and never breaks
+``import polymm``.  Which backend computes an array library by default is
+declared by the backends themselves (``default_for``, ``priority``).
 """
 
 from __future__ import annotations
@@ -13,60 +16,190 @@ import contextvars
 import os
 import threading
 import traceback
-from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 
-from .backend import BackendUnavailable
+import numpy as np
 
-__all__ = ["BackendInfo", "backends", "get_backend", "register_backend", "use_backend", "selected_backend"]
+from .backend import Backend, BackendUnavailable
+
+__all__ = [
+    "BackendInfo",
+    "backends",
+    "default_backend",
+    "get_backend",
+    "register_backend",
+    "use_backend",
+    "selected_backend",
+]
 
 ENTRY_POINT_GROUP = "polymm.backends"
+#: Optional, networkx-style: ``name = "pkg:info"``, a callable returning the backend's
+#: listing attributes as a dict, so listing need not import a heavy package.
+INFO_ENTRY_POINT_GROUP = "polymm.backend_info"
 ENV_VAR = "POLYMM_BACKEND"
 
-#: Which backend computes on an array library when nothing else was chosen.
-DEFAULT_FOR_LIBRARY = {"numpy": "cpu", "cupy": "cuda", "pyopencl": "opencl"}
+#: What a backend's listing says, read without making it, and the defaults of :class:`Backend`.
+_META_DEFAULTS = {
+    "array_library": Backend.array_library,
+    "default_for": Backend.default_for,
+    "priority": Backend.priority,
+    "algorithms": Backend.algorithms,
+}
 
 
-@dataclass
 class BackendInfo:
-    """What :func:`polymm.backends` reports about one backend."""
+    """What :func:`polymm.backends` reports about one backend.
 
-    name: str
-    available: bool
-    reason: str | None = None
-    origin: str = ""
-    dtypes: tuple[str, ...] = ()
-    algorithms: tuple[str, ...] = ()
-    devices: list[str] = field(default_factory=list)
+    ``name``, ``origin``, ``array_library``, ``default_for``, ``priority`` and
+    ``algorithms`` come from the backend's listing, without making it.
+    ``available``, ``reason``, ``devices`` and ``dtypes`` need the backend made:
+    the first of them asked probes it (once per process; later listings reuse it).
+    """
+
+    def __init__(
+        self,
+        name,
+        available=None,
+        reason=None,
+        origin="",
+        dtypes=(),
+        algorithms=(),
+        devices=None,
+        *,
+        array_library="numpy",
+        default_for=(),
+        priority=0,
+        probe=None,
+    ):
+        self.name, self.origin, self.algorithms = name, origin, tuple(algorithms)
+        self.array_library, self.default_for, self.priority = array_library, tuple(default_for), priority
+        self._probed = None if available is None else (available, reason, list(devices or []), tuple(dtypes))
+        self._probe = probe
+
+    def _state(self):
+        if self._probed is None:
+            self._probed = self._probe()
+        return self._probed
+
+    @property
+    def available(self) -> bool:
+        return self._state()[0]
+
+    @property
+    def reason(self) -> str | None:
+        return self._state()[1]
+
+    @property
+    def devices(self) -> list[str]:
+        return self._state()[2]
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """Names of the dtypes the backend computes (empty when unavailable)."""
+        return self._state()[3]
+
+    def as_dict(self) -> dict:
+        keys = ("name", "available", "reason", "origin", "array_library", "priority")
+        return {k: getattr(self, k) for k in keys} | {
+            "default_for": list(self.default_for),
+            "algorithms": list(self.algorithms),
+            "dtypes": list(self.dtypes),
+            "devices": self.devices,
+        }
+
+    def __repr__(self):
+        state = (
+            "not probed" if self._probed is None else ("available" if self.available else f"unavailable: {self.reason}")
+        )
+        return f"BackendInfo({self.name!r}, {state}, array_library={self.array_library!r})"
+
+
+def _describe_error(exc) -> str:
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{type(exc).__name__}: {exc} (in {where.filename}:{where.lineno})"
 
 
 class _Entry:
-    """One registered backend: how to make it, and the outcome once made."""
+    """One registered backend: how to make it and list it, and the outcomes once known."""
 
-    __slots__ = ("name", "load", "origin", "instance", "error")
+    __slots__ = ("name", "load", "origin", "info", "instance", "error", "meta", "probed", "lock")
 
-    def __init__(self, name, load, origin):
-        self.name, self.load, self.origin = name, load, origin
+    def __init__(self, name, load, origin, info=None):
+        self.name, self.load, self.origin, self.info = name, load, origin, info
         self.instance = None
         self.error: str | None = None
+        self.meta: dict | None = None
+        self.probed = None
+        self.lock = threading.Lock()
 
     def resolve(self):
         if self.instance is None and self.error is None:
-            try:
-                factory = self.load()
-                instance = factory() if callable(factory) else factory
-                instance.name = self.name
-                self.instance = instance
-            except BackendUnavailable as exc:
-                self.error = str(exc) or type(exc).__name__
-            except Exception as exc:  # a broken plugin must not break polymm
-                where = traceback.extract_tb(exc.__traceback__)[-1]
-                self.error = f"{type(exc).__name__}: {exc} (in {where.filename}:{where.lineno})"
+            with self.lock:
+                if self.instance is None and self.error is None:
+                    try:
+                        factory = self.load()
+                        instance = factory() if callable(factory) else factory
+                        if "auto" not in instance.algorithms:
+                            raise TypeError(
+                                f"its algorithms {tuple(instance.algorithms)} lack 'auto', which every backend must offer"
+                            )
+                        instance.name = self.name
+                        self.instance = instance
+                    except BackendUnavailable as exc:
+                        self.error = str(exc) or type(exc).__name__
+                    except Exception as exc:  # a broken plugin must not break polymm
+                        self.error = _describe_error(exc)
         return self.instance
+
+    def listing(self) -> dict:
+        """The listing attributes: from the info entry point, else the factory's attributes."""
+        if self.meta is None:
+            source = None
+            try:
+                if self.info is not None:
+                    source = self.info()
+                    source = source() if callable(source) else source
+                    found = {k: source.get(k, v) for k, v in _META_DEFAULTS.items()}
+                else:
+                    source = self.load()
+                    found = {k: getattr(source, k, v) for k, v in _META_DEFAULTS.items()}
+            except Exception as exc:  # reported as the reason once the backend is probed
+                found = dict(_META_DEFAULTS, error=_describe_error(exc))
+            found["default_for"] = tuple(found["default_for"])
+            self.meta = found
+        return self.meta
+
+    def probe(self):
+        """(available, reason, devices, dtype names), asked of the backend once."""
+        if self.probed is None:
+            backend = self.resolve()
+            if backend is None:
+                self.probed = (False, self.error, [], ())
+            else:
+                try:
+                    dtypes = tuple(str(np.dtype(d)) for d in backend.dtypes())
+                    self.probed = (True, None, list(backend.devices()), dtypes)
+                except Exception as exc:
+                    self.probed = (False, f"{type(exc).__name__}: {exc}", [], ())
+        return self.probed
+
+    def describe(self) -> BackendInfo:
+        meta = self.listing()
+        return BackendInfo(
+            self.name,
+            origin=self.origin,
+            algorithms=tuple(meta["algorithms"]),
+            array_library=meta["array_library"],
+            default_for=meta["default_for"],
+            priority=meta["priority"],
+            probe=self.probe,
+        )
 
 
 _lock = threading.Lock()
 _entries: dict[str, _Entry] | None = None
+#: The default backend of each array library, chosen once (cleared by register_backend).
+_defaults: dict[str, str] = {}
 
 
 def _registry() -> dict[str, _Entry]:
@@ -74,23 +207,29 @@ def _registry() -> dict[str, _Entry]:
     if _entries is None:
         with _lock:
             if _entries is None:
+                infos = {ep.name: ep.load for ep in entry_points(group=INFO_ENTRY_POINT_GROUP)}
                 found = {}
                 for ep in entry_points(group=ENTRY_POINT_GROUP):
                     dist = getattr(ep, "dist", None)
                     origin = f"entry point {ep.value}" + (f" ({dist.name} {dist.version})" if dist else "")
-                    found.setdefault(ep.name, _Entry(ep.name, ep.load, origin))
+                    found.setdefault(ep.name, _Entry(ep.name, ep.load, origin, infos.get(ep.name)))
                 _entries = found
     return _entries
 
 
 def register_backend(name: str, factory, *, replace: bool = False) -> None:
-    """Register a backend at run time; ``factory()`` is called when it is first needed."""
+    """Register a backend at run time; ``factory()`` is called when it is first needed.
+
+    Its listing (``array_library``, ``default_for``, ``priority``, ...) is read from
+    ``factory``'s attributes.
+    """
     if not isinstance(name, str) or not name:
         raise ValueError(f"backend name must be a non-empty string, got {name!r}")
     registry = _registry()
     if name in registry and not replace:
         raise ValueError(f"a backend named {name!r} is already registered; pass replace=True to replace it")
     registry[name] = _Entry(name, lambda: factory, "register_backend()")
+    _defaults.clear()
 
 
 def _known() -> str:
@@ -111,31 +250,32 @@ def get_backend(name: str):
 
 
 def backends() -> list[BackendInfo]:
-    """Every known backend with availability, reason, dtypes, algorithms and devices.
+    """Every known backend with its listing; nothing is imported beyond what listing needs.
 
-    Never raises for a broken plugin: its failure is its ``reason``.
+    ``available``, ``reason`` and ``devices`` probe a backend on first access
+    (once per process).  Never raises for a broken plugin: its failure is its ``reason``.
     """
-    out = []
-    for name, entry in sorted(_registry().items()):
-        backend = entry.resolve()
-        if backend is None:
-            out.append(BackendInfo(name, False, entry.error, entry.origin))
-            continue
-        try:
-            out.append(
-                BackendInfo(
-                    name,
-                    True,
-                    None,
-                    entry.origin,
-                    tuple(str(d) for d in backend.dtypes()),
-                    tuple(backend.algorithms),
-                    list(backend.devices()),
-                )
-            )
-        except Exception as exc:
-            out.append(BackendInfo(name, False, f"{type(exc).__name__}: {exc}", entry.origin))
-    return out
+    return [entry.describe() for _, entry in sorted(_registry().items())]
+
+
+def default_backend(library: str) -> str:
+    """The backend for arrays of ``library`` when none was chosen: the available one of
+    highest ``priority`` among those whose ``default_for`` names the library."""
+    name = _defaults.get(library)
+    if name is not None:
+        return name
+    registry = _registry()
+    candidates = sorted(
+        (-entry.listing()["priority"], n) for n, entry in registry.items() if library in entry.listing()["default_for"]
+    )
+    if not candidates:
+        raise TypeError(
+            f"polymm.matmul: no installed backend computes on {library} arrays by default "
+            f"(known backends: {_known()}); name one with backend=... or install one for {library}"
+        )
+    name = next((n for _, n in candidates if registry[n].resolve() is not None), candidates[0][1])
+    _defaults[library] = name
+    return name
 
 
 _scoped: contextvars.ContextVar[str | None] = contextvars.ContextVar("polymm_backend", default=None)
@@ -177,7 +317,7 @@ def selected_backend(explicit: str | None, library: str) -> str:
     name = _env_backend()
     if name:
         return name
-    return DEFAULT_FOR_LIBRARY.get(library, library)
+    return _defaults.get(library) or default_backend(library)
 
 
 try:  # os.environ.get encodes the key and decodes the value: ~1 us a call

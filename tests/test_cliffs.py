@@ -28,6 +28,13 @@ def test_matrix_covers_the_issue():
     deep = [c for c in cliffs.CASES if c.group == "deep-k"]
     assert all(c.x1[-1] >= 256 * max(c.x1[-2], c.x2[-1]) for c in deep)
     assert {c.layout for c in cliffs.CASES} >= {"transposed", "fortran", "negative", "step"}
+    tc = [c for c in cliffs.CASES if c.group == "tensor-core"]
+    assert all(c.gpu_only for c in tc) and {"float16", "int8", "float64"} <= {d for c in tc for d in c.dtypes}
+
+
+def test_gpu_only_cases_skip_host_backends():
+    cells = cliffs.run(["cpu"], cases="tc-square-1024,square-32", dtypes=["float16", "float32"])
+    assert [(c.case, c.dtype) for c in cells] == [("square-32", "float32")]
 
 
 @pytest.mark.parametrize("case", cliffs.CASES, ids=[c.name for c in cliffs.CASES])

@@ -200,3 +200,68 @@ def test_device_arrays_are_not_silently_moved_to_a_host_backend():
     x = cl_array.to_device(queue, np.ones((2, 2), np.float32))
     with pytest.raises(TypeError, match="'cpu' computes on numpy arrays.*pyopencl"):
         polymm.matmul(x, x, backend="cpu")
+
+
+def test_backends_declare_the_libraries_they_serve_and_a_priority():
+    """The default for NumPy arrays is the available backend of highest priority among those
+    whose ``default_for`` names numpy; an unavailable one is passed over."""
+    from polymm.registry import default_backend
+
+    class Preferred(_Recorder):
+        default_for = ("numpy",)
+        priority = 10
+
+    class Broken(_Recorder):
+        default_for = ("numpy",)
+        priority = 20
+
+        def __init__(self):
+            raise polymm.BackendUnavailable("no device")
+
+    a = np.arange(1.0, 5.0).reshape(2, 2)
+    try:
+        polymm.register_backend("preferred", Preferred, replace=True)
+        polymm.register_backend("broken-preferred", Broken, replace=True)
+        Preferred.calls = []
+        assert default_backend("numpy") == "preferred"
+        assert_matches(polymm.matmul(a, a), a, a)
+        assert Preferred.calls == ["auto"]
+        info = {i.name: i for i in polymm.backends()}["preferred"]
+        assert (info.default_for, info.priority) == (("numpy",), 10)
+    finally:
+        polymm.register_backend("preferred", _Recorder, replace=True)
+        polymm.register_backend("broken-preferred", _Recorder, replace=True)
+    assert default_backend("numpy") == "cpu"
+
+
+def test_listing_makes_no_backend():
+    """``polymm.backends()`` reads listings only; availability is probed on first access, once."""
+    code = """
+import sys, polymm
+infos = {i.name: i for i in polymm.backends()}
+assert infos["cpu"].algorithms == ("naive", "tiled", "auto") and infos["cpu"].default_for == ("numpy",)
+assert infos["opencl"].array_library == "pyopencl"
+assert not any(m.startswith(("numba", "pyopencl", "cupy")) for m in sys.modules), sorted(sys.modules)
+assert infos["cpu"].available and "numba" in sys.modules
+print("ok")
+"""
+    proc = _run_python(code)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_a_library_no_backend_serves_is_a_clear_error():
+    from polymm.registry import default_backend
+
+    with pytest.raises(TypeError, match="no installed backend computes on nosuchlib arrays"):
+        default_backend("nosuchlib")
+
+
+def test_a_backend_without_auto_is_unavailable_with_the_reason():
+    class NoAuto(_Recorder):
+        algorithms = ("slow",)
+
+    polymm.register_backend("no-auto", NoAuto, replace=True)
+    info = {i.name: i for i in polymm.backends()}["no-auto"]
+    assert not info.available and "lack 'auto'" in info.reason
+    with pytest.raises(polymm.BackendUnavailable, match="'no-auto' is unavailable.*lack 'auto'"):
+        polymm.matmul(np.ones((2, 2)), np.ones((2, 2)), backend="no-auto")

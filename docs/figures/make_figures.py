@@ -406,7 +406,77 @@ def fig_cpu_blocking():
     save(fig, "cpu_blocking.png")
 
 
-FIGURES = [fig_naive, fig_tiled, fig_edges, fig_tile_size, fig_occupancy, fig_regblock, fig_cpu_loops, fig_cpu_blocking]
+def fig_tensorcore():
+    """The float16 tensor-core kernel: block tile -> warp tiles -> MMA tiles -> one thread's fragment."""
+    fig, ax = canvas(12, 4.7, 41, 14.5)
+    # 1. Block tile 128 x 256 in 2 x 4 warp tiles of 64 x 64 (drawn 1 unit = 16 elements).
+    u = 1 / 16 * 1.0
+    w, h = 256 * u, 128 * u
+    box(ax, 0, 0, w, h, LIGHT["C"], lw=1.5)
+    for r in range(2):
+        for c in range(4):
+            box(ax, c * 64 * u, r * 64 * u, 64 * u, 64 * u, "none", edge="#333333", lw=1, z=3)
+            ax.text(c * 64 * u + 2, r * 64 * u + 2, f"warp {r * 4 + c}", ha="center", va="center", fontsize=8)
+    box(ax, 64 * u, 64 * u, 64 * u, 64 * u, C_COLOR, lw=2, z=2)
+    ax.text(w / 2, -0.45, "block: 128 x 256 of C, 8 warps (2 x 4) of 64 x 64", ha="center", fontsize=9)
+    # 2. One warp tile: 4 x 8 MMA tiles of 16 x 8.
+    x0 = 18.5
+    cw, ch = 1.0, 2.0
+    for r in range(4):
+        for c in range(8):
+            box(ax, x0 + c * cw, r * ch, cw, ch, LIGHT["C"], edge="#555555", lw=0.6)
+    box(ax, x0 + 2 * cw, 1 * ch, cw, ch, C_COLOR, lw=1.5, z=3)
+    ax.text(
+        x0 + 4, -0.45, "one warp: 4 x 8 MMAs of 16 x 8\n(m16n8k16: f32 += f16 x f16)", ha="center", fontsize=9
+    )
+    arrow(ax, (128 * u + 0.2, 96 * u), (x0 - 0.3, 4), rad=-0.2)
+    # 3. One 16 x 8 accumulator tile: lane l owns rows l/4 and l/4 + 8, columns 2 (l % 4), +1.
+    x1 = 32
+    cell = 0.55
+    for r in range(16):
+        for c in range(8):
+            lane = (r % 8) * 4 + c // 2
+            shade = "#cce7d3" if lane % 2 == 0 else "#a8d5b5"
+            ax.add_patch(Rectangle((x1 + c * cell, r * cell), cell, cell, facecolor=shade, edgecolor="#ffffff", lw=0.5))
+            if c % 2 == 0:
+                ax.text(x1 + (c + 1) * cell, (r + 0.5) * cell, str(lane), ha="center", va="center", fontsize=6)
+    ax.text(
+        x1 + 4 * cell,
+        -0.45,
+        "16 x 8 accumulators: the lane\nthat holds each pair (4 floats/lane)",
+        ha="center",
+        fontsize=9,
+    )
+    arrow(ax, (x0 + 3 * cw + 0.1, 1.5 * ch), (x1 - 0.3, 5.6), rad=-0.2)
+    # The pipeline below: cp.async stages of K slices in flight while the warps multiply.
+    y = 11.5
+    for s in range(4):
+        face = LIGHT["A"] if s < 3 else LIGHT["C"]
+        box(ax, s * 5.2, y, 4.9, 2.2, face, lw=1)
+        label = f"stage {s}: slice k+{s}\ncp.async in flight" if s < 3 else "stage 3: slice k\nldmatrix -> mma"
+        ax.text(s * 5.2 + 2.45, y + 1.1, label, ha="center", va="center", fontsize=7.5)
+    ax.text(
+        21.5,
+        y + 1.1,
+        "4-stage ring, one barrier per K slice (32 deep); A and B rows\n"
+        "swizzled (16-byte chunk XOR row bits): each ldmatrix phase\nreads 8 different bank groups",
+        va="center",
+        fontsize=9,
+    )
+    save(fig, "tensorcore.png")
+
+
+FIGURES = [
+    fig_naive,
+    fig_tiled,
+    fig_edges,
+    fig_tile_size,
+    fig_occupancy,
+    fig_regblock,
+    fig_cpu_loops,
+    fig_cpu_blocking,
+    fig_tensorcore,
+]
 
 
 def main(argv=None) -> int:

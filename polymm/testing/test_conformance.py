@@ -442,6 +442,9 @@ def test_listed_in_backends(polymm_backend):
     info = {i.name: i for i in polymm.backends()}[polymm_backend]
     assert info.available and info.reason is None
     assert "auto" in info.algorithms
+    assert tuple(polymm.get_backend(polymm_backend).algorithms) == info.algorithms, (
+        "the backend's listing (its polymm.backend_info entry point) and the backend disagree on its algorithms"
+    )
     assert set(DTYPES) <= set(info.dtypes) or info.dtypes
 
 

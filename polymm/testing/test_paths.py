@@ -91,6 +91,19 @@ PATH_SHAPES = [
 ]
 
 
+#: float16 shapes around the GPU tensor-core kernels' rules (128 x 128 tiles, K in slices of 32,
+#: 16-byte rows: K and N multiples of 8) and just off them, where another kernel takes over.
+HALF_SHAPES = [
+    ("half-square-128", (128, 128), (128, 128)),
+    ("half-edges", (130, 40), (40, 136)),
+    ("half-k-tail", (64, 520), (520, 64)),
+    ("half-batched", (3, 200, 64), (3, 64, 264)),
+    ("half-broadcast", (200, 64), (2, 64, 72)),
+    ("half-n-odd", (128, 64), (64, 129)),
+    ("half-k-odd", (128, 63), (63, 128)),
+]
+
+
 def _layouts(x: np.ndarray):
     """The same values as C, Fortran and negatively strided arrays (2-D and up)."""
     yield "c", x
@@ -117,3 +130,9 @@ def test_path_shapes_views(polymm_backend, case, rng):  # noqa: F811
     x2 = random_array(rng, s2, "float32")
     for (_, a), (_, b) in zip(_layouts(x1), _layouts(x2)):
         run(polymm_backend, "auto", a, b)
+
+
+@pytest.mark.parametrize("case", HALF_SHAPES, ids=[c[0] for c in HALF_SHAPES])
+def test_half_path_shapes(polymm_backend, polymm_algorithm, case, rng):  # noqa: F811
+    _, s1, s2 = case
+    run(polymm_backend, polymm_algorithm, random_array(rng, s1, "float16"), random_array(rng, s2, "float16"))

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from polymm.backend import Backend, BackendUnavailable, CONTRACT_DTYPES
+from polymm.arrays import as_operand
+from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand
 
-from . import fastgemm
+from . import fastgemm, tensorcore
 
 __all__ = ["CUDABackend"]
 
 _NVRTC_OPTIONS = ("-std=c++17",)
 _MAX_GRID_Z = 65535
+#: Multiply-adds per product from which "auto" copies operands into a tensor-core layout.
+_REPACK_WORK = 128**3
 _SUPPORTED = frozenset(CONTRACT_DTYPES)
 
 
@@ -46,6 +49,7 @@ class CUDABackend(Backend):
     name = "cuda"
     algorithms = ("naive", "tiled", "auto")
     array_library = "cupy"
+    default_for = ("cupy",)
 
     def __init__(self):
         try:
@@ -62,6 +66,7 @@ class CUDABackend(Backend):
         self._runtime = cupy.cuda.runtime
         self._count = count
         self._sms: dict[int, int] = {}
+        self._ccs: dict[int, int] = {}
         # (device, dtype, algorithm-or-Variant) -> compiled kernel function
         self._kernels: dict = {}
         # (device, dtype, B, M, N, layout key) -> (kernel, grid, block, smem)
@@ -82,7 +87,8 @@ class CUDABackend(Backend):
             props = self._runtime.getDeviceProperties(i)
             name = props["name"]
             name = name.decode() if isinstance(name, bytes) else name
-            out.append(f"cuda:{i} {name} (sm_{props['major']}{props['minor']}, {props['multiProcessorCount']} SMs)")
+            cc = 10 * props["major"] + props["minor"]
+            out.append(f"cuda:{i} {name} (sm_{cc}, {props['multiProcessorCount']} SMs; {tensorcore.describe(cc)})")
         return out
 
     # ---- host <-> device -----------------------------------------------------
@@ -123,11 +129,49 @@ class CUDABackend(Backend):
             self._kernels[key] = fn
         return fn
 
-    def _plan(self, dev, dtype, algorithm, a, b, shape, sa, sb):
-        """(kernel, grid, block, shared bytes) for one call; memoised by the caller."""
+    def _compute_capability(self, dev: int) -> int:
+        cc = self._ccs.get(dev)
+        if cc is None:
+            cc = self._ccs[dev] = int(self._cp.cuda.Device(dev).compute_capability)
+        return cc
+
+    def _tensor_core_name(self, dev, dtype, shape, sa, sb, pa, pb) -> str | None:
+        cc = self._compute_capability(dev)
+        return tensorcore.choose(dtype, cc, shape, sa, sb, pa, pb)[0]
+
+    def _tensor_core_kernel(self, dev: int, name: str, options=(), smem: int = 0, source: str = "tensorcore"):
+        """A kernel of ``kernels/<source>.cu`` built with ``options`` (compiled once)."""
+        key = (dev, name, options)
+        fn = self._kernels.get(key)
+        if fn is None:
+            mod = self._cp.RawModule(code=tensorcore.source(source), options=_NVRTC_OPTIONS + tuple(options))
+            fn = mod.get_function(name)
+            if smem > 48 * 1024:
+                fn.max_dynamic_shared_size_bytes = smem
+            self._kernels[key] = fn
+        return fn
+
+    def _plan(self, dev, dtype, algorithm, pa, pb, shape, sa, sb):
+        """(kernel, grid, block, shared bytes) for one call; memoised by the caller.
+
+        ``pa``, ``pb``: the operands' first-element addresses (the kernels'
+        vector loads depend on their alignment)."""
         bt, m, n, k = shape
+        tc = self._tensor_core_name(dev, dtype, shape, sa, sb, pa, pb) if algorithm == "auto" else None
+        if tc is not None:
+            p = tensorcore.DEFAULT
+            grid, block = p.geometry(shape, _MAX_GRID_Z)
+            fn = self._tensor_core_kernel(dev, tc, p.options(), p.smem_bytes())
+            return fn, grid, block, p.smem_bytes(), _scalars(m, n, k, sa, sb)
+        dm = None
+        if algorithm == "auto" and tensorcore.DMMA_IN_AUTO:
+            dm = tensorcore.choose_dmma(dtype, self._compute_capability(dev), shape, sa, sb)[0]
+        if dm is not None:
+            fn = self._tensor_core_kernel(dev, dm, (), tensorcore.DMMA_SMEM, "dmma")
+            grid = (-(-n // tensorcore.DMMA_BN), -(-m // tensorcore.DMMA_BM), min(bt, _MAX_GRID_Z))
+            return fn, grid, (256, 1, 1), tensorcore.DMMA_SMEM, _scalars(m, n, k, sa, sb)
         if algorithm == "auto":
-            v = fastgemm.choose_variant(dtype, a.data.ptr, sa, b.data.ptr, sb, shape, self._sm_count(dev))
+            v = fastgemm.choose_variant(dtype, pa, sa, pb, sb, shape, self._sm_count(dev))
             fn = self._fast_kernel(dev, v)
             c = v.config
             grid = (-(-m // c.bm) * -(-n // c.bn), 1, min(bt, _MAX_GRID_Z))
@@ -140,48 +184,73 @@ class CUDABackend(Backend):
         return fn, grid, local, 0, _scalars(m, n, k, sa, sb)
 
     # ---- compute ---------------------------------------------------------------
+    def _view(self, op):
+        """A CuPy view of operand ``op`` (for :func:`tensorcore.repack`, which copies CuPy arrays)."""
+        isz = op.dtype.itemsize
+        as_strided = self._cp.lib.stride_tricks.as_strided
+        # two elements `offset` apart, keeping the second: a view that starts there
+        start = as_strided(op.buffer, (2,), (op.offset * isz,))[1:] if op.offset else op.buffer
+        return as_strided(start, op.shape, tuple(s * isz for s in op.strides))
+
     def matmul(self, a, b, out, algorithm: str) -> None:
-        dev = a.data.device_id
-        if b.data.device_id != dev or out.data.device_id != dev:
+        """``a``, ``b``, ``out``: :class:`polymm.Operand` (CuPy arrays, from tests and benchmarks, are made operands)."""
+        if type(out) is not Operand:
+            a, b, out = as_operand(a), as_operand(b), as_operand(out)
+        dev = a.buffer.data.device_id
+        if b.buffer.data.device_id != dev or out.buffer.data.device_id != dev:
             raise ValueError(
                 "polymm cuda: operands on different GPUs: x1 on cuda:%d, x2 on cuda:%d, out on cuda:%d"
-                % (dev, b.data.device_id, out.data.device_id)
+                % (dev, b.buffer.data.device_id, out.buffer.data.device_id)
             )
         dtype = a.dtype
         isz = dtype.itemsize
         bt, m, k = a.shape
         n = b.shape[2]
-        s0, s1, s2 = a.strides
-        sa = (s0 // isz, s1 // isz, s2 // isz)
-        s0, s1, s2 = b.strides
-        sb = (s0 // isz, s1 // isz, s2 // isz)
+        sa, sb = a.strides, b.strides
+        pa = a.buffer.data.ptr + a.offset * isz
+        pb = b.buffer.data.ptr + b.offset * isz
+        if (
+            algorithm == "auto"
+            and dtype.name in tensorcore.LAYOUTS
+            and m * n * k >= _REPACK_WORK
+            and self._tensor_core_name(dev, dtype, (bt, m, n, k), sa, sb, pa, pb) is None
+        ):
+            # a layout the tensor cores cannot read: a copy costs far less than the SIMT kernel
+            a, b = (as_operand(x) for x in tensorcore.repack(self._cp, self._view(a), self._view(b)))
+            sa, sb = a.strides, b.strides
+            pa = a.buffer.data.ptr + a.offset * isz
+            pb = b.buffer.data.ptr + b.offset * isz
         # The plan depends on shape, strides and the operands' alignment only.
-        key = (dev, dtype, algorithm, bt, m, n, k, sa, sb, a.data.ptr & 15, b.data.ptr & 15)
+        key = (dev, dtype, algorithm, bt, m, n, k, sa, sb, pa & 15, pb & 15)
         plan = self._plans.get(key)
         if plan is None:
             if self._runtime.getDevice() != dev:
                 with self._cp.cuda.Device(dev):
-                    plan = self._plan(dev, dtype, algorithm, a, b, (bt, m, n, k), sa, sb)
+                    plan = self._plan(dev, dtype, algorithm, pa, pb, (bt, m, n, k), sa, sb)
             else:
-                plan = self._plan(dev, dtype, algorithm, a, b, (bt, m, n, k), sa, sb)
+                plan = self._plan(dev, dtype, algorithm, pa, pb, (bt, m, n, k), sa, sb)
             if len(self._plans) > 4096:
                 self._plans.clear()
             self._plans[key] = plan
         self._launch(dev, plan, a, b, out, bt, m, n, k, sa, sb)
 
     def _launch(self, dev, plan, a, b, out, bt, m, n, k, sa, sb) -> None:
+        """Launch on operands ``a``, ``b``, ``out``: their buffers and element offsets go to the kernel as they are."""
         fn, grid, block, smem = plan[:4]
+        i32, i64 = np.int32, np.int64
         if bt <= _MAX_GRID_Z:
             # Scalars were converted once per plan (np.int32 sizes, np.int64 offsets/strides).
             mm, nn, kk, z, a0, a1, a2, b0, b1, b2 = plan[4]
-            args = (mm, nn, kk, a, z, a0, a1, a2, b, z, b0, b1, b2, out, z)
+            oa = i64(a.offset) if a.offset else z
+            ob = i64(b.offset) if b.offset else z
+            oc = i64(out.offset) if out.offset else z
+            args = (mm, nn, kk, a.buffer, oa, a0, a1, a2, b.buffer, ob, b0, b1, b2, out.buffer, oc)
             if self._runtime.getDevice() != dev:
                 with self._cp.cuda.Device(dev):
                     fn(grid, block, args, shared_mem=smem)
             else:
                 fn(grid, block, args, shared_mem=smem)
             return
-        i32, i64 = np.int32, np.int64
         with self._cp.cuda.Device(dev):
             for z0 in range(0, bt, _MAX_GRID_Z):
                 nz = min(_MAX_GRID_Z, bt - z0)
@@ -189,37 +258,37 @@ class CUDABackend(Backend):
                     i32(m),
                     i32(n),
                     i32(k),
-                    a,
-                    i64(z0 * sa[0]),
+                    a.buffer,
+                    i64(a.offset + z0 * sa[0]),
                     i64(sa[0]),
                     i64(sa[1]),
                     i64(sa[2]),
-                    b,
-                    i64(z0 * sb[0]),
+                    b.buffer,
+                    i64(b.offset + z0 * sb[0]),
                     i64(sb[0]),
                     i64(sb[1]),
                     i64(sb[2]),
-                    out,
-                    i64(z0 * m * n),
+                    out.buffer,
+                    i64(out.offset + z0 * m * n),
                 )
                 fn((grid[0], grid[1], nz), block, args, shared_mem=smem)
 
     def run_fast_config(self, a, b, out, config: str, cp_async=None) -> fastgemm.Variant:
         """Run the fast kernel with a named tile configuration (tests, benchmarks, tuning)."""
-        dev = a.data.device_id
+        a, b, out = as_operand(a), as_operand(b), as_operand(out)
+        dev = a.buffer.data.device_id
         dtype = a.dtype
         isz = dtype.itemsize
         bt, m, k = a.shape
         n = b.shape[2]
-        sa = tuple(s // isz for s in a.strides)
-        sb = tuple(s // isz for s in b.strides)
+        sa, sb = a.strides, b.strides
         size = fastgemm.DTYPE_TAGS[dtype.name][2]
         with self._cp.cuda.Device(dev):
             v = fastgemm.choose_variant(
                 dtype,
-                a.data.ptr,
+                a.buffer.data.ptr + a.offset * isz,
                 sa,
-                b.data.ptr,
+                b.buffer.data.ptr + b.offset * isz,
                 sb,
                 (bt, m, n, k),
                 1,

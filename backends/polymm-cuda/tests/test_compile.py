@@ -101,3 +101,31 @@ def test_every_variant_is_consistent():
             # minb resident blocks must fit an SM's shared memory (227 KiB per block on sm_90)
             for stages in (2, c.stages):
                 assert c.smem_bytes(size, True, False, stages) * c.minb <= 227 * 1024, c
+
+
+@pytest.mark.parametrize("arch", ["sm_80", ARCH])
+@pytest.mark.parametrize("source", ["tensorcore", "dmma"])
+def test_tensor_core_kernels_compile_without_spills(arch, source):
+    """Every tensor-core kernel (float16, bfloat16, int8, uint8 with the parameters ``"auto"`` uses;
+    float64 on the FP64 tensor cores) builds to machine code for Ampere and Hopper with every
+    accumulator in registers."""
+    from polymm_cuda import tensorcore
+
+    if source == "tensorcore":
+        options = tensorcore.DEFAULT.options()
+        names = [tensorcore.kernel_name(d, lay) for d, lays in tensorcore.LAYOUTS.items() for lay in lays]
+    else:
+        options = ()
+        names = [f"polymm_dmma_{a}_{b}" for a in ("ak", "am") for b in ("bn", "bk")]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "tc.cu")
+        path.write_text(tensorcore.source(source))
+        cubin = str(Path(tmp, "tc.cubin"))
+        cmd = [NVCC, "-std=c++17", f"-arch={arch}", "-cubin", *options, "-Xptxas", "-v", "-o", cubin, str(path)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log
+    for name in names:
+        assert name in log, f"{name} not built:\n{log}"
+    spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
+    assert spills and max(spills) == 0, log

@@ -235,3 +235,71 @@ def test_through_polymm(backend):
     got = polymm.matmul(ha, hb, backend="cuda")
     assert isinstance(got, np.ndarray)
     _check(got, ha, np.broadcast_to(hb, (4, 17, 9)), np.float32)
+
+
+TC_SHAPES = [  # (B, M, N, K): whole tiles, edges of every tile dimension, a K tail, batches
+    (1, 128, 128, 32),
+    (1, 256, 384, 512),
+    (1, 130, 136, 40),
+    (3, 200, 264, 64),
+    (1, 1, 8, 8),
+    (2, 1000, 520, 1032),
+]
+
+
+TC_DTYPES = ("float16", "int8", "uint8")
+
+
+@pytest.mark.parametrize("layout", ("c", "bt", "at", "bcast", "padded", "misaligned"))
+@pytest.mark.parametrize("dtype", TC_DTYPES)
+def test_tensor_core_path(backend, dtype, layout):
+    """Products the tensor-core kernels take, directly or after "auto" repacks them, at tile edges;
+    8-bit results wrap exactly as NumPy's."""
+    from polymm_cuda import tensorcore
+
+    rng = np.random.default_rng(11)
+    cc = backend._compute_capability(0)
+    for bt, m, n, k in TC_SHAPES:
+        da, db, ha, hb = _operands(rng, layout, bt, m, n, k, dtype)
+        isz = np.dtype(dtype).itemsize
+        sa = tuple(s // isz for s in da.strides)
+        sb = tuple(s // isz for s in db.strides)
+        name, why = tensorcore.choose(np.dtype(dtype), cc, (bt, m, n, k), sa, sb, da.data.ptr, db.data.ptr)
+        if cc >= tensorcore.MIN_CC and layout in ("c", "bcast") and dtype == "float16":
+            assert name is not None, why
+        out = _poisoned(bt, m, n, dtype)
+        backend.matmul(da, db, out, "auto")
+        _check(out, ha, hb, dtype)
+
+
+def test_int8_tensor_core_wraps_like_numpy(backend):
+    """Full-range int8 operands with K = 4096: int32 sums far outside int8, truncated like NumPy."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(-128, 128, (1, 256, 4096), dtype=np.int8)
+    b = rng.integers(-128, 128, (1, 4096, 256), dtype=np.int8)
+    out = _poisoned(1, 256, 256, "int8")
+    backend.matmul(cp.asarray(a), cp.asarray(b), out, "auto")
+    assert (cp.asnumpy(out) == np.matmul(a, b)).all()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_dmma_kernel(backend, layout, monkeypatch):
+    """float64 on the FP64 tensor cores, every layout read in place, at tile edges and beyond one tile."""
+    from polymm_cuda import tensorcore
+
+    monkeypatch.setattr(tensorcore, "DMMA_IN_AUTO", True)
+    backend._plans.clear()
+    rng = np.random.default_rng(13)
+    cc = backend._compute_capability(0)
+    for bt, m, n, k in TC_SHAPES + [(1, 300, 260, 130), (2, 64, 128, 16), (1, 65, 129, 17)]:
+        da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "float64")
+        isz = 8
+        sa = tuple(s // isz for s in da.strides)
+        sb = tuple(s // isz for s in db.strides)
+        name, why = tensorcore.choose_dmma(np.dtype("float64"), cc, (bt, m, n, k), sa, sb)
+        if cc >= tensorcore.MIN_CC and min(m, n) >= 32 and m * n * k >= 64**3:
+            assert name is not None, why
+        out = _poisoned(bt, m, n, "float64")
+        backend.matmul(da, db, out, "auto")
+        _check(out, ha, hb, "float64")
+    backend._plans.clear()

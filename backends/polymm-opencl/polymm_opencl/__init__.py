@@ -20,7 +20,8 @@ import threading
 
 import numpy as np
 
-from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable
+from polymm.arrays import as_operand
+from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand
 from polymm.kernels import (
     KernelParams,
     fast_path,
@@ -188,14 +189,6 @@ def _upload(queue, x: np.ndarray):
     return cl_array.Array(queue, x.shape, x.dtype, strides=x.strides, data=buffer.data, offset=-low)
 
 
-def _batch_views():
-    """``x -> x`` as a batch of one (a ``(1, M, N)`` view), for making plans of 2-D calls."""
-    from polymm.arrays import kind_named
-
-    kind = kind_named("pyopencl")
-    return lambda x: kind.view(x, (1,) + tuple(x.shape), (0,) + kind.elem_strides(x))
-
-
 class _QueueFacts:
     """What the backend needs to know about a queue's device, asked once:
     device queries are driver calls (``queue.device``, ``.extensions`` cost
@@ -259,6 +252,7 @@ class OpenCLBackend(Backend):
 
     name = "opencl"
     array_library = "pyopencl"
+    default_for = ("pyopencl",)
     algorithms = ("naive", "tiled", "tiled-dynamic", "auto")
 
     def __init__(self):
@@ -366,7 +360,10 @@ class OpenCLBackend(Backend):
         return _params.auto_choice(device, dtype, M, N, K, batch=batch, a_strides=a_strides, b_strides=b_strides)
 
     def matmul(self, a, b, out, algorithm: str) -> None:
-        queue = out.queue
+        """``a``, ``b``, ``out``: :class:`polymm.Operand` (arrays, from tests and benchmarks, are made operands)."""
+        if type(out) is not Operand:
+            a, b, out = as_operand(a), as_operand(b), as_operand(out)
+        queue = out.array.queue
         facts = self._facts.get(queue) or self._facts_for(queue)
         key = (queue, out.dtype, algorithm, a.shape, b.shape, a.strides, b.strides, a.offset, b.offset, out.offset)
         plan = self._plans.get(key)
@@ -377,38 +374,14 @@ class OpenCLBackend(Backend):
             self._plans[key] = plan
         self._run(facts, plan, a, b, out)
 
-    def matmul_2d(self, x1, x2, out, algorithm: str) -> None:
-        """The dispatcher's short path: plain matrices, no batch-of-one views to build."""
-        queue = out.queue
-        facts = self._facts.get(queue) or self._facts_for(queue)
-        key = (
-            queue,
-            out.dtype,
-            algorithm,
-            x1.shape,
-            x2.shape,
-            x1.strides,
-            x2.strides,
-            x1.offset,
-            x2.offset,
-            out.offset,
-        )
-        plan = self._plans.get(key)
-        if plan is None:
-            kind = _batch_views()
-            plan = self._make_plan(facts, kind(x1), kind(x2), kind(out), algorithm, None)
-            if len(self._plans) >= _PLAN_CACHE_SIZE:
-                self._plans.clear()
-            self._plans[key] = plan
-        self._run(facts, plan, x1, x2, out)
-
     def launch(self, a, b, out, kernel: str, params: KernelParams | None):
         """Enqueue ``kernel`` with ``params`` on ``out``'s queue; returns the event.
 
-        ``a``, ``b``, ``out`` as in :meth:`matmul`.  The vector fast paths are
+        ``a``, ``b``, ``out`` as in :meth:`matmul`, or 3-D PyOpenCL arrays.  The vector fast paths are
         used exactly when :func:`polymm.kernels.fast_path` allows them.
         """
-        facts = self._facts_for(out.queue)
+        a, b, out = as_operand(a), as_operand(b), as_operand(out)
+        facts = self._facts_for(out.array.queue)
         plan = self._make_plan(facts, a, b, out, None, _params.Choice(kernel, params, "explicit"))
         return self._run(facts, plan, a, b, out)
 
@@ -416,9 +389,10 @@ class OpenCLBackend(Backend):
         from pyopencl import enqueue_nd_range_kernel as enqueue
 
         queue = facts.queue
-        buffers = [a.base_data, b.base_data, out.base_data]
+        buffers = [a.buffer, b.buffer, out.buffer]
         if plan.scratch:
             buffers += [facts.pool(nbytes) for nbytes in plan.scratch]
+        a, b, out = a.array, b.array, out.array
         # On an in-order queue that holds all three arrays, order is implied.
         chain = not facts.in_order
         wait_for = None
@@ -444,14 +418,14 @@ class OpenCLBackend(Backend):
         """Turn a choice (packing, swap, split-K, kernel) into launches with their arguments."""
         import pyopencl as cl
 
-        dtype = np.dtype(out.dtype)
+        dtype = out.dtype
         size = dtype.itemsize
         batch, M, K = a.shape
         N = b.shape[2]
         # operands as (slot, offset, batch stride, row stride, column stride) in elements
-        A = (0, a.offset // size, *(s // size for s in a.strides))
-        B = (1, b.offset // size, *(s // size for s in b.strides))
-        c_off = out.offset // size
+        A = (0, a.offset, *a.strides)
+        B = (1, b.offset, *b.strides)
+        c_off = out.offset
         if choice is None:
             choice = self.choose(facts.device, algorithm, dtype, M, N, K, batch, A[2:], B[2:])
         steps, scratch = [], []

@@ -1,0 +1,156 @@
+"""The tensor-core path of ``"auto"``: when it applies, and how it is launched.
+
+``kernels/tensorcore.cu`` multiplies float16 and bfloat16 matrices on the tensor cores
+(``mma.sync``; float32 accumulation, what the contract asks of float16) and int8 and uint8 ones
+(int32 accumulation, whose low byte is NumPy's wrapped result) in 128-row tiles;
+``kernels/dmma.cu`` multiplies float64 matrices on the FP64 tensor cores (``mma.sync.m8n8k4``).
+It copies 16-byte chunks straight from global memory, so it needs operands laid out for that;
+:func:`choose` says which kernel reads a call's layout or which rule it breaks; ``"auto"``
+repacks operands of large products that break one (:func:`repack`), and the SIMT kernel serves
+the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["LAYOUTS", "MIN_CC", "Params", "DEFAULT", "CANDIDATES", "choose", "choose_dmma", "repack", "source"]
+
+#: dtype name -> the B layouts its kernels read: "kn" (B unit-stride along N, as stored) and "nk"
+#: (unit-stride along K: B^T row-major). 8-bit MMA fragments need K-contiguous B.
+LAYOUTS = {"float16": ("kn", "nk"), "bfloat16": ("kn", "nk"), "int8": ("nk",), "uint8": ("nk",)}
+BM = 128
+THREADS = 256
+#: ``mma.sync.m16n8k16`` with float32 accumulation, ``ldmatrix`` and ``cp.async``: Ampere and later.
+MIN_CC = 80
+_CHUNK = 8  # elements per 16-byte copy
+
+
+@dataclass(frozen=True)
+class Params:
+    """The kernel's compile-time tile parameters (``-D`` macros of the source).
+
+    ``wn``: warp tile columns (the block tile is 128 x 4*wn); ``stages``: K slices in flight;
+    ``group_m``: blocks ordered in groups of that many tile rows (0: a plain 2-D grid).
+    """
+
+    wn: int = 32
+    stages: int = 3
+    group_m: int = 0
+
+    @property
+    def bn(self) -> int:
+        return 4 * self.wn
+
+    def options(self) -> tuple[str, ...]:
+        return (f"-DTC_WN={self.wn}", f"-DTC_STAGES={self.stages}", f"-DTC_GROUP_M={self.group_m}")
+
+    def smem_bytes(self) -> int:
+        return self.stages * (BM + self.bn) * 64  # 64 bytes of K per slice
+
+    def geometry(self, shape, batch_limit: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(grid, block): one block per tile of C, the batch along z."""
+        bt, m, n, _ = shape
+        tiles_m, tiles_n = -(-m // BM), -(-n // self.bn)
+        z = min(bt, batch_limit)
+        grid = (tiles_m * tiles_n, 1, z) if self.group_m else (tiles_n, tiles_m, z)
+        return grid, (THREADS, 1, 1)
+
+
+#: The parameters ``"auto"`` uses. ``benchmarks/tune_tensorcore.py`` on an H200, 2026-11-23
+#: (float16, 2048-8192 squares): 64 x 64 warp tiles with 4 stages were the fastest, 15% above
+#: the 64 x 32, 3-stage start; the grouped block order made no difference.
+DEFAULT = Params(wn=64, stages=4, group_m=0)
+#: What the tuner tries.
+CANDIDATES = tuple(Params(wn, st, g) for wn in (32, 64) for st in (3, 4) for g in (0, 8))
+
+
+def source(name: str = "tensorcore") -> str:
+    """The text of ``kernels/<name>.cu`` (``tensorcore``: 16- and 8-bit types; ``dmma``: float64),
+    after the asynchronous-copy helpers both use."""
+    kernels = Path(__file__).parent / "kernels"
+    return (kernels / "async_copy.cuh").read_text() + (kernels / f"{name}.cu").read_text()
+
+
+#: Whether ``"auto"`` takes the float64 kernels. They compile (CI builds them for sm_80 and sm_90)
+#: but have not run on a GPU yet: the device loans closed before their first run (2026-11-23).
+#: Until ``tests/test_device.py::test_dmma_kernel`` passes on one, float64 stays on the SIMT
+#: kernel; ``POLYMM_CUDA_DMMA=1`` turns them on for that run.
+DMMA_IN_AUTO = os.environ.get("POLYMM_CUDA_DMMA", "0") == "1"
+#: The float64 kernels (``kernels/dmma.cu``): 64 x 128 tiles, 3 stages of 16-deep K slices.
+DMMA_BM, DMMA_BN = 64, 128
+DMMA_SMEM = 3 * (DMMA_BM * 20 + 16 * (DMMA_BN + 4)) * 8
+
+
+def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb) -> tuple[str | None, str]:
+    """``(kernel name, why)`` for float64 on the FP64 tensor cores (exact IEEE double FMAs), or None.
+
+    Any strides are read in place; the name says along which axis the threads walk each operand
+    (its smaller stride), so the copies coalesce.
+    """
+    if dtype.name != "float64":
+        return None, "the FP64 tensor cores serve float64"
+    if cc < MIN_CC:
+        return None, f"compute capability {cc / 10:.1f} < {MIN_CC / 10:.1f}"
+    _, m, n, k = shape
+    if min(m, n) < 32 or m * n * k < 64**3:
+        return None, "too small for 64 x 128 tiles"
+    if -(-m // DMMA_BM) > 65535:
+        return None, f"more than 65535 tiles of {DMMA_BM} rows"
+    a_along_k = abs(sa[2]) <= abs(sa[1])
+    b_along_n = abs(sb[2]) <= abs(sb[1])
+    return f"polymm_dmma_{'ak' if a_along_k else 'am'}_{'bn' if b_along_n else 'bk'}", "FP64 tensor cores"
+
+
+def describe(cc: int) -> str:
+    """What ``"auto"`` runs on the tensor cores of a device of compute capability ``cc`` (for ``polymm info``)."""
+    if cc < MIN_CC:
+        return "tensor cores: none used (needs sm_80)"
+    float64 = "float64 (mma.sync m8n8k4)" if DMMA_IN_AUTO else "float64 not yet (SIMT)"
+    return f"tensor cores: {', '.join(LAYOUTS)} (mma.sync); {float64}"
+
+
+def kernel_name(dtype_name: str, layout: str) -> str:
+    return f"polymm_tc_{dtype_name}_{layout}"
+
+
+def choose(dtype: np.dtype, cc: int, shape, sa, sb, a_ptr: int, b_ptr: int) -> tuple[str | None, str]:
+    """``(kernel name, why)``: the tensor-core kernel for this call, or None and the rule it breaks."""
+    layouts = LAYOUTS.get(dtype.name)
+    if layouts is None:
+        return None, f"no tensor-core kernel for {dtype.name}"
+    if cc < MIN_CC:
+        return None, f"compute capability {cc / 10:.1f} < {MIN_CC / 10:.1f}"
+    _, m, n, k = shape
+    chunk = 16 // dtype.itemsize  # elements per 16-byte copy
+    if -(-m // BM) > 65535:
+        return None, f"more than 65535 tiles of {BM} rows"
+    if sa[2] != 1 or sa[1] % chunk or sa[0] % chunk or a_ptr % 16:
+        return None, "A must be K-contiguous with 16-byte aligned rows"
+    if k % chunk:
+        return None, f"K must be a multiple of {chunk} (16-byte copies)"
+    if b_ptr % 16 or sb[0] % chunk:
+        return None, "B must start 16-byte aligned with 16-byte aligned batch strides"
+    if "nk" in layouts and sb[1] == 1 and sb[2] % chunk == 0:
+        return kernel_name(dtype.name, "nk"), "B is K-contiguous (B^T row-major)"
+    if "kn" in layouts and sb[2] == 1 and sb[1] % chunk == 0 and n % chunk == 0:
+        return kernel_name(dtype.name, "kn"), "B is N-contiguous"
+    return None, f"B must be contiguous along {' or '.join('N' if x == 'kn' else 'K' for x in layouts)}"
+
+
+def repack(xp, a, b):
+    """Copies that every tensor-core kernel reads: A and B^T row-major (K-contiguous); an operand
+    already K-contiguous is kept, and a broadcast batch stays one matrix."""
+
+    def k_contiguous(x, order):
+        if x.strides[order[-1]] == x.itemsize:
+            return x
+        one = x[:1] if x.shape[0] > 1 and x.strides[0] == 0 else x
+        y = xp.ascontiguousarray(one.transpose(order)).transpose(order)
+        return xp.broadcast_to(y, x.shape) if one is not x else y
+
+    return k_contiguous(a, (0, 1, 2)), k_contiguous(b, (0, 2, 1))

@@ -1,0 +1,362 @@
+"""The ``cpu`` backend: matmul kernels written in Numba.
+
+Kernels are compiled lazily (first call per dtype and kernel) with
+``cache=True``, so a later process loads them from Numba's on-disk cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import numba
+import numpy as np
+from numba import types
+
+from polymm.backend import Backend, CONTRACT_DTYPES
+
+from . import INFO, params
+
+__all__ = ["CPUBackend"]
+
+_F16 = np.dtype("float16")
+_F32 = np.dtype("float32")
+#: dtypes of the small-product kernels compiled per shape
+_SMALL_DT = frozenset((_F32, np.dtype("float64")))
+_DTYPES = frozenset(CONTRACT_DTYPES)
+#: dtypes computed as they are (native byte order, not float16)
+_DIRECT = frozenset(d for d in CONTRACT_DTYPES if d != _F16)
+
+# Numba's "workqueue" threading layer aborts the process when two Python
+# threads launch parallel kernels at once; parallel launches are serialised
+# until the layer in use is known to be a thread-safe one (omp, tbb).
+_PARALLEL_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _compile_env():
+    """Turn on LLVM's SLP vectoriser while *our* kernels compile.
+
+    Numba leaves SLP off by default; the micro-kernel's fully unrolled
+    MR x NR update is straight-line code that only SLP turns into vector FMAs.
+    Numba reads the setting each time it builds a pass pipeline, and all
+    compilation holds its global compiler lock, so flipping it under that
+    lock affects nothing but the functions compiled here.
+    """
+    from numba.core import config
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:
+        old = config.SLP_VECTORIZE
+        config.SLP_VECTORIZE = 1
+        try:
+            yield
+        finally:
+            config.SLP_VECTORIZE = old
+
+
+def _sig(dtype: np.dtype, *extra):
+    """``void(a, b, out, *extra)`` with the loosest array types.
+
+    ``a``/``b`` are typed read-only, unaligned, any layout so one compiled
+    version accepts C, F, strided, broadcast (read-only) and unaligned
+    operands alike; without it Numba would compile one version per layout.
+    """
+    nb_dt = numba.from_dtype(dtype)
+    arg = types.Array(nb_dt, 3, "A", readonly=True, aligned=False)
+    res = types.Array(nb_dt, 3, "C", aligned=False)
+    return types.void(arg, arg, res, *extra)
+
+
+def _sig_any_out(dtype: np.dtype, *extra):
+    """As :func:`_sig`, with ``out`` of any strides too (paths that may be
+    handed the transposed problem, ``out.T = b.T @ a.T``)."""
+    nb_dt = numba.from_dtype(dtype)
+    arg = types.Array(nb_dt, 3, "A", readonly=True, aligned=False)
+    res = types.Array(nb_dt, 3, "A", aligned=False)
+    return types.void(arg, arg, res, *extra)
+
+
+def _slab(a, b, out, js, per_task, size):
+    """The slab kernel's call: ``b`` made unit-stride along N if it is not."""
+    if b.strides[2] != size:
+        b = np.ascontiguousarray(b)
+    return "slab_parallel", (a, b, out, js, per_task)
+
+
+def _plan_narrow(a, b, out, m, n, size):
+    """Matrix-vector products (N or M of a few columns / rows): memory-bound,
+    so each path streams the big operand once along its unit stride (making
+    it so by the transposed problem, or a copy, when it is not)."""
+    if m > n:  # few columns
+        if a.strides[2] != size and a.strides[1] == size:
+            # A runs down its columns: out.T = b.T @ a.T has few rows
+            return _slab(*_transposed(a, b, out), params.NARROW_SLAB, 1, size)
+        if a.strides[2] != size:
+            a = np.ascontiguousarray(a)
+        return "dot_parallel", (a, b, out, params.NARROW_ROWS)
+    if b.strides[2] != size and b.strides[1] == size:
+        # B runs down its columns: out.T = b.T @ a.T has few columns
+        bt, at, outt = _transposed(a, b, out)
+        return "dot_parallel", (bt, at, outt, params.NARROW_ROWS)
+    kk = a.shape[2]
+    if kk >= params.NARROW_SPLITK_MIN_K:
+        # long K: each task streams whole rows of B (a contiguous range)
+        if b.strides[2] != size:
+            b = np.ascontiguousarray(b)
+        ks = max(params.NARROW_SPLITK_CHUNK, -(-kk // params.NARROW_SPLITK_PARTS))
+        js = max(params.NARROW_SLAB, params.NARROW_SPLITK_ACC // (m * size))
+        return "slab_splitk", (a, b, out, js, ks)
+    return _slab(a, b, out, params.NARROW_SLAB, 1, size)
+
+
+def _sig_2d(dtype: np.dtype):
+    """``void(a, b, out)`` for single 2-D products (the short path)."""
+    nb_dt = numba.from_dtype(dtype)
+    arg = types.Array(nb_dt, 2, "A", readonly=True, aligned=False)
+    return types.void(arg, arg, types.Array(nb_dt, 2, "C", aligned=False))
+
+
+def _transposed(a, b, out):
+    """The same product as ``out.T = b.T @ a.T`` (free views)."""
+    return b.transpose(0, 2, 1), a.transpose(0, 2, 1), out.transpose(0, 2, 1)
+
+
+class CPUBackend(Backend):
+    """Host backend: NumPy arrays in, computed by Numba-parallel kernels."""
+
+    name = "cpu"
+    array_library = INFO["array_library"]
+    default_for = INFO["default_for"]
+    priority = INFO["priority"]
+    algorithms = INFO["algorithms"]
+
+    def __init__(self):
+        self._fns: dict = {}
+        self._lock = threading.Lock()
+        self._specs: dict = {}
+        self._small: dict = {}  # (dtype, m, n, parallel) -> compiled small-product kernel
+        self._serialise = True  # until the threading layer is known
+
+    # -- description -----------------------------------------------------
+    def devices(self) -> list[str]:
+        try:
+            layer = f"{numba.threading_layer()} threading layer"
+        except ValueError:  # no parallel region has run yet
+            layer = "threading layer omp/tbb/workqueue, chosen at first parallel call"
+        return [f"cpu: {numba.get_num_threads()} threads (numba {numba.__version__}, {layer})"]
+
+    # -- compilation -----------------------------------------------------
+    def _kernel(self, kind: str, dtype: np.dtype):
+        """The compiled kernel ``kind`` for ``dtype`` (compiled or loaded once)."""
+        key = (kind, dtype)
+        fn = self._fns.get(key)
+        if fn is not None:
+            return fn
+        with self._lock:
+            fn = self._fns.get(key)
+            if fn is None:
+                fn = self._build(kind, dtype)
+                self._fns[key] = fn
+        return fn
+
+    def _build(self, kind, dtype):
+        from . import _kernels as k
+
+        i8 = types.int64
+        sig = _sig
+        if "/small_" in kind:  # "N/NR/MR/small_serial": N and the tile frozen
+            n, nr, mr, name = kind.split("/")
+            k.VBYTES = params.VECTOR_BYTES
+            py = k.specialise_small(int(n), int(nr), int(mr))[name]
+            py, extra, sig = py, (i8,), _sig_any_out
+        elif kind in ("naive_serial", "naive_parallel"):
+            py, extra = getattr(k, kind), ()
+        elif kind in ("slab_serial", "slab_parallel", "slab_splitk"):
+            py, extra, sig = getattr(k, kind), (i8, i8), _sig_any_out
+        elif kind == "tiny_2d":
+            py, extra, sig = k.tiny_2d, (), _sig_2d
+        elif kind == "dot_parallel":
+            py, extra, sig = k.dot_parallel, (i8,), _sig_any_out
+        elif kind == "tiled_parallel":
+            py, extra = k.tiled_parallel, (i8, i8, i8)
+        else:
+            blk = params.blocking_for(dtype)
+            key = (blk.mr, blk.nr, dtype.kind != "c")
+            spec = self._specs.get(key)
+            if spec is None:
+                with _compile_env():
+                    spec = k.specialise(*key)
+                self._specs[key] = spec
+            py, extra = spec[kind], (i8, i8, i8, i8)
+        parallel = not kind.endswith("serial") and kind != "tiny_2d"
+        if "/small_" in kind:
+            with _compile_env():
+                fn = numba.njit([sig(dtype, *extra)], parallel=parallel, **k.JIT)(py)
+            (cres,) = fn.overloads.values()
+            return cres.entry_point
+        with _compile_env():
+            fn = numba.njit([sig(dtype, *extra)], parallel=parallel, **k.JIT)(py)
+        # the compiled entry point skips the dispatcher's type checks (about
+        # 0.3 us a call); the caller passes exactly the compiled types
+        (cres,) = fn.overloads.values()
+        return cres.entry_point
+
+    # -- compute ---------------------------------------------------------
+    def check_dtype(self, dtype, operand) -> None:
+        if dtype not in _DTYPES:  # a set: the tuple test costs ~1 us
+            raise TypeError(f"backend {self.name!r} does not support dtype {dtype}")
+
+    def matmul_2d(self, a, b, out, algorithm: str) -> None:
+        """One 2-D product of one dtype into a new C-contiguous ``out`` (the
+        core's short path): tiny ones go straight to a serial kernel, since
+        at 4x4 every microsecond of Python is most of the cost."""
+        dt = out.dtype
+        m, k = a.shape
+        n = b.shape[1]
+        if m * k * n <= params.TINY_WORK and dt in _DIRECT:
+            fn = self._fns.get(("tiny_2d", dt))
+            if fn is None:
+                fn = self._kernel("tiny_2d", dt)
+            fn(a, b, out)
+            return
+        if (
+            algorithm == "auto"
+            and dt in _SMALL_DT
+            and m <= params.SMALL_MN
+            and n <= params.SMALL_MN
+            and k <= params.SMALL_K
+            and m * k * n <= params.SERIAL_WORK
+            and b.strides[1] == dt.itemsize
+            and a.dtype is dt
+            and b.dtype is dt
+        ):
+            # one small product: the shape-compiled kernel, no planner
+            self._small_kernel(dt, m, n, False)(a[None], b[None], out[None], 1)
+            return
+        self.matmul(a[None], b[None], out[None], algorithm)
+
+    def _small_kernel(self, dt, m, n, parallel):
+        """The small-product kernel compiled for N columns and this (dtype, M, N)'s tile."""
+        return self._kernel(self._small_kind(dt, m, n, parallel), dt)
+
+    def _small_kind(self, dt, m, n, parallel):
+        """Kind name ``"N/NR/MR/small_serial|parallel"`` of the small-product kernel."""
+        key = (dt, m, n, parallel)
+        kind = self._small.get(key)
+        if kind is None:
+            nr, mr = params.small_tile(dt.itemsize, m, n)
+            mode = parallel if isinstance(parallel, str) else ("parallel" if parallel else "serial")
+            kind = f"{n}/{nr}/{mr}/small_{mode}"
+            self._small[key] = kind
+        return kind
+
+    def matmul(self, a, b, out, algorithm: str) -> None:
+        dt = out.dtype
+        if dt in _DIRECT and a.dtype is dt and b.dtype is dt:  # the common case, first
+            self._run(a, b, out, algorithm, dt)
+            return
+        if not dt.isnative:  # kernels exist for native byte order only
+            tmp = np.empty(out.shape, dt.newbyteorder("="))
+            self.matmul(a, b, tmp, algorithm)
+            out[...] = tmp
+            return
+        if dt == _F16:
+            # float16 accumulates in float32 and is rounded once at the end
+            tmp = np.empty(out.shape, _F32)
+            self._run(a.astype(_F32), b.astype(_F32), tmp, algorithm, _F32)
+            with np.errstate(over="ignore"):  # overflow to +-inf is the result
+                out[...] = tmp
+            return
+        if not a.dtype.isnative:
+            a = a.astype(dt)
+        if not b.dtype.isnative:
+            b = b.astype(dt)
+        self._run(a, b, out, algorithm, dt)
+
+    def _run(self, a, b, out, algorithm, dt):
+        if algorithm == "auto":
+            kind, args = self._plan(a, b, out, dt)
+        elif algorithm == "tiled":
+            t = params.TILED
+            kind, args = "tiled_parallel", (a, b, out, t.tm, t.tn, t.tk)
+        elif algorithm == "naive":
+            kind, args = "naive_parallel", (a, b, out)
+        else:
+            raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {self.algorithms}")
+        if algorithm != "auto" and a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] <= params.TINY_WORK:
+            kind, args = _slab(a, b, out, b.shape[2], 1, dt.itemsize)
+            kind = "slab_serial"
+        fn = self._kernel(kind, dt)
+        if kind.endswith("serial"):
+            fn(*args)
+            return
+        # Hand out loop iterations one at a time instead of one even share per
+        # thread: a thread that loses its core for a while (a busy machine)
+        # then no longer holds every other thread at the end of the loop.
+        # The iterations are coarse (packed blocks, output tiles, rows), so
+        # the dynamic hand-out costs nothing measurable; the user's setting
+        # is restored afterwards.
+        old = numba.set_parallel_chunksize(1)
+        try:
+            if self._serialise:
+                with _PARALLEL_LOCK:
+                    fn(*args)
+                    self._serialise = numba.threading_layer() == "workqueue"
+            else:
+                fn(*args)
+        finally:
+            numba.set_parallel_chunksize(old)
+
+    def _plan(self, a, b, out, dt):
+        """The ``"auto"`` path for this shape and layout: ``(kernel kind, args)``.
+
+        Thresholds live in :mod:`.params`, with what was measured for them.
+        """
+        nbatch, m, kk = a.shape
+        n = b.shape[2]
+        size = dt.itemsize
+        per = m * n * kk
+        work = nbatch * per
+        if work <= params.TINY_WORK:
+            # low latency: no threads, no packing
+            return "slab_serial", _slab(a, b, out, n, 1, size)[1]
+        nth = numba.get_num_threads()
+        if (
+            dt in _SMALL_DT
+            and m <= params.SMALL_MN
+            and n <= params.SMALL_MN
+            and (kk <= params.SMALL_K or kk >= params.SPLITK_MIN_K)
+            and not (a.strides[0] | a.strides[1] | a.strides[2] | b.strides[0] | b.strides[1]) % size
+            and out.strides[2] == size
+        ):
+            # small products (a batch, broadcast or not, or one): register
+            # tiles compiled for this N, whole products per task, no packing
+            if b.strides[2] != size:
+                b = np.ascontiguousarray(b)
+            if kk > params.SMALL_K:
+                # deep K: chunks of K in parallel, summed in chunk order
+                return self._small_kind(dt, m, n, "splitk"), (a, b, out, params.SPLITK_CHUNK)
+            parallel = work > params.SMALL_SERIAL_WORK and nth > 1
+            kind = self._small_kind(dt, m, n, parallel)
+            return kind, (a, b, out, max(1, params.SMALL_TASK // per))
+        if min(m, n) <= params.NARROW and per >= params.NARROW_MIN_WORK:
+            return _plan_narrow(a, b, out, m, n, size)
+        if per <= params.SMALL_PRODUCT:
+            # small products (one, or a batch): whole products, several per
+            # task, no packing (32^3: 4 us unpacked, 11 us packed)
+            kind, args = _slab(a, b, out, n, max(1, params.SMALL_TASK // per), size)
+            if work <= params.SERIAL_WORK or nth == 1:
+                kind = "slab_serial"
+            return kind, args
+        blk = params.AUTO_BLOCKING[dt]
+        if work <= params.SERIAL_WORK or nth == 1:
+            return "auto_serial", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
+        if kk >= params.SPLITK_MIN_K and m * n <= params.SPLITK_MAX_MN and kk >= 4 * max(m, n):
+            return "auto_splitk", (a, b, out, blk.mc, blk.nc, blk.kc, params.SPLITK_CHUNK)
+        if nbatch >= 2 * nth:
+            return "auto_batch", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
+        return "auto_parallel", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
+
+    def dtypes(self):
+        return CONTRACT_DTYPES
