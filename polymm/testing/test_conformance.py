@@ -6,7 +6,7 @@ unless a test says otherwise; results are compared with a higher-precision
 reference and written into poisoned buffers so unwritten elements show.
 
 The semantics cases (shapes, 1-D operands, broadcasting, promotion, errors)
-take ``inputs`` too: the same case runs on NumPy arrays and on Dask arrays of
+take ``polymm_inputs`` too: the same case runs on NumPy arrays and on Dask arrays of
 NumPy chunks in uneven blocks (a lazy result, computed here on Dask's local
 threaded scheduler), when Dask is installed.
 """
@@ -32,23 +32,14 @@ def rng(request):
 
 
 # -- how operands are given ----------------------------------------------------------------
-
-INPUTS = ["numpy", "dask"]
-
-
-@pytest.fixture(params=INPUTS)
-def inputs(request):
-    """The kind of operands a semantics case hands to ``polymm.matmul``."""
-    if request.param == "dask":
-        pytest.importorskip("dask.array", reason="Dask is not installed (pip install 'polymm[dask]')")
-    return request.param
+# Tests that take ``polymm_inputs`` run once per kind of operand (the plugin parametrizes it).
 
 
 def given(inputs, x):
     """``x`` as the case's input kind: itself, or a Dask array in uneven blocks (two along each axis longer than 2)."""
     if inputs == "numpy" or not isinstance(x, (np.ndarray, np.generic)):
         return x
-    import dask.array as da
+    da = pytest.importorskip("dask.array", reason="Dask is not installed (pip install 'polymm[dask]')")
 
     return da.from_array(x, chunks=tuple(max(1, n // 2 + 1) for n in np.shape(x)))
 
@@ -133,10 +124,10 @@ MIXED = [
 
 
 @pytest.mark.parametrize("dtypes", MIXED, ids=["-".join(p) for p in MIXED])
-def test_mixed_dtypes_promote_like_numpy(polymm_backend, dtypes, inputs, rng):
+def test_mixed_dtypes_promote_like_numpy(polymm_backend, dtypes, polymm_inputs, rng):
     x1 = random_array(rng, (9, 31), dtypes[0])
     x2 = random_array(rng, (31, 7), dtypes[1])
-    result = run(polymm_backend, "auto", x1, x2, inputs=inputs)
+    result = run(polymm_backend, "auto", x1, x2, inputs=polymm_inputs)
     assert result.dtype == np.result_type(x1, x2)
 
 
@@ -199,10 +190,10 @@ SIZES = [
 
 @pytest.mark.parametrize("m,k,n", SIZES, ids=[f"{m}x{k}x{n}" for m, k, n in SIZES])
 @pytest.mark.parametrize("dtype", ["float32", "int32", "complex128"])
-def test_sizes(polymm_backend, polymm_algorithm, m, k, n, dtype, inputs, rng):
+def test_sizes(polymm_backend, polymm_algorithm, m, k, n, dtype, polymm_inputs, rng):
     x1 = random_array(rng, (m, k), dtype)
     x2 = random_array(rng, (k, n), dtype)
-    run(polymm_backend, polymm_algorithm, x1, x2, inputs=inputs)
+    run(polymm_backend, polymm_algorithm, x1, x2, inputs=polymm_inputs)
 
 
 def test_large_odd_square(polymm_backend, polymm_algorithm, rng):
@@ -224,10 +215,10 @@ VECTORS = [
 
 
 @pytest.mark.parametrize("s1,s2", VECTORS, ids=[f"{a}@{b}" for a, b in VECTORS])
-def test_one_dimensional_operands(polymm_backend, polymm_algorithm, s1, s2, inputs, rng):
+def test_one_dimensional_operands(polymm_backend, polymm_algorithm, s1, s2, polymm_inputs, rng):
     x1 = random_array(rng, s1, "float64")
     x2 = random_array(rng, s2, "float64")
-    result = matmul(inputs, x1, x2, backend=polymm_backend, algorithm=polymm_algorithm)
+    result = matmul(polymm_inputs, x1, x2, backend=polymm_backend, algorithm=polymm_algorithm)
     assert result.shape == np.matmul(x1, x2).shape
     assert_matches(result, x1, x2)
     if len(s1) == len(s2) == 1:
@@ -249,10 +240,10 @@ BATCHES = [
 
 @pytest.mark.parametrize("s1,s2", BATCHES, ids=[f"{a}@{b}" for a, b in BATCHES])
 @pytest.mark.parametrize("dtype", ["float32", "int64"])
-def test_batches_broadcast(polymm_backend, polymm_algorithm, s1, s2, dtype, inputs, rng):
+def test_batches_broadcast(polymm_backend, polymm_algorithm, s1, s2, dtype, polymm_inputs, rng):
     x1 = random_array(rng, s1, dtype)
     x2 = random_array(rng, s2, dtype)
-    run(polymm_backend, polymm_algorithm, x1, x2, inputs=inputs)
+    run(polymm_backend, polymm_algorithm, x1, x2, inputs=polymm_inputs)
 
 
 # -- memory layouts ---------------------------------------------------------------------------
@@ -378,23 +369,23 @@ def test_nan_and_inf_propagate(polymm_backend, polymm_algorithm, dtype, rng):
 # Errors are raised by the call itself: with Dask inputs, when the graph is built, before any compute.
 
 
-def test_zero_dimensional_operand(polymm_backend, inputs):
+def test_zero_dimensional_operand(polymm_backend, polymm_inputs):
     with pytest.raises(ValueError, match=r"\(\)"):
-        matmul(inputs, np.ones(()), np.ones((2, 2)), backend=polymm_backend)
+        matmul(polymm_inputs, np.ones(()), np.ones((2, 2)), backend=polymm_backend)
     with pytest.raises(ValueError, match="0-d|dimension"):
-        matmul(inputs, np.ones(3), np.float64(2.0), backend=polymm_backend)
+        matmul(polymm_inputs, np.ones(3), np.float64(2.0), backend=polymm_backend)
 
 
-def test_contraction_mismatch_names_shapes(polymm_backend, inputs):
+def test_contraction_mismatch_names_shapes(polymm_backend, polymm_inputs):
     with pytest.raises(ValueError, match=r"\(3, 4\).*\(5, 2\)"):
-        matmul(inputs, np.ones((3, 4)), np.ones((5, 2)), backend=polymm_backend)
+        matmul(polymm_inputs, np.ones((3, 4)), np.ones((5, 2)), backend=polymm_backend)
     with pytest.raises(ValueError, match=r"\(4,\).*\(3,\)"):
-        matmul(inputs, np.ones(4), np.ones(3), backend=polymm_backend)
+        matmul(polymm_inputs, np.ones(4), np.ones(3), backend=polymm_backend)
 
 
-def test_batch_not_broadcastable(polymm_backend, inputs):
+def test_batch_not_broadcastable(polymm_backend, polymm_inputs):
     with pytest.raises(ValueError, match=r"\(2,\).*\(3,\).*broadcast"):
-        matmul(inputs, np.ones((2, 3, 4)), np.ones((3, 4, 5)), backend=polymm_backend)
+        matmul(polymm_inputs, np.ones((2, 3, 4)), np.ones((3, 4, 5)), backend=polymm_backend)
 
 
 @pytest.mark.parametrize(
@@ -402,37 +393,37 @@ def test_batch_not_broadcastable(polymm_backend, inputs):
     [np.array([["a"]]), np.array([[object()]]), np.zeros((1, 1), dtype=[("x", "f4")]), np.zeros((1, 1), "M8[s]")],
     ids=["str", "object", "structured", "datetime"],
 )
-def test_unsupported_dtypes(polymm_backend, bad, inputs):
+def test_unsupported_dtypes(polymm_backend, bad, polymm_inputs):
     with pytest.raises(TypeError, match=re.escape(str(bad.dtype))):
-        matmul(inputs, bad, np.ones((1, 1)), backend=polymm_backend)
+        matmul(polymm_inputs, bad, np.ones((1, 1)), backend=polymm_backend)
     with pytest.raises(TypeError, match="dtype"):
-        matmul(inputs, np.ones((1, 1)), bad, backend=polymm_backend)
+        matmul(polymm_inputs, np.ones((1, 1)), bad, backend=polymm_backend)
 
 
-def test_python_lists_are_refused(polymm_backend, inputs):
+def test_python_lists_are_refused(polymm_backend, polymm_inputs):
     with pytest.raises(TypeError, match="list"):
-        matmul(inputs, [[1.0]], np.ones((1, 1)), backend=polymm_backend)
+        matmul(polymm_inputs, [[1.0]], np.ones((1, 1)), backend=polymm_backend)
     with pytest.raises(TypeError, match="x2 must be an array"):
-        matmul(inputs, np.ones((1, 1)), 3.0, backend=polymm_backend)
+        matmul(polymm_inputs, np.ones((1, 1)), 3.0, backend=polymm_backend)
 
 
-def test_mixed_libraries_are_refused(polymm_backend, inputs):
+def test_mixed_libraries_are_refused(polymm_backend, polymm_inputs):
     xp = pytest.importorskip("array_api_strict")
     with pytest.raises(TypeError, match="different array libraries"):
-        matmul(inputs, np.ones((2, 2)), xp.ones((2, 2)), backend=polymm_backend)
+        matmul(polymm_inputs, np.ones((2, 2)), xp.ones((2, 2)), backend=polymm_backend)
 
 
-def test_unknown_algorithm_lists_valid_ones(polymm_backend, inputs):
+def test_unknown_algorithm_lists_valid_ones(polymm_backend, polymm_inputs):
     backend = polymm.get_backend(polymm_backend)
     with pytest.raises(ValueError, match="no-such-kernel") as info:
-        matmul(inputs, np.ones((2, 2)), np.ones((2, 2)), backend=polymm_backend, algorithm="no-such-kernel")
+        matmul(polymm_inputs, np.ones((2, 2)), np.ones((2, 2)), backend=polymm_backend, algorithm="no-such-kernel")
     for name in backend.algorithms:
         assert repr(name) in str(info.value)
 
 
-def test_unknown_backend_lists_known_ones(polymm_backend, inputs):
+def test_unknown_backend_lists_known_ones(polymm_backend, polymm_inputs):
     with pytest.raises(ValueError, match=f"no-such-backend.*{polymm_backend}"):
-        matmul(inputs, np.ones((2, 2)), np.ones((2, 2)), backend="no-such-backend")
+        matmul(polymm_inputs, np.ones((2, 2)), np.ones((2, 2)), backend="no-such-backend")
 
 
 # -- selection and arrays in/out --------------------------------------------------------------
