@@ -126,7 +126,7 @@ def start_cluster(workers: int, cpu: bool):
 
     if cpu:
         cluster = distributed.LocalCluster(
-            n_workers=workers, processes=True, threads_per_worker=1, dashboard_address=None, env=WORKER_ENV
+            n_workers=workers, processes=True, threads_per_worker=1, dashboard_address=":0", env=WORKER_ENV
         )
     else:
         from dask_cuda import LocalCUDACluster
@@ -136,7 +136,7 @@ def start_cluster(workers: int, cpu: bool):
             CUDA_VISIBLE_DEVICES=list(range(workers)),
             protocol="tcp",
             threads_per_worker=1,
-            dashboard_address=None,
+            dashboard_address=":0",
             env=WORKER_ENV,
         )
     client = distributed.Client(cluster)

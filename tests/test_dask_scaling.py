@@ -16,8 +16,6 @@ import pytest
 pytest.importorskip("dask.array", reason="Dask is not installed (pip install 'polymm[dask]')")
 pytest.importorskip("distributed")
 
-pytestmark = pytest.mark.xdist_group("dask-cluster")
-
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "dask_scaling.py"
 
 
