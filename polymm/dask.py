@@ -27,6 +27,7 @@ them with SUMMA):
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import dask
@@ -35,9 +36,8 @@ import numpy as np
 from dask.array.utils import meta_from_array
 from dask.utils import parse_bytes
 
-from . import promotion
+from . import dispatch, promotion
 from .arrays import DLPACK, is_dask_array, kind_named, kind_of
-from .dispatch import _describe
 from .registry import BackendUnavailable, check_algorithm, get_backend, scoped_backend
 from .shapes import matmul_shape
 
@@ -134,9 +134,7 @@ def matmul(x1, x2, /, *, reduction: str | None = None, panel_limit=None, out=Non
 
 def _panel_product(a, b, options):
     """One output block: a row panel of ``x1`` times a column panel of ``x2`` (whole K)."""
-    from . import matmul as polymm_matmul
-
-    return polymm_matmul(a, b, **options)
+    return dispatch.matmul(a, b, **options)
 
 
 def _block_product(a, b, options, dtype_in, accumulate):
@@ -146,12 +144,10 @@ def _block_product(a, b, options, dtype_in, accumulate):
     operands are widened first: products of float16 values are exact in float32,
     so the sum rounds to float16 once, at the end, as a single kernel would.
     """
-    from . import matmul as polymm_matmul
-
     if accumulate != dtype_in:
         a = a.astype(dtype_in, copy=False).astype(accumulate)
         b = b.astype(dtype_in, copy=False).astype(accumulate)
-    return polymm_matmul(a, b, **options)[..., None]
+    return dispatch.matmul(a, b, **options)[..., None]
 
 
 def _drop_k_axis(total, dtype):
@@ -176,7 +172,7 @@ def _operands(x1, x2):
             chunk_library = _library_name(x._meta)
             if chunk_library not in CHUNK_LIBRARIES:
                 raise TypeError(
-                    f"polymm.matmul: {which} is a Dask array of {_describe(x._meta)} chunks; "
+                    f"polymm.matmul: {which} is a Dask array of {dispatch._describe(x._meta)} chunks; "
                     f"polymm computes on Dask arrays of {' or '.join(CHUNK_LIBRARIES)} chunks"
                 )
             if library is not None and chunk_library != library:
@@ -196,10 +192,10 @@ def _operands(x1, x2):
     for which, x in (("x1", x1), ("x2", x2)):
         if not is_dask_array(x):
             if kind_of(x) is None:
-                raise TypeError(f"polymm.matmul: {which} must be an array, got {_describe(x)}")
+                raise TypeError(f"polymm.matmul: {which} must be an array, got {dispatch._describe(x)}")
             if _library_name(x) != library:
                 raise TypeError(
-                    f"polymm.matmul: x1 and x2 come from different array libraries ({_describe(x)} and a Dask "
+                    f"polymm.matmul: x1 and x2 come from different array libraries ({dispatch._describe(x)} and a Dask "
                     f"array of {library} chunks); pass a {library} array or a Dask array"
                 )
             x = _wrap(x, which, dask_operand)
@@ -272,6 +268,12 @@ def _panel_bytes(x1, x2) -> int:
     return total
 
 
+def _block_keywords() -> set[str]:
+    """The keywords :func:`polymm.matmul` takes, ``out`` aside: what a block product may be given."""
+    parameters = inspect.signature(dispatch.matmul).parameters.values()
+    return {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY} - {"out"}
+
+
 def _carried(options: dict) -> dict:
     """The block products' keywords: the caller's, plus the backend in scope here, checked here when possible.
 
@@ -279,6 +281,13 @@ def _carried(options: dict) -> dict:
     share, so the scoped name is written into the graph.  ``POLYMM_BACKEND``
     and the chunks' device are the workers' own and are read there.
     """
+    accepted = _block_keywords()
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise TypeError(
+            f"polymm.matmul: unexpected keyword(s) {', '.join(unknown)}; the block products take "
+            f"{', '.join(sorted(accepted))} (and polymm.dask.matmul reduction, panel_limit)"
+        )
     options = dict(options)
     if options.get("backend") is None:
         options.pop("backend", None)

@@ -266,6 +266,8 @@ def test_errors_name_what_was_wrong():
         polymm.matmul(a[a[:, 0] > 0], a.T)
     with pytest.raises(ValueError, match="no-such-kernel.*'naive'"):
         polymm.matmul(a, a.T, backend="cpu", algorithm="no-such-kernel")
+    with pytest.raises(TypeError, match="unexpected keyword.*algoritm.*algorithm, backend"):
+        polymm_dask.matmul(a, a.T, algoritm="tiled")
     with pytest.raises(TypeError, match="at least one operand must be a dask"):
         polymm_dask.matmul(np.ones((2, 2)), np.ones((2, 2)))
 
