@@ -6,7 +6,7 @@ device; backends are plugins found through the entry-point group
 ``polymm.backends``.
 """
 
-from .backend import Backend, BackendUnavailable
+from .backend import Backend, BackendUnavailable, Operand
 from .dispatch import matmul
 from .registry import BackendInfo, backends, get_backend, register_backend, use_backend
 
@@ -17,6 +17,7 @@ __all__ = [
     "backends",
     "get_backend",
     "matmul",
+    "Operand",
     "register_backend",
     "use_backend",
 ]

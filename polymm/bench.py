@@ -7,13 +7,13 @@ reference (NumPy/OpenBLAS for host backends, ``cupy.matmul`` for CuPy ones).
 
 from __future__ import annotations
 
-import statistics
-import time
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 import polymm
+from polymm import timing
 from polymm.testing.reference import assert_matches, random_array
 
 
@@ -44,22 +44,9 @@ def flops(m, n, k, dtype) -> float:
 
 
 def median_time(fn, synchronize, repeat: int, min_time: float = 0.2) -> float:
-    """Median seconds per call, with enough inner calls that each sample lasts ~min_time/repeat."""
-    fn()
-    synchronize()
-    start = time.perf_counter()
-    fn()
-    synchronize()
-    once = max(time.perf_counter() - start, 1e-7)
-    inner = max(1, int(min_time / repeat / once))
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        synchronize()
-        samples.append((time.perf_counter() - start) / inner)
-    return statistics.median(samples)
+    """Median seconds per call over ``repeat`` samples of ~``min_time / repeat`` each (:func:`polymm.timing.measure`)."""
+    clock = timing.host_clock(synchronize)
+    return timing.measure(fn, clock, samples=repeat, min_sample=min_time / repeat, budget=math.inf).median
 
 
 def _reference_for(backend):

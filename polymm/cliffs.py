@@ -20,7 +20,6 @@ import fnmatch
 import math
 import os
 import platform
-import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
@@ -28,6 +27,7 @@ import numpy as np
 
 import polymm
 from polymm.backend import CONTRACT_DTYPES
+from polymm import timing
 from polymm.bench import flops
 from polymm.shapes import matmul_shape
 from polymm.testing.reference import assert_matches, poison, random_array
@@ -195,47 +195,6 @@ def _sampled_rows(x1, x2, result, rng, rows=8):
 # -- references and clocks -----------------------------------------------------------------------
 
 
-class _Side:
-    """How to run and time one side (ours or the reference) of a cell."""
-
-    def __init__(self, name, call, clock):
-        self.name, self.call, self.clock = name, call, clock
-
-
-def _host_clock(synchronize):
-    """Wall clock around each call and the wait for its device work: the latency a user sees."""
-
-    def clock(fn, inner):
-        total = 0.0
-        for _ in range(inner):
-            start = time.perf_counter()
-            fn()
-            synchronize()
-            total += time.perf_counter() - start
-        return total / inner
-
-    return clock
-
-
-def _cuda_clock():
-    """CUDA events around each whole call (host work included: the GPU waits for it)."""
-    import cupy
-
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-
-    def clock(fn, inner):
-        total = 0.0
-        for _ in range(inner):
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            total += cupy.cuda.get_elapsed_time(start, end) / 1e3
-        return total / inner
-
-    return clock
-
-
 def _opencl_gpu_vendor() -> str | None:
     """The vendor of the OpenCL device that NumPy operands go to, when it is a GPU; else None."""
     try:
@@ -267,18 +226,18 @@ class _Backend:
 
             if os.environ.get("CUPY_TF32", "0") != "0":
                 raise RuntimeError("the cliff suite compares with cuBLAS in float32: unset CUPY_TF32")
-            self.ref_name, self.ref_xp, clock = "cupy.matmul", cupy, _cuda_clock()
+            self.ref_name, self.ref_xp, clock = "cupy.matmul", cupy, timing.cuda_clock()
             self.ours_clock = self.ref_clock = clock
         elif impl.array_library == "pyopencl" and "nvidia" in (_opencl_gpu_vendor() or ""):
             import cupy
 
             sync = cupy.cuda.get_current_stream().synchronize
             self.ref_name, self.ref_xp = "cupy.matmul", cupy
-            self.ours_clock, self.ref_clock = _host_clock(self._finish_queue), _host_clock(sync)
+            self.ours_clock, self.ref_clock = timing.host_clock(self._finish_queue), timing.host_clock(sync)
         else:
             self.ref_name, self.ref_xp = "numpy.matmul", np
             ours = self._finish_queue if impl.array_library == "pyopencl" else impl.synchronize
-            self.ours_clock, self.ref_clock = _host_clock(ours), _host_clock(lambda: None)
+            self.ours_clock, self.ref_clock = timing.host_clock(ours), timing.host_clock(lambda: None)
 
     def _finish_queue(self):
         """OpenCL: wait for everything on the operands' queue, whatever the backend tracks itself."""
@@ -297,34 +256,6 @@ class _Backend:
 
 
 # -- measuring -----------------------------------------------------------------------------------
-
-#: Seconds each side runs before the other takes over. A BLAS or OpenMP pool keeps its threads
-#: spinning for a while after a call (OpenBLAS: about 0.1 s by default), and on a small machine
-#: they take the cores from whoever runs next. A block outlasts that, and the best sample of a
-#: block, taken once the other side's threads have gone to sleep, is what counts.
-BLOCK_SECONDS = 0.2
-
-
-def _interleaved(ours, ref, budget):
-    """Best and median per-call seconds of ``ours`` and ``ref``, sampled in alternating blocks.
-
-    Each sample runs enough calls to last ~10 ms; each side runs a block of
-    samples (:data:`BLOCK_SECONDS`), then the other; rounds alternate which side
-    goes first so drift (clocks, load from elsewhere) hits both alike.
-    """
-    once = [max(side.clock(side.call, 1), 1e-7) for side in (ours, ref)]  # warm-up included
-    inner = [max(1, int(0.01 / t)) for t in once]
-    # a call that outlasts a block is a block of its own (4096^2 on PoCL: seconds per call)
-    block = [math.ceil(BLOCK_SECONDS / (i * t)) for i, t in zip(inner, once)]
-    per_round = sum(b * i * t for b, i, t in zip(block, inner, once))
-    rounds = int(min(25, max(2, budget / per_round)))
-    samples = ([], [])
-    for r in range(rounds):
-        order = (0, 1) if r % 2 == 0 else (1, 0)
-        for which in order:
-            side = (ours, ref)[which]
-            samples[which].extend(side.clock(side.call, inner[which]) for _ in range(block[which]))
-    return [(min(s), float(np.median(s))) for s in samples], rounds
 
 
 def _clblast_ratio(backend, a, b, seconds, budget):
@@ -347,7 +278,7 @@ def _clblast_ratio(backend, a, b, seconds, budget):
     m, k = a.shape
     n = b.shape[1]
     c = cl_array.empty(a.queue, (m, n), a.dtype)
-    clock = _host_clock(a.queue.finish)
+    clock = timing.host_clock(a.queue.finish)
 
     def call():
         pyclblast.gemm(a.queue, m, n, k, a, b, c, a_ld=k, b_ld=n, c_ld=n)
@@ -375,9 +306,10 @@ def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8) -> 
         _check(host, case.layout, result, dt, rng)
     except Exception as exc:  # noqa: BLE001 - a wrong or failing cell is reported, not raised
         correct, error = False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    ours = _Side("polymm", lambda: polymm.matmul(a, b, backend=backend.name), backend.ours_clock)
-    ref = _Side(backend.ref_name, lambda: backend.ref_xp.matmul(ra, rb), backend.ref_clock)
-    ((best, median), (ref_best, ref_median)), rounds = _interleaved(ours, ref, budget)
+    ours = (lambda: polymm.matmul(a, b, backend=backend.name), backend.ours_clock)
+    ref = (lambda: backend.ref_xp.matmul(ra, rb), backend.ref_clock)
+    (timed, ref_timed), rounds = timing.interleaved(ours, ref, budget)
+    best, median, ref_best, ref_median = timed.best, timed.median, ref_timed.best, ref_timed.median
     ops = flops(case.multiply_adds(), 1, 1, dt)
     spread, ref_spread = median / best, ref_median / ref_best
     return Cell(

@@ -11,6 +11,7 @@ computes into a C-contiguous ``(B, M, N)`` buffer -> ``out=`` and foreign arrays
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
@@ -160,7 +161,7 @@ def _compute(impl, kind, x1, x2, shape, dtype, algorithm, out):
     )
     result = out if direct else kind.empty(shape.result, dtype, like=x1)
     batch, m, k, n = shape.batch, shape.m, shape.k, shape.n
-    if result.size:
+    if math.prod(shape.result):
         if k == 0:
             kind.assign(result, kind.zeros(shape.result, dtype, like=x1))
         else:

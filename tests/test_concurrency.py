@@ -7,6 +7,7 @@ The documented promise: ``matmul`` is safe to call concurrently on every backend
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -93,3 +94,55 @@ def test_asyncio_tasks_keep_their_own_scope(backend):
 
     assert asyncio.run(main()) == [backend, "example", backend, "example", backend, "cpu"]
     assert selected_backend(None, "numpy") == "cpu"
+
+
+def _spy(target_name, calls):
+    """A backend that computes through ``target_name`` and records (itself, the task that called)."""
+    target = polymm.get_backend(target_name)
+
+    class Spy(polymm.Backend):
+        algorithms = target.algorithms
+        array_library = target.array_library
+
+        def from_numpy(self, x):
+            return target.from_numpy(x)
+
+        def to_numpy(self, x):
+            return target.to_numpy(x)
+
+        def check_dtype(self, dtype, operand):
+            target.check_dtype(dtype, operand)
+
+        def matmul(self, a, b, out, algorithm):
+            calls.append((self.name, _task.get()))
+            target.matmul(a, b, out, algorithm)
+
+    return Spy
+
+
+_task = contextvars.ContextVar("task", default=None)
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+def test_asyncio_tasks_compute_on_their_own_scope(backend):
+    """Each task's calls, run in worker threads while other tasks hold other scopes, reach the
+    backend its own ``use_backend`` chose, and no other."""
+    calls = []
+    polymm.register_backend(f"spy-{backend}", _spy(backend, calls), replace=True)
+    polymm.register_backend("spy-cpu-other", _spy("cpu", calls), replace=True)
+
+    async def task(name, seed):
+        _task.set(name)
+        with polymm.use_backend(name):
+            for _ in range(3):
+                await asyncio.sleep(0)
+                x1, x2 = _inputs(seed * len(PROBLEMS))  # 2-D float32: one backend call a product
+                assert_matches(await asyncio.to_thread(polymm.matmul, x1, x2), x1, x2)
+
+    async def main():
+        names = [f"spy-{backend}", "spy-cpu-other"] * 4
+        await asyncio.gather(*(task(n, i) for i, n in enumerate(names)))
+
+    asyncio.run(main())
+    assert len(calls) == 24
+    assert all(spy == caller for spy, caller in calls), [c for c in calls if c[0] != c[1]]

@@ -265,3 +265,21 @@ def test_a_backend_without_auto_is_unavailable_with_the_reason():
     assert not info.available and "lack 'auto'" in info.reason
     with pytest.raises(polymm.BackendUnavailable, match="'no-auto' is unavailable.*lack 'auto'"):
         polymm.matmul(np.ones((2, 2)), np.ones((2, 2)), backend="no-auto")
+
+
+def test_an_array_type_the_core_does_not_know_is_served_by_its_plugin():
+    """examples/polymm-example-backend brings TinyArray, its adapter (group polymm.arrays) and
+    the backend ``tiny`` (default_for its library): chosen by the inputs' type alone."""
+    tiny = pytest.importorskip("polymm_example.tiny")
+    from polymm.arrays import kind_of
+
+    rng = np.random.default_rng(5)
+    x1 = rng.standard_normal((3, 5, 7)).astype(np.float32)
+    x2 = rng.standard_normal((7, 4)).astype(np.float32)
+    t1, t2 = tiny.TinyArray.from_numpy(x1), tiny.TinyArray.from_numpy(x2)
+    assert kind_of(t1).name == "tiny"
+    result = polymm.matmul(t1, t2)
+    assert isinstance(result, tiny.TinyArray)
+    assert_matches(result.to_numpy(), x1, x2)
+    with pytest.raises(TypeError, match="different array libraries"):
+        polymm.matmul(t1, x2)

@@ -8,10 +8,25 @@ timed call ends with a device synchronisation so GPU work is really counted.
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
+
+
+def _load_timing():
+    """``polymm/timing.py`` of this checkout, loaded by path: asv also times older commits,
+    whose installed polymm may predate the module (it imports nothing of polymm)."""
+    path = Path(__file__).resolve().parents[2] / "polymm" / "timing.py"
+    spec = importlib.util.spec_from_file_location("_polymm_timing", path)
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_timing = _load_timing()
 
 #: Backends the suite knows; POLYMM_ASV_BACKENDS=a,b adds (or, with "only:a,b", replaces) names.
 BACKENDS = ["cpu", "opencl", "cuda"]
@@ -154,31 +169,13 @@ class Target:
 
 
 def measure(fn, min_sample=2e-3, samples=7, budget=1.5, warm=True) -> float:
-    """Best (minimum) seconds per call of ``fn`` (which must synchronise) over a few samples.
+    """Best (minimum) seconds per call of ``fn`` (which must synchronise): :func:`polymm.timing.measure`.
 
     Used by the ``track_*`` benchmarks, which asv calls once and which must time for
-    themselves. Each sample repeats ``fn`` until it lasts ``min_sample`` so microsecond
-    calls are not lost in timer noise; sampling stops after ``budget`` seconds, so a call
-    that alone takes longer than the budget is measured once (after the warm-up). The
-    minimum, not the median: other processes on a shared machine only ever add time, so
-    the fastest sample is the closest to what the kernel can do (``timeit``'s reasoning).
+    themselves. The minimum, not the median: other processes on a shared machine only ever
+    add time, so the fastest sample is the closest to what the kernel can do.
     """
-    if warm:
-        fn()
-    t0 = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - t0, 1e-9)
-    if once >= budget / 2:
-        return once
-    number = max(1, int(min_sample / once))
-    times = [once] if number == 1 else []
-    start = time.perf_counter()
-    while len(times) < samples and time.perf_counter() - start < budget:
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t0) / number)
-    return min(times)
+    return _timing.measure(fn, samples=samples, min_sample=min_sample, budget=budget, warm=warm).best
 
 
 def gflops(m: int, n: int, k: int, batch: int, seconds: float) -> float:

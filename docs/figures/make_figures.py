@@ -426,9 +426,7 @@ def fig_tensorcore():
         for c in range(8):
             box(ax, x0 + c * cw, r * ch, cw, ch, LIGHT["C"], edge="#555555", lw=0.6)
     box(ax, x0 + 2 * cw, 1 * ch, cw, ch, C_COLOR, lw=1.5, z=3)
-    ax.text(
-        x0 + 4, -0.45, "one warp: 4 x 8 MMAs of 16 x 8\n(m16n8k16: f32 += f16 x f16)", ha="center", fontsize=9
-    )
+    ax.text(x0 + 4, -0.45, "one warp: 4 x 8 MMAs of 16 x 8\n(m16n8k16: f32 += f16 x f16)", ha="center", fontsize=9)
     arrow(ax, (128 * u + 0.2, 96 * u), (x0 - 0.3, 4), rad=-0.2)
     # 3. One 16 x 8 accumulator tile: lane l owns rows l/4 and l/4 + 8, columns 2 (l % 4), +1.
     x1 = 32

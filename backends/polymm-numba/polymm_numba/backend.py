@@ -7,7 +7,10 @@ Kernels are compiled lazily (first call per dtype and kernel) with
 from __future__ import annotations
 
 import contextlib
+import os
+import pickle
 import threading
+import warnings
 
 import numba
 import numpy as np
@@ -24,7 +27,7 @@ _F32 = np.dtype("float32")
 #: dtypes of the small-product kernels compiled per shape
 _SMALL_DT = frozenset((_F32, np.dtype("float64")))
 _DTYPES = frozenset(CONTRACT_DTYPES)
-#: dtypes computed as they are (native byte order, not float16)
+#: dtypes computed as they are (all but float16)
 _DIRECT = frozenset(d for d in CONTRACT_DTYPES if d != _F16)
 
 # Numba's "workqueue" threading layer aborts the process when two Python
@@ -53,6 +56,50 @@ def _compile_env():
             yield
         finally:
             config.SLP_VECTORIZE = old
+
+
+def _jit(py, signature, parallel, options):
+    """``py`` compiled for ``signature``, or loaded from Numba's on-disk cache.
+
+    Numba raises on a cache file it cannot unpickle (truncated or corrupted),
+    for ``py`` or for a kernel it calls: the unreadable files of that cache
+    directory are then removed, with one warning naming them, and the kernels
+    are compiled afresh (and cached again)."""
+    try:
+        with _compile_env():
+            return numba.njit([signature], parallel=parallel, **options)(py)
+    except Exception as exc:
+        cache = getattr(numba.njit(**options)(py), "_cache", None)
+        directory = getattr(cache, "_cache_path", None)
+        dropped = _drop_unreadable(directory) if directory else []
+        if not dropped:
+            raise
+        warnings.warn(
+            f"polymm cpu: Numba's cache in {directory} had unreadable files ({', '.join(dropped)}: "
+            f"{type(exc).__name__}: {exc}); they were removed and the kernels are rebuilt",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return _jit(py, signature, parallel, options)
+
+
+def _drop_unreadable(directory: str) -> list[str]:
+    """Remove the Numba cache files (index ``.nbi``, data ``.nbc``) in ``directory`` that do not unpickle."""
+    dropped = []
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith((".nbi", ".nbc")):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            with open(path, "rb") as f:
+                if name.endswith(".nbi"):
+                    pickle.load(f)  # the format version, then the pickled index
+                pickle.loads(f.read())
+        except Exception:
+            with contextlib.suppress(FileNotFoundError):  # another process removed it first
+                os.remove(path)
+            dropped.append(name)
+    return dropped
 
 
 def _sig(dtype: np.dtype, *extra):
@@ -190,13 +237,7 @@ class CPUBackend(Backend):
                 self._specs[key] = spec
             py, extra = spec[kind], (i8, i8, i8, i8)
         parallel = not kind.endswith("serial") and kind != "tiny_2d"
-        if "/small_" in kind:
-            with _compile_env():
-                fn = numba.njit([sig(dtype, *extra)], parallel=parallel, **k.JIT)(py)
-            (cres,) = fn.overloads.values()
-            return cres.entry_point
-        with _compile_env():
-            fn = numba.njit([sig(dtype, *extra)], parallel=parallel, **k.JIT)(py)
+        fn = _jit(py, sig(dtype, *extra), parallel, k.JIT)
         # the compiled entry point skips the dispatcher's type checks (about
         # 0.3 us a call); the caller passes exactly the compiled types
         (cres,) = fn.overloads.values()
@@ -256,11 +297,7 @@ class CPUBackend(Backend):
         if dt in _DIRECT and a.dtype is dt and b.dtype is dt:  # the common case, first
             self._run(a, b, out, algorithm, dt)
             return
-        if not dt.isnative:  # kernels exist for native byte order only
-            tmp = np.empty(out.shape, dt.newbyteorder("="))
-            self.matmul(a, b, tmp, algorithm)
-            out[...] = tmp
-            return
+        # The core hands over one dtype in native byte order (it casts byte-swapped input first).
         if dt == _F16:
             # float16 accumulates in float32 and is rounded once at the end
             tmp = np.empty(out.shape, _F32)
@@ -268,10 +305,6 @@ class CPUBackend(Backend):
             with np.errstate(over="ignore"):  # overflow to +-inf is the result
                 out[...] = tmp
             return
-        if not a.dtype.isnative:
-            a = a.astype(dt)
-        if not b.dtype.isnative:
-            b = b.astype(dt)
         self._run(a, b, out, algorithm, dt)
 
     def _run(self, a, b, out, algorithm, dt):

@@ -17,6 +17,7 @@ import contextvars
 import ctypes
 import os
 import threading
+import warnings
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from polymm.kernels import (
     render,
 )
 
+from . import drivercache
 from . import params as _params
 
 __all__ = ["OpenCLBackend", "KernelBuildError", "set_queue", "using_queue", "default_queue", "list_devices"]
@@ -40,7 +42,13 @@ _CONTRACT_SET = frozenset(CONTRACT_DTYPES)
 
 
 class KernelBuildError(RuntimeError):
-    """An OpenCL program failed to build; the message carries the compiler log."""
+    """An OpenCL program failed to build; the message carries the compiler log.
+
+    ``variant`` names what failed (kernel, dtype, parameters), ``device`` where."""
+
+    def __init__(self, message, variant="", device=""):
+        super().__init__(message)
+        self.variant, self.device = variant, device
 
 
 _queue_var: contextvars.ContextVar = contextvars.ContextVar("polymm_opencl_queue", default=None)
@@ -235,6 +243,9 @@ _I32, _I64 = np.int32, np.int64
 _PM_ARG_TYPES = [_I32, _I32, _I32, None, _I64, _I64, _I64, _I64, None, _I64, _I64, _I64, _I64, None, _I64]
 _PACK_ARG_TYPES = [_I32, _I32, None, _I64, _I64, _I64, _I64, None, _I64]
 _SUM_ARG_TYPES = [_I32, _I64, None, None, _I64]
+#: Appended to a source whose first build failed: a new key for the driver's on-disk cache.
+#: (A comment would not do: drivers key compiled code by the program's IR, not its text.)
+_REBUILT = "\n__constant int polymm_rebuilt_after_a_failed_build = 1;\n"
 #: Plans kept per backend; when full the cache starts again (shapes in a program are few).
 _PLAN_CACHE_SIZE = 1024
 
@@ -265,10 +276,13 @@ class OpenCLBackend(Backend):
                 "no OpenCL platform with a device was found (install pocl-binary-distribution for a CPU device)"
             )
         _pick_device()  # an unmatched POLYMM_OPENCL_DEVICE makes the backend unavailable
+        if any("portable computing language" in p.name.lower() for _, _, p, _ in _all_devices()):
+            drivercache.drop_corrupt_pocl_entries()  # PoCL aborts the process on them
         self._programs: dict = {}
         self._facts: dict = {}
         self._plans: dict = {}
         self._lock = threading.Lock()  # a cl.Kernel's arguments are shared state
+        self._warned: set = set()  # (device, kernel variant) that failed to build, warned about once
         self.last_event = None
         self.last_choice = None
 
@@ -312,14 +326,48 @@ class OpenCLBackend(Backend):
     # ---- kernels ------------------------------------------------------------------------
     def _program(self, facts, kernel, dtype, params, vec_a=False, vec_b=False):
         """The built program; built once per (context, device, variant)."""
-        import pyopencl as cl
-
         key = (facts.program_key, kernel, dtype.str, params, vec_a, vec_b)
         found = self._programs.get(key)
         if found is not None:
+            if isinstance(found, KernelBuildError):  # failed before: not built again
+                raise found
             return found
-        queue = facts.queue
+        try:
+            program = self._build(facts, kernel, dtype, params, vec_a, vec_b)
+        except KernelBuildError as exc:
+            exc.variant = f"{kernel} {dtype} {params}" + (" (vector loads)" if vec_a or vec_b else "")
+            exc.device = facts.name
+            self._programs[key] = exc.with_traceback(None)  # keeps no frames (nor programs) alive
+            raise
+        self._programs[key] = program
+        return program
+
+    def _build(self, facts, kernel, dtype, params, vec_a, vec_b):
+        """Build the variant; a failure is tried once more under a new driver-cache key.
+
+        Drivers keep compiled programs on disk (PoCL's kernel cache, NVIDIA's
+        ComputeCache), keyed by the source: a corrupted entry hands back a broken
+        program every time.  A marker constant makes the program a new key, so the
+        second build compiles afresh (and is cached).  If that one fails too, the
+        source itself does not build here, and the error stands."""
         source = render("opencl", kernel, dtype, params, vec_a=vec_a, vec_b=vec_b)
+        try:
+            return self._build_source(facts, source, kernel, dtype, params)
+        except KernelBuildError as exc:
+            first = str(exc).splitlines()[0]
+        program = self._build_source(facts, source + _REBUILT, kernel, dtype, params)
+        warnings.warn(
+            f"polymm opencl: the driver's build of the {kernel} kernel for {dtype} on {facts.name} "
+            f"was unusable, probably a corrupted cache entry ({first}); built again afresh",
+            RuntimeWarning,
+            stacklevel=5,
+        )
+        return program
+
+    def _build_source(self, facts, source, kernel, dtype, params):
+        import pyopencl as cl
+
+        queue = facts.queue
         options = []
         if params is not None and params.maxrreg and facts.nvidia:
             options.append(f"-cl-nv-maxrregcount={params.maxrreg}")
@@ -331,14 +379,17 @@ class OpenCLBackend(Backend):
             ) from exc
         try:
             cl.Kernel(program, kernel_name(kernel))
+            return program
         except cl.Error as exc:  # e.g. PoCL silently dropping a kernel it cannot lower
             log = program.get_build_info(facts.device, cl.program_build_info.LOG)
-            raise KernelBuildError(
+            error = KernelBuildError(
                 f"polymm: the OpenCL {kernel} kernel for {dtype} is missing from the program built on "
                 f"{facts.name} ({params}): {exc}\ncompiler log:\n{log}"
-            ) from exc
-        self._programs[key] = program
-        return program
+            )
+        # Released now, not at exit: PoCL aborts the process if a program it
+        # could not lower is still alive when it shuts down.
+        del program
+        raise error
 
     def _kernel_step(self, facts, kernel, dtype, params, flags, arg_types, args, slots, geometry):
         """A :class:`_Step` whose own ``cl.Kernel`` has ``args`` set (buffers left to each call)."""
@@ -368,11 +419,37 @@ class OpenCLBackend(Backend):
         key = (queue, out.dtype, algorithm, a.shape, b.shape, a.strides, b.strides, a.offset, b.offset, out.offset)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._make_plan(facts, a, b, out, algorithm, None)
+            plan = self._plan_or_fallback(facts, a, b, out, algorithm)
             if len(self._plans) >= _PLAN_CACHE_SIZE:
                 self._plans.clear()
             self._plans[key] = plan
         self._run(facts, plan, a, b, out)
+
+    def _plan_or_fallback(self, facts, a, b, out, algorithm) -> _Plan:
+        """The plan ``algorithm`` asks for; under ``"auto"``, a kernel variant this device
+        fails to build gives way to ``tiled`` (else ``naive``), with one warning per variant."""
+        try:
+            return self._make_plan(facts, a, b, out, algorithm, None)
+        except KernelBuildError as exc:
+            if algorithm != "auto":
+                raise
+            failed = exc
+        if (failed.device, failed.variant) not in self._warned:
+            self._warned.add((failed.device, failed.variant))
+            warnings.warn(
+                f"polymm opencl: the {failed.variant} kernel does not build on {failed.device}; "
+                f"'auto' uses a slower correct kernel instead ({str(failed).splitlines()[0]})",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        for kernel in ("tiled", "naive"):
+            params = _params.tiled_params(facts.device, out.dtype) if kernel == "tiled" else None
+            try:
+                return self._make_plan(facts, a, b, out, None, _params.Choice(kernel, params, "fallback"))
+            except KernelBuildError:
+                if kernel == "naive":
+                    raise
+        raise AssertionError("unreachable")
 
     def launch(self, a, b, out, kernel: str, params: KernelParams | None):
         """Enqueue ``kernel`` with ``params`` on ``out``'s queue; returns the event.

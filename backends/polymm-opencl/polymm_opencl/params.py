@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -74,18 +75,56 @@ def tuning_path() -> str:
 
 @lru_cache(maxsize=1)
 def _tuned() -> dict:
+    """The tuning file's table; an unreadable or malformed file counts as empty, with one warning."""
+    path = tuning_path()
     try:
-        with open(tuning_path()) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        with open(path) as f:
+            data = json.load(f)
+    except FileNotFoundError:
         return {}
+    except (OSError, ValueError) as exc:
+        _ignore(path, f"it cannot be read as JSON ({exc})")
+        return {}
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        _ignore(path, "it is not a table of devices")
+        return {}
+    return data
+
+
+def _ignore(path, why) -> None:
+    warnings.warn(
+        f"polymm-opencl: ignoring the tuning file {path}: {why}; the built-in parameters are used "
+        "(run `python -m polymm_opencl.tune` to rebuild it)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def tuned_params(device, dtype) -> KernelParams | None:
-    entry = _tuned().get(device_key(device), {}).get(np.dtype(dtype).name)
+    """The tuned regblock parameters for ``device`` and ``dtype``, or None.
+
+    An entry that is stale (written for other parameters than this version's) or
+    that this device cannot run is ignored with one warning: the built-in table
+    then applies, never a crash or a kernel the device rejects."""
+    return _checked_entry(device, np.dtype(dtype).name)
+
+
+@lru_cache(maxsize=None)
+def _checked_entry(device, name: str) -> KernelParams | None:
+    dtype = np.dtype(name)
+    entry = _tuned().get(device_key(device), {}).get(name)
     if not entry:
         return None
-    return KernelParams(**entry)
+    try:
+        params = KernelParams(**entry)
+        params.validate("regblock")
+    except (TypeError, ValueError) as exc:
+        _ignore(tuning_path(), f"its {name} entry for {device.name.strip()} is stale or invalid ({exc})")
+        return None
+    if not _fits(device, "regblock", dtype, params):
+        _ignore(tuning_path(), f"its {name} entry does not fit {device.name.strip()}'s work-group or local memory")
+        return None
+    return params
 
 
 def _fits(device, kernel, dtype, params) -> bool:

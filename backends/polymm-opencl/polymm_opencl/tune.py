@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
-import statistics
 import sys
 
 import numpy as np
 
+from polymm import timing
 from polymm.kernels import KernelParams
 
 from . import params as _params
@@ -101,22 +102,8 @@ def candidates(device, dtype) -> list[KernelParams]:
 
 def time_kernel(backend, queue, kernel, params, a, b, out, repeats=10) -> float:
     """Median kernel seconds from profiling events (wall clock where profiling is off)."""
-    import time
-
-    import pyopencl as cl
-
-    backend.launch(a, b, out, kernel, params).wait()
-    profiled = bool(queue.properties & cl.command_queue_properties.PROFILING_ENABLE)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        event = backend.launch(a, b, out, kernel, params)
-        event.wait()
-        if profiled:
-            times.append((event.profile.end - event.profile.start) * 1e-9)
-        else:
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    launch = lambda: backend.launch(a, b, out, kernel, params)  # noqa: E731
+    return timing.measure(launch, timing.event_clock(), samples=repeats, min_sample=0, budget=math.inf).median
 
 
 def profiling_queue():
@@ -173,9 +160,12 @@ def save(device, dtype, params: KernelParams, path: str | None = None) -> str:
         data = {}
     data.setdefault(_params.device_key(device), {})[np.dtype(dtype).name] = dataclasses.asdict(params)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
+    partial = f"{path}.{os.getpid()}.tmp"  # written whole, then renamed: readers never see half a file
+    with open(partial, "w") as f:
         json.dump(data, f, indent=1)
+    os.replace(partial, path)
     _params._tuned.cache_clear()
+    _params._checked_entry.cache_clear()
     return path
 
 

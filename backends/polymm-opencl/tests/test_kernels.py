@@ -15,7 +15,7 @@ import pytest
 
 from polymm.backend import CONTRACT_DTYPES
 from polymm.kernels import KERNELS, KernelParams, kernel_name, launch_geometry, render
-from polymm.testing import random_array
+from polymm.testing import assert_matches, random_array
 
 pyopencl = pytest.importorskip("pyopencl")
 cl_array = pytest.importorskip("pyopencl.array")
@@ -108,20 +108,6 @@ def test_launch_geometry():
         assert all(gi % li == 0 for gi, li in zip(glob, local))
 
 
-def _reference(a, b):
-    if a.dtype == np.float16:
-        return (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
-    return a @ b
-
-
-def _check(result, expected):
-    if expected.dtype.kind in "biu":
-        np.testing.assert_array_equal(result, expected)
-    else:
-        tol = {np.float16: 1e-2, np.float32: 1e-4, np.complex64: 1e-4}.get(expected.dtype.type, 1e-10)
-        np.testing.assert_allclose(result, expected, rtol=tol, atol=tol * 10)
-
-
 def _operands(rng, dtype, layout, batch=3, M=37, K=29, N=43):
     """(a, b) NumPy views of shape (batch, M, K), (batch, K, N) in a stride pattern."""
     if layout == "contiguous":
@@ -161,7 +147,7 @@ def test_variant_matches_numpy(queue, variant, dtype):
         db = backend.from_numpy(b)
         out = cl_array.empty(queue, (a.shape[0], a.shape[1], b.shape[2]), a.dtype)
         backend.launch(da, db, out, kernel, params)
-        _check(out.get(), _reference(a, b))
+        assert_matches(out.get(), a, b)
 
 
 @pytest.mark.parametrize("shape", [(1, 1, 1), (1, 200, 1), (5, 1, 7), (130, 17, 250), (64, 64, 64)])
@@ -174,7 +160,7 @@ def test_public_matmul_sizes(shape, algorithm):
     a = rng.standard_normal((M, K)).astype(np.float32)
     b = rng.standard_normal((K, N)).astype(np.float32)
     c = polymm.matmul(a, b, backend="opencl", algorithm=algorithm)
-    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    assert_matches(c, a, b)
 
 
 def test_fast_paths_taken_for_contiguous_float32(queue):
@@ -280,8 +266,7 @@ def test_split_k_is_deterministic_and_right(queue):
         pytest.skip("this device does not split K here")
     for _ in range(3):
         np.testing.assert_array_equal(polymm.matmul(x, y, backend="opencl").get(), first)
-    expected = x.get().astype(np.float64) @ y.get().astype(np.float64)
-    np.testing.assert_allclose(first, expected, rtol=1e-4, atol=1e-3)
+    assert_matches(first, x.get(), y.get())
 
 
 def test_repeated_products_reuse_their_plan(queue):
@@ -311,7 +296,7 @@ def test_device_views_are_packed_not_slow(queue, view):
     }[view]
     backend = polymm.get_backend("opencl")
     c = polymm.matmul(backend.from_numpy(a), backend.from_numpy(b))
-    np.testing.assert_allclose(c.get(), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    assert_matches(c.get(), a, b)
     from polymm_opencl import params
 
     if params._is_cpu(queue.device):

@@ -1,0 +1,165 @@
+"""Faults the OpenCL backend survives: a corrupted or stale tuning file, a kernel that does not build.
+
+Each is survived with a correct answer and one warning that says what was wrong, never a
+crash or a kernel the device rejects.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from polymm.testing import assert_matches, poison, random_array
+
+pytest.importorskip("pyopencl")
+cl_array = pytest.importorskip("pyopencl.array")
+polymm_opencl = pytest.importorskip("polymm_opencl")
+from polymm_opencl import params as _params  # noqa: E402
+
+
+@pytest.fixture
+def tuning_file(tmp_path, monkeypatch):
+    path = tmp_path / "opencl-tuning.json"
+    monkeypatch.setenv("POLYMM_OPENCL_TUNING", str(path))
+    _params._tuned.cache_clear()
+    _params._checked_entry.cache_clear()
+    yield path
+    _params._tuned.cache_clear()
+    _params._checked_entry.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def device():
+    return polymm_opencl.default_queue().device
+
+
+def _regblock_product(rng):
+    """A product ``auto`` computes with the register-blocked kernel, on a fresh backend (no plans yet)."""
+    backend = polymm_opencl.OpenCLBackend()
+    queue = polymm_opencl.default_queue()
+    x1 = random_array(rng, (1, 96, 80), "float32")
+    x2 = random_array(rng, (1, 80, 72), "float32")
+    out = cl_array.to_device(queue, poison((1, 96, 72), "float32"))
+    backend.matmul(cl_array.to_device(queue, x1), cl_array.to_device(queue, x2), out, "auto")
+    assert backend.last_choice[0] == "regblock", backend.last_choice
+    assert_matches(out.get(), x1, x2)
+
+
+def _one_warning(record, *words):
+    messages = [str(w.message) for w in record if issubclass(w.category, RuntimeWarning)]
+    assert len(messages) == 1, messages
+    for word in words:
+        assert word in messages[0], messages[0]
+
+
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        (b"\x00\x9f{ not json", "cannot be read as JSON"),
+        (b'{"truncated": {"float32": {"mwg": 6', "cannot be read as JSON"),
+        (b"[1, 2, 3]", "not a table of devices"),
+    ],
+)
+def test_a_corrupted_tuning_file_is_ignored_with_one_warning(tuning_file, device, content, why):
+    tuning_file.write_bytes(content)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert _params.tuned_params(device, "float32") is None
+        assert _params.tuned_params(device, "float64") is None  # the file is read (and warned about) once
+        _regblock_product(np.random.default_rng(1))
+    _one_warning(record, str(tuning_file), why, "polymm_opencl.tune")
+
+
+@pytest.mark.parametrize(
+    "entry, why",
+    [
+        ({"mwg": 64, "tile_rows": 8}, "stale or invalid"),  # written by another version's parameters
+        ({"mwg": 60, "nwg": 64, "mdimc": 16, "ndimc": 16}, "stale or invalid"),  # mwg not a multiple of mdimc
+        # valid, but 128 x 128 work-items: more than a work-group of the devices here
+        ({"mwg": 768, "nwg": 512, "mdimc": 128, "ndimc": 128, "use_local": False}, "does not fit"),
+    ],
+)
+def test_a_stale_tuning_entry_falls_back_to_the_table(tuning_file, device, entry, why):
+    tuning_file.write_text(json.dumps({_params.device_key(device): {"float32": entry}}))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert _params.tuned_params(device, "float32") is None
+        _regblock_product(np.random.default_rng(2))
+    _one_warning(record, why, device.name.strip())
+
+
+def test_a_valid_tuning_entry_is_used(tuning_file, device):
+    table = _params.table_params(device, "float32")
+    tuning_file.write_text(json.dumps({_params.device_key(device): {"float32": vars(table)}}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _params.tuned_params(device, "float32") == table
+
+
+def test_a_kernel_that_does_not_build_falls_back_with_one_warning(monkeypatch, device):
+    """A broken register-blocked build (forced here) costs speed, never the answer."""
+    real_render = polymm_opencl.render
+
+    def broken_render(dialect, kernel, *args, **kwargs):
+        source = real_render(dialect, kernel, *args, **kwargs)
+        return source + "\nthis line is not OpenCL C;\n" if kernel == "regblock" else source
+
+    monkeypatch.setattr(polymm_opencl, "render", broken_render)
+    backend = polymm_opencl.OpenCLBackend()
+    queue = polymm_opencl.default_queue()
+    rng = np.random.default_rng(3)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for m in (96, 97):  # two shapes, two plans: one warning
+            x1 = random_array(rng, (1, m, 80), "float32")
+            x2 = random_array(rng, (1, 80, 72), "float32")
+            out = cl_array.to_device(queue, poison((1, m, 72), "float32"))
+            backend.matmul(cl_array.to_device(queue, x1), cl_array.to_device(queue, x2), out, "auto")
+            assert backend.last_choice[0] == "tiled", backend.last_choice
+            assert_matches(out.get(), x1, x2)
+    _one_warning(record, "regblock", device.name.strip(), "does not build")
+    with pytest.raises(polymm_opencl.KernelBuildError, match="regblock"):  # asked for by name: the error
+        backend.launch(
+            cl_array.to_device(queue, x1),
+            cl_array.to_device(queue, x2),
+            out,
+            "regblock",
+            _params.table_params(device, "float32"),
+        )
+
+
+PRODUCT = """
+import numpy as np, polymm
+from polymm.testing import assert_matches, random_array
+rng = np.random.default_rng(4)
+x1, x2 = random_array(rng, (40, 50), "float32"), random_array(rng, (50, 30), "float32")
+assert_matches(polymm.matmul(x1, x2, backend="opencl"), x1, x2)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("suffix", [".so", ".bc"])
+def test_a_corrupted_driver_cache_is_rebuilt(tmp_path, device, suffix):
+    """PoCL keeps compiled kernels on disk and aborts the process on a corrupted kernel object
+    (at the launch) or program (at exit): such entries are removed before PoCL reads them."""
+    if "portable computing language" not in device.platform.name.lower():
+        pytest.skip("corrupts PoCL's kernel cache (POCL_CACHE_DIR); the device here is another driver's")
+    env = dict(os.environ, POCL_CACHE_DIR=str(tmp_path))
+    run = lambda: subprocess.run([sys.executable, "-c", PRODUCT], capture_output=True, text=True, env=env, timeout=600)  # noqa: E731
+    first = run()
+    assert first.returncode == 0 and first.stdout.strip() == "ok", first.stderr
+    cached = [p for p in tmp_path.rglob("*" + suffix)]
+    assert cached, "PoCL cached nothing"
+    for path in cached:
+        path.write_bytes(b"\x7fELF truncated" if suffix == ".so" else b"BC garbage")
+    second = run()
+    assert second.returncode == 0 and second.stdout.strip() == "ok", second.stderr
+    assert second.stderr.count("RuntimeWarning") == 1 and "corrupted PoCL kernel-cache" in second.stderr, second.stderr
+    third = run()  # cached afresh: silent
+    assert third.returncode == 0 and "Warning" not in third.stderr, third.stderr

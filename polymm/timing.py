@@ -1,0 +1,133 @@
+"""Timing a call: the one helper behind ``polymm bench``, the cliff suite, the asv suite and the tuners.
+
+A *clock* times ``inner`` calls of a function and returns seconds per call:
+:func:`host_clock` (wall time until the device work is done: the latency a user
+sees), :func:`cuda_clock` (CUDA events around each call) and :func:`event_clock`
+(OpenCL profiling events of the event each call returns).  :func:`measure`
+samples one call; :func:`interleaved` samples two in alternating blocks, so that
+drift and thread pools left spinning by one side hit both alike.
+
+The module imports nothing of polymm: the asv suite loads it by path, to time
+older commits with the same helper.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass
+
+__all__ = ["Timing", "host_clock", "cuda_clock", "event_clock", "measure", "interleaved", "BLOCK_SECONDS"]
+
+#: Seconds each side of :func:`interleaved` runs before the other takes over. A BLAS or OpenMP
+#: pool keeps its threads spinning for a while after a call (OpenBLAS: about 0.1 s by default),
+#: and on a small machine they take the cores from whoever runs next. A block outlasts that, and
+#: the best sample of a block, taken once the other side's threads have gone to sleep, is what counts.
+BLOCK_SECONDS = 0.2
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per call: the best sample (what the code can do; other processes only add time)
+    and the median (how steady it was), over ``samples`` samples."""
+
+    best: float
+    median: float
+    samples: int
+
+
+def host_clock(synchronize=None):
+    """Wall clock around each call and ``synchronize()`` (the wait for its device work)."""
+
+    def clock(fn, inner):
+        total = 0.0
+        for _ in range(inner):
+            start = time.perf_counter()
+            fn()
+            if synchronize is not None:
+                synchronize()
+            total += time.perf_counter() - start
+        return total / inner
+
+    return clock
+
+
+def cuda_clock():
+    """CUDA events around each whole call (host work included: the GPU waits for it)."""
+    import cupy
+
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+
+    def clock(fn, inner):
+        total = 0.0
+        for _ in range(inner):
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            total += cupy.cuda.get_elapsed_time(start, end) / 1e3
+        return total / inner
+
+    return clock
+
+
+def event_clock():
+    """OpenCL: ``fn`` returns the event of its (last) kernel; its profiling times count where the
+    queue profiles, else the wall clock until the event completes."""
+
+    def clock(fn, inner):
+        total = 0.0
+        for _ in range(inner):
+            start = time.perf_counter()
+            event = fn()
+            event.wait()
+            try:
+                total += (event.profile.end - event.profile.start) * 1e-9
+            except Exception:  # noqa: BLE001 - a queue without profiling: pyopencl raises on .profile
+                total += time.perf_counter() - start
+        return total / inner
+
+    return clock
+
+
+def measure(fn, clock=None, *, samples=7, min_sample=2e-3, budget=1.5, warm=True) -> Timing:
+    """Time ``fn`` with ``clock`` (default: the host clock, ``fn`` synchronising itself).
+
+    After a warm-up call, each sample repeats ``fn`` until it lasts ``min_sample`` so that
+    microsecond calls are not lost in timer noise; sampling stops after ``samples`` samples or
+    ``budget`` seconds, so a call that alone outlasts half the budget is measured once."""
+    clock = clock or host_clock()
+    if warm:
+        clock(fn, 1)
+    once = max(clock(fn, 1), 1e-9)
+    if once >= budget / 2:
+        return Timing(once, once, 1)
+    inner = max(1, int(min_sample / once))
+    times = [once] if inner == 1 else []
+    start = time.perf_counter()
+    while len(times) < samples and time.perf_counter() - start < budget:
+        times.append(clock(fn, inner))
+    return Timing(min(times), statistics.median(times), len(times))
+
+
+def interleaved(first, second, budget, block_seconds=BLOCK_SECONDS) -> tuple[tuple[Timing, Timing], int]:
+    """Time two ``(fn, clock)`` sides in alternating blocks; returns their timings and the rounds.
+
+    Each sample runs enough calls to last ~10 ms; each side runs a block of samples
+    (``block_seconds``), then the other; rounds alternate which side goes first.
+    """
+    sides = (first, second)
+    once = [max(clock(fn, 1), 1e-7) for fn, clock in sides]  # warm-up included
+    inner = [max(1, int(0.01 / t)) for t in once]
+    # a call that outlasts a block is a block of its own (4096^2 on PoCL: seconds per call)
+    block = [math.ceil(block_seconds / (i * t)) for i, t in zip(inner, once)]
+    per_round = sum(b * i * t for b, i, t in zip(block, inner, once))
+    rounds = int(min(25, max(2, budget / per_round)))
+    samples = ([], [])
+    for r in range(rounds):
+        for which in (0, 1) if r % 2 == 0 else (1, 0):
+            fn, clock = sides[which]
+            samples[which].extend(clock(fn, inner[which]) for _ in range(block[which]))
+    timings = tuple(Timing(min(s), statistics.median(s), len(s)) for s in samples)
+    return timings, rounds
