@@ -28,6 +28,7 @@ polymm_dask = pytest.importorskip("polymm.dask")
 def _install_counting_backend():
     """Register backend "counting" in this process: the cpu backend, counting its products and their shapes."""
     import os
+    import sys
 
     import polymm
     from polymm.backend import Backend
@@ -44,7 +45,9 @@ def _install_counting_backend():
             return cpu.dtypes()
 
         def matmul(self, a, b, out, algorithm):
-            Counting.products.append((tuple(a.shape), tuple(b.shape), algorithm, os.getpid()))
+            precision = sys.modules.get("polymm.precision")  # the mode of this product, where modes exist
+            mode = precision.current() if precision is not None else None
+            Counting.products.append((tuple(a.shape), tuple(b.shape), algorithm, os.getpid(), mode))
             cpu.matmul(a, b, out, algorithm)
 
     polymm.register_backend("counting", Counting, replace=True)
@@ -76,7 +79,7 @@ def client():
 
 @pytest.fixture
 def counted(client):
-    """The block products the workers ran during the test: ``counted()`` -> list of (a shape, b shape, algorithm, pid)."""
+    """The block products the workers ran during the test: ``counted()`` -> [(a shape, b shape, algorithm, pid, precision)]."""
     client.run(_counted_products, clear=True)
     _counted_products(clear=True)
 
@@ -206,9 +209,9 @@ def test_block_products_run_through_polymm_on_the_workers(client, counted, reduc
     products = counted()
     assert len(products) == expected, products
     k = 40 if reduction == "panel" else 10
-    assert all(a == (1, 10, k) and b == (1, k, 10) for a, b, _, _ in products), products
+    assert all(a == (1, 10, k) and b == (1, k, 10) for a, b, *_ in products), products
     worker_pids = set(client.run(lambda: __import__("os").getpid()).values())
-    assert {pid for *_, pid in products} <= worker_pids
+    assert {pid for _, _, _, pid, _ in products} <= worker_pids
 
 
 def test_algorithm_and_scoped_backend_are_carried_into_the_graph(client, counted, rng):
@@ -217,7 +220,20 @@ def test_algorithm_and_scoped_backend_are_carried_into_the_graph(client, counted
         lazy = polymm.matmul(_dask(x1, (10, 40)), _dask(x2, (40, 10)), algorithm="naive")
     _check(client, lazy, x1, x2)  # computed outside the scope, on processes that never saw it
     products = counted()
-    assert len(products) == 3 * 2 and {algorithm for _, _, algorithm, _ in products} == {"naive"}
+    assert len(products) == 3 * 2 and {algorithm for _, _, algorithm, *_ in products} == {"naive"}
+
+
+def test_precision_is_carried_into_the_graph(client, counted, rng):
+    if not hasattr(polymm, "use_precision"):
+        pytest.skip("this polymm has no precision modes (precision=, use_precision) yet")
+    x1, x2 = random_array(rng, (30, 40), "float32"), random_array(rng, (40, 20), "float32")
+    a, b = _dask(x1, (10, 40)), _dask(x2, (40, 10))
+    with polymm.use_precision("tf32"):
+        scoped = polymm.matmul(a, b, backend="counting")
+    given = polymm.matmul(a, b, backend="counting", precision="tf32")
+    client.gather(client.compute([scoped, given]))  # values: the precision suite's business
+    products = counted()
+    assert len(products) == 2 * 3 * 2 and {mode for *_, mode in products} == {"tf32"}, products
 
 
 def test_graph_calls_polymm_not_dasks_matmul(rng):
