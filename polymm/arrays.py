@@ -14,6 +14,7 @@ result handed back as its own kind.
 
 from __future__ import annotations
 
+import sys
 import threading
 import traceback
 from importlib.metadata import entry_points
@@ -22,7 +23,7 @@ import numpy as np
 
 from .backend import Operand
 
-__all__ = ["ArrayKind", "DLPACK", "as_operand", "kind_of", "kind_named", "kind_for_dlpack_device"]
+__all__ = ["ArrayKind", "DLPACK", "as_operand", "is_dask_array", "kind_of", "kind_named", "kind_for_dlpack_device"]
 
 ENTRY_POINT_GROUP = "polymm.arrays"
 
@@ -283,3 +284,12 @@ def as_operand(x):
     if kind is None or kind is DLPACK:
         raise TypeError(f"polymm: no array adapter owns {type(x).__module__}.{type(x).__qualname__}")
     return kind.operand(x, tuple(x.shape), kind.elem_strides(x))
+
+
+def is_dask_array(x) -> bool:
+    """Whether ``x`` is a ``dask.array.Array``, told without importing Dask (only a caller that has it can pass one)."""
+    return (
+        type(x).__module__.startswith("dask.")
+        and "dask.array" in sys.modules
+        and isinstance(x, sys.modules["dask.array"].Array)
+    )

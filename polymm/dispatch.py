@@ -16,10 +16,10 @@ import math
 import numpy as np
 
 from . import promotion
-from .arrays import DLPACK, PLAIN_TYPES, kind_for_dlpack_device, kind_named, kind_of, unowned_reason
+from .arrays import DLPACK, PLAIN_TYPES, is_dask_array, kind_for_dlpack_device, kind_named, kind_of, unowned_reason
 from .backend import is_bfloat16
 from .precision import use_precision
-from .registry import get_backend, selected_backend
+from .registry import check_algorithm, get_backend, selected_backend
 from .shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
 
 __all__ = ["matmul"]
@@ -59,6 +59,7 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
     that backend's kernels; ``out`` receives the result and is returned;
     ``precision`` is the least float32 precision accepted (see
     :mod:`polymm.precision`; else :func:`use_precision`'s, else ``"default"``).
+    Dask arrays give a lazy Dask array (see :mod:`polymm.dask`).
     """
     if precision is not None:  # the backend reads it with polymm.precision.current()
         with use_precision(precision):
@@ -68,6 +69,10 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
         result = _matmul_plain(plain, x1, x2, backend, algorithm)
         if result is not None:
             return result
+    if is_dask_array(x1) or is_dask_array(x2):  # a lazy result, built in its own module (Dask is optional)
+        from .dask import matmul as dask_matmul
+
+        return dask_matmul(x1, x2, backend=backend, algorithm=algorithm, out=out)
     kind = _kind_of(x1, x2)
     if kind is DLPACK:
         return _matmul_foreign(x1, x2, backend, algorithm, out)
@@ -80,11 +85,7 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
 
     name = selected_backend(backend, library)
     impl = get_backend(name)
-    if algorithm not in impl.algorithms:
-        raise ValueError(
-            f"polymm.matmul: backend {name!r} has no algorithm {algorithm!r}; "
-            f"choose one of {', '.join(map(repr, impl.algorithms))}"
-        )
+    check_algorithm(impl, name, algorithm)
     compute = impl.array_library
     if library != compute and library != "numpy":
         raise TypeError(

@@ -313,6 +313,20 @@ def use_backend(name: str):
         _scoped.reset(token)
 
 
+def scoped_backend() -> str | None:
+    """The backend chosen by the innermost :func:`use_backend` around this call, if any."""
+    return _scoped.get()
+
+
+def check_algorithm(impl, name: str, algorithm: str) -> None:
+    """A ``ValueError`` listing ``impl``'s algorithms unless it offers ``algorithm``."""
+    if algorithm not in impl.algorithms:
+        raise ValueError(
+            f"polymm.matmul: backend {name!r} has no algorithm {algorithm!r}; "
+            f"choose one of {', '.join(map(repr, impl.algorithms))}"
+        )
+
+
 def selected_backend(explicit: str | None, library: str) -> str:
     """The backend name by the contract's order: argument, scope, environment, inputs' device."""
     if explicit is not None:

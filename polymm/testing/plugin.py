@@ -2,7 +2,9 @@
 
 Tests that take the ``polymm_backend`` fixture are parametrized over the
 backends chosen with ``--polymm-backend``, ``POLYMM_TEST_BACKEND`` or the ini
-option ``polymm_backend`` (in that order; default: every available backend).
+option ``polymm_backend`` (in that order; default: every available backend),
+those that take ``polymm_inputs`` over the kinds of operands too ("numpy", and
+"dask" with each backend's ``auto`` algorithm).
 
 The plugin is installed into every pytest run of any project, so it does no
 work (no backend is loaded) unless a collected test asks for ``polymm_backend``.
@@ -83,9 +85,18 @@ def pytest_generate_tests(metafunc):
     names = _chosen(metafunc.config)
     if "polymm_algorithm" in metafunc.fixturenames:
         pairs = [(n, a) for n in names for a in polymm.get_backend(n).algorithms]
-        metafunc.parametrize(("polymm_backend", "polymm_algorithm"), pairs, ids=[f"{n}-{a}" for n, a in pairs])
     else:
-        metafunc.parametrize("polymm_backend", names)
+        pairs = [(n,) for n in names]
+    if "polymm_inputs" in metafunc.fixturenames:
+        # Dask inputs test the Dask layer (graph, 1-D rules, broadcasting, promotion, errors), which is the
+        # same for every kernel: with each backend's "auto" only, so they cost little.
+        cases = [("numpy", *p) for p in pairs] + [("dask", *p) for p in pairs if p[1:] in ((), ("auto",))]
+    else:
+        cases = pairs
+    argnames = [
+        name for name in ("polymm_inputs", "polymm_backend", "polymm_algorithm") if name in metafunc.fixturenames
+    ]
+    metafunc.parametrize(argnames, cases, ids=["-".join(case) for case in cases])
 
 
 def pytest_collection_modifyitems(config, items):

@@ -4,6 +4,11 @@ Every test takes ``polymm_backend`` (and most ``polymm_algorithm``), which the
 plugin in :mod:`polymm.testing.plugin` parametrizes.  Inputs are NumPy arrays
 unless a test says otherwise; results are compared with a higher-precision
 reference and written into poisoned buffers so unwritten elements show.
+
+The semantics cases (shapes, 1-D operands, broadcasting, promotion, errors)
+take ``polymm_inputs`` too: the same case runs on NumPy arrays and on Dask arrays of
+NumPy chunks in uneven blocks (a lazy result, computed here on Dask's local
+threaded scheduler), when Dask is installed.
 """
 
 from __future__ import annotations
@@ -29,7 +34,34 @@ def rng(request):
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
 
 
-def require_served(backend, algorithm, dtype, x1, x2):
+# -- how operands are given ----------------------------------------------------------------
+# Tests that take ``polymm_inputs`` run once per kind of operand (the plugin parametrizes it).
+
+
+def given(inputs, x):
+    """``x`` as the case's input kind: itself, or a Dask array in uneven blocks (two along each axis longer than 2)."""
+    if inputs == "numpy" or not isinstance(x, (np.ndarray, np.generic)):
+        return x
+    da = pytest.importorskip("dask.array", reason="Dask is not installed (pip install 'polymm[dask]')")
+
+    return da.from_array(x, chunks=tuple(max(1, n // 2 + 1) for n in np.shape(x)))
+
+
+def matmul(inputs, x1, x2, **options):
+    """``polymm.matmul`` on the case's input kind, as a NumPy result (a lazy result is checked, then computed)."""
+    result = polymm.matmul(given(inputs, x1), given(inputs, x2), **options)
+    if inputs == "numpy":
+        return result
+    from polymm.arrays import is_dask_array
+
+    assert is_dask_array(result), f"Dask arrays in gave {type(result)} out"
+    assert type(result._meta) is np.ndarray, f"chunk meta {type(result._meta)} for NumPy chunks"
+    computed = result.compute(scheduler="threads")
+    assert (computed.shape, computed.dtype) == (result.shape, result.dtype), "the lazy result's shape/dtype lied"
+    return computed
+
+
+def require_served(backend, algorithm, dtype, x1, x2, inputs="numpy"):
     """Skip when ``backend`` cannot compute ``dtype`` on this device (float64 without fp64, an
     optional dtype it does not offer) or ``algorithm`` does not serve it (the image kernel has no
     64-bit texels), after checking that ``matmul`` refuses it with a ``TypeError`` naming the dtype.
@@ -40,27 +72,27 @@ def require_served(backend, algorithm, dtype, x1, x2):
         impl.check_dtype(dtype, x1)
     except TypeError:  # a device that truly cannot do this dtype must say so, never compute wrongly
         with pytest.raises(TypeError, match=str(dtype)):
-            polymm.matmul(x1, x2, backend=backend, algorithm=algorithm)
+            matmul(inputs, x1, x2, backend=backend, algorithm=algorithm)
         pytest.skip(f"backend {backend!r} refuses {dtype} on this device (checked: clear TypeError)")
     if algorithm_serves(impl, algorithm, dtype) or 0 in (np.size(x1), np.size(x2)):
         return
     with pytest.raises(TypeError, match=str(dtype)):
-        polymm.matmul(x1, x2, backend=backend, algorithm=algorithm)
+        matmul(inputs, x1, x2, backend=backend, algorithm=algorithm)
     pytest.skip(f"algorithm {algorithm!r} of {backend!r} does not serve {dtype} (checked: clear TypeError)")
 
 
-def run(backend, algorithm, x1, x2, dtype=None, precision=None):
+def run(backend, algorithm, x1, x2, dtype=None, precision=None, inputs="numpy"):
     """Compute into a poisoned ``out`` and without ``out``; check both, return the latter
     (within the error bound of ``precision``, when one is asked for)."""
     dtype = np.dtype(dtype) if dtype is not None else np.result_type(x1, x2)
-    require_served(backend, algorithm, dtype, x1, x2)
+    require_served(backend, algorithm, dtype, x1, x2, inputs)
     expected_shape = (
         np.broadcast_shapes(x1.shape[:-2], x2.shape[:-2]) + x1.shape[-2:-1] + x2.shape[-1:]
         if x1.ndim > 1 and x2.ndim > 1
         else None
     )
     try:
-        result = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, precision=precision)
+        result = matmul(inputs, x1, x2, backend=backend, algorithm=algorithm, precision=precision)
     except SizeLimitError as exc:  # an explicit algorithm past the device's limits (image sizes)
         if algorithm == "auto":
             raise
@@ -71,6 +103,10 @@ def run(backend, algorithm, x1, x2, dtype=None, precision=None):
     if expected_shape is not None:
         assert result.shape == expected_shape
     out = poison(result.shape, dtype)
+    if inputs == "dask":  # Dask arrays are immutable: out= is refused when the graph is built
+        with pytest.raises(TypeError, match="out="):
+            polymm.matmul(given(inputs, x1), given(inputs, x2), backend=backend, algorithm=algorithm, out=out)
+        return result
     returned = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, out=out, precision=precision)
     assert returned is out
     assert_matches(out, x1, x2, dtype, mode)
@@ -113,10 +149,10 @@ MIXED = [
 
 
 @pytest.mark.parametrize("dtypes", MIXED, ids=["-".join(p) for p in MIXED])
-def test_mixed_dtypes_promote_like_numpy(polymm_backend, dtypes, rng):
+def test_mixed_dtypes_promote_like_numpy(polymm_backend, dtypes, polymm_inputs, rng):
     x1 = random_array(rng, (9, 31), dtypes[0])
     x2 = random_array(rng, (31, 7), dtypes[1])
-    result = run(polymm_backend, "auto", x1, x2)
+    result = run(polymm_backend, "auto", x1, x2, inputs=polymm_inputs)
     assert result.dtype == np.result_type(x1, x2)
 
 
@@ -211,10 +247,10 @@ SIZES = [
 
 @pytest.mark.parametrize("m,k,n", SIZES, ids=[f"{m}x{k}x{n}" for m, k, n in SIZES])
 @pytest.mark.parametrize("dtype", ["float32", "int32", "complex128"])
-def test_sizes(polymm_backend, polymm_algorithm, m, k, n, dtype, rng):
+def test_sizes(polymm_backend, polymm_algorithm, m, k, n, dtype, polymm_inputs, rng):
     x1 = random_array(rng, (m, k), dtype)
     x2 = random_array(rng, (k, n), dtype)
-    run(polymm_backend, polymm_algorithm, x1, x2)
+    run(polymm_backend, polymm_algorithm, x1, x2, inputs=polymm_inputs)
 
 
 def test_large_odd_square(polymm_backend, polymm_algorithm, rng):
@@ -236,11 +272,11 @@ VECTORS = [
 
 
 @pytest.mark.parametrize("s1,s2", VECTORS, ids=[f"{a}@{b}" for a, b in VECTORS])
-def test_one_dimensional_operands(polymm_backend, polymm_algorithm, s1, s2, rng):
+def test_one_dimensional_operands(polymm_backend, polymm_algorithm, s1, s2, polymm_inputs, rng):
     x1 = random_array(rng, s1, "float64")
     x2 = random_array(rng, s2, "float64")
-    require_served(polymm_backend, polymm_algorithm, "float64", x1, x2)
-    result = polymm.matmul(x1, x2, backend=polymm_backend, algorithm=polymm_algorithm)
+    require_served(polymm_backend, polymm_algorithm, "float64", x1, x2, polymm_inputs)
+    result = matmul(polymm_inputs, x1, x2, backend=polymm_backend, algorithm=polymm_algorithm)
     assert result.shape == np.matmul(x1, x2).shape
     assert_matches(result, x1, x2)
     if len(s1) == len(s2) == 1:
@@ -262,10 +298,10 @@ BATCHES = [
 
 @pytest.mark.parametrize("s1,s2", BATCHES, ids=[f"{a}@{b}" for a, b in BATCHES])
 @pytest.mark.parametrize("dtype", ["float32", "int64"])
-def test_batches_broadcast(polymm_backend, polymm_algorithm, s1, s2, dtype, rng):
+def test_batches_broadcast(polymm_backend, polymm_algorithm, s1, s2, dtype, polymm_inputs, rng):
     x1 = random_array(rng, s1, dtype)
     x2 = random_array(rng, s2, dtype)
-    run(polymm_backend, polymm_algorithm, x1, x2)
+    run(polymm_backend, polymm_algorithm, x1, x2, inputs=polymm_inputs)
 
 
 # -- memory layouts ---------------------------------------------------------------------------
@@ -390,23 +426,26 @@ def test_nan_and_inf_propagate(polymm_backend, polymm_algorithm, dtype, rng):
 # -- errors -----------------------------------------------------------------------------------
 
 
-def test_zero_dimensional_operand(polymm_backend):
+# Errors are raised by the call itself: with Dask inputs, when the graph is built, before any compute.
+
+
+def test_zero_dimensional_operand(polymm_backend, polymm_inputs):
     with pytest.raises(ValueError, match=r"\(\)"):
-        polymm.matmul(np.ones(()), np.ones((2, 2)), backend=polymm_backend)
+        matmul(polymm_inputs, np.ones(()), np.ones((2, 2)), backend=polymm_backend)
     with pytest.raises(ValueError, match="0-d|dimension"):
-        polymm.matmul(np.ones(3), np.float64(2.0), backend=polymm_backend)
+        matmul(polymm_inputs, np.ones(3), np.float64(2.0), backend=polymm_backend)
 
 
-def test_contraction_mismatch_names_shapes(polymm_backend):
+def test_contraction_mismatch_names_shapes(polymm_backend, polymm_inputs):
     with pytest.raises(ValueError, match=r"\(3, 4\).*\(5, 2\)"):
-        polymm.matmul(np.ones((3, 4)), np.ones((5, 2)), backend=polymm_backend)
+        matmul(polymm_inputs, np.ones((3, 4)), np.ones((5, 2)), backend=polymm_backend)
     with pytest.raises(ValueError, match=r"\(4,\).*\(3,\)"):
-        polymm.matmul(np.ones(4), np.ones(3), backend=polymm_backend)
+        matmul(polymm_inputs, np.ones(4), np.ones(3), backend=polymm_backend)
 
 
-def test_batch_not_broadcastable(polymm_backend):
+def test_batch_not_broadcastable(polymm_backend, polymm_inputs):
     with pytest.raises(ValueError, match=r"\(2,\).*\(3,\).*broadcast"):
-        polymm.matmul(np.ones((2, 3, 4)), np.ones((3, 4, 5)), backend=polymm_backend)
+        matmul(polymm_inputs, np.ones((2, 3, 4)), np.ones((3, 4, 5)), backend=polymm_backend)
 
 
 @pytest.mark.parametrize(
@@ -414,37 +453,37 @@ def test_batch_not_broadcastable(polymm_backend):
     [np.array([["a"]]), np.array([[object()]]), np.zeros((1, 1), dtype=[("x", "f4")]), np.zeros((1, 1), "M8[s]")],
     ids=["str", "object", "structured", "datetime"],
 )
-def test_unsupported_dtypes(polymm_backend, bad):
+def test_unsupported_dtypes(polymm_backend, bad, polymm_inputs):
     with pytest.raises(TypeError, match=re.escape(str(bad.dtype))):
-        polymm.matmul(bad, np.ones((1, 1)), backend=polymm_backend)
+        matmul(polymm_inputs, bad, np.ones((1, 1)), backend=polymm_backend)
     with pytest.raises(TypeError, match="dtype"):
-        polymm.matmul(np.ones((1, 1)), bad, backend=polymm_backend)
+        matmul(polymm_inputs, np.ones((1, 1)), bad, backend=polymm_backend)
 
 
-def test_python_lists_are_refused(polymm_backend):
+def test_python_lists_are_refused(polymm_backend, polymm_inputs):
     with pytest.raises(TypeError, match="list"):
-        polymm.matmul([[1.0]], np.ones((1, 1)), backend=polymm_backend)
+        matmul(polymm_inputs, [[1.0]], np.ones((1, 1)), backend=polymm_backend)
     with pytest.raises(TypeError, match="x2 must be an array"):
-        polymm.matmul(np.ones((1, 1)), 3.0, backend=polymm_backend)
+        matmul(polymm_inputs, np.ones((1, 1)), 3.0, backend=polymm_backend)
 
 
-def test_mixed_libraries_are_refused(polymm_backend):
+def test_mixed_libraries_are_refused(polymm_backend, polymm_inputs):
     xp = pytest.importorskip("array_api_strict")
     with pytest.raises(TypeError, match="different array libraries"):
-        polymm.matmul(np.ones((2, 2)), xp.ones((2, 2)), backend=polymm_backend)
+        matmul(polymm_inputs, np.ones((2, 2)), xp.ones((2, 2)), backend=polymm_backend)
 
 
-def test_unknown_algorithm_lists_valid_ones(polymm_backend):
+def test_unknown_algorithm_lists_valid_ones(polymm_backend, polymm_inputs):
     backend = polymm.get_backend(polymm_backend)
     with pytest.raises(ValueError, match="no-such-kernel") as info:
-        polymm.matmul(np.ones((2, 2)), np.ones((2, 2)), backend=polymm_backend, algorithm="no-such-kernel")
+        matmul(polymm_inputs, np.ones((2, 2)), np.ones((2, 2)), backend=polymm_backend, algorithm="no-such-kernel")
     for name in backend.algorithms:
         assert repr(name) in str(info.value)
 
 
-def test_unknown_backend_lists_known_ones(polymm_backend):
+def test_unknown_backend_lists_known_ones(polymm_backend, polymm_inputs):
     with pytest.raises(ValueError, match=f"no-such-backend.*{polymm_backend}"):
-        polymm.matmul(np.ones((2, 2)), np.ones((2, 2)), backend="no-such-backend")
+        matmul(polymm_inputs, np.ones((2, 2)), np.ones((2, 2)), backend="no-such-backend")
 
 
 # -- selection and arrays in/out --------------------------------------------------------------

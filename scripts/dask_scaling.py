@@ -1,0 +1,378 @@
+#!/usr/bin/env python
+"""Scaling of ``polymm.matmul`` on Dask arrays, against Dask's own ``a @ b``, on one cluster per worker count.
+
+On a machine with N GPUs: for w = 1..N, a dask-cuda ``LocalCUDACluster(protocol="tcp")`` of w
+workers (one GPU each), float32 operands of random CuPy chunks made and persisted on the workers,
+then, interleaved, ``polymm.matmul(a, b).persist()`` and ``(a @ b).persist()`` (cuBLAS per block)
+timed to ``wait``.  Strong scaling: one ``n x n @ n x n`` problem per size, every w.  Weak scaling:
+``(w n0) x n0 @ n0 x n0``, the work per worker constant.  A sample of every polymm result is checked
+against the higher-precision reference (and compared with the chunk library's own matmul).  Writes
+JSON (date, device, command, versions, every timing) and a plot; ``docs/scaling.md`` explains both.
+
+    python scripts/dask_scaling.py --json dask-h200x2.json --plot dask-h200x2.png   # every GPU
+    python scripts/dask_scaling.py --cpu --strong 512 --weak 256 --chunk 128         # NumPy chunks, CPU
+
+``NCCL_NVLS_ENABLE=0`` is set for this process and every worker (NVLink multicast stays off).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+#: Every process this script starts inherits these (workers get them again through the nanny).
+WORKER_ENV = {"NCCL_NVLS_ENABLE": "0"}
+os.environ.update(WORKER_ENV)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class NoGPU(RuntimeError):
+    """No CUDA GPU can be used here (the message says why)."""
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cpu", action="store_true", help="NumPy chunks on a CPU LocalCluster (no GPU needed)")
+    p.add_argument("--workers", type=_int_list, default=None, help="worker counts, e.g. 1,2 (default: 1..N GPUs)")
+    p.add_argument("--strong", type=_int_list, default=[32768, 65536], help="strong-scaling sizes n (n x n @ n x n)")
+    p.add_argument("--weak", type=_int_list, default=[16384], help="weak-scaling n0: (w*n0) x n0 @ n0 x n0")
+    p.add_argument("--chunk", type=int, default=8192, help="square chunk edge, the same for both operands")
+    p.add_argument("--repeats", type=int, default=3, help="timed repetitions per implementation (after a warm-up)")
+    p.add_argument("--backend", default=None, help="polymm backend= for the block products (default: by device)")
+    p.add_argument("--algorithm", default="auto", help="polymm algorithm= for the block products")
+    p.add_argument("--reduction", default="auto", choices=["auto", "panel", "tree"], help="polymm's K-reduction")
+    p.add_argument("--skip-dask", action="store_true", help="time polymm only (no Dask a @ b reference)")
+    p.add_argument("--json", type=Path, default=None, help="write the record here")
+    p.add_argument("--plot", type=Path, default=None, help="write a plot here (matplotlib)")
+    p.add_argument("--seed", type=int, default=20261123)
+    args = p.parse_args(argv)
+    if args.chunk < 1 or args.repeats < 1:
+        p.error("--chunk and --repeats must be positive")
+    if args.workers is not None and min(args.workers) < 1:
+        p.error("--workers must be positive")
+    return args
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return values
+
+
+# -- the machine -----------------------------------------------------------------------------------
+
+
+def gpu_count() -> int:
+    """GPUs CuPy and dask-cuda can use here, or :class:`NoGPU` saying what is missing."""
+    try:
+        import cupy
+    except ImportError as exc:
+        raise NoGPU(f"CuPy is not installed ({exc}); run with --cpu for NumPy chunks on the CPU") from None
+    try:
+        import dask_cuda  # noqa: F401
+    except ImportError as exc:
+        raise NoGPU(f"dask-cuda is not installed ({exc}): pip install dask-cuda") from None
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # no driver, no device
+        raise NoGPU(f"no CUDA GPU found ({type(exc).__name__}: {exc}); run with --cpu for the CPU mode") from None
+    if count < 1:
+        raise NoGPU("no CUDA GPU found; run with --cpu for the CPU mode")
+    return count
+
+
+def describe_device(cpu: bool, gpus: int) -> str:
+    if cpu:
+        return f"cpu: {platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+    import cupy
+
+    name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
+    name = name.decode() if isinstance(name, bytes) else name
+    return f"{gpus} x {name}"
+
+
+def versions() -> dict:
+    out = {"python": platform.python_version()}
+    for module in ("polymm", "numpy", "dask", "distributed", "dask_cuda", "cupy"):
+        try:
+            out[module] = __import__(module).__version__
+        except Exception:
+            out[module] = None
+    try:
+        out["polymm_commit"] = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        out["polymm_commit"] = None
+    return out
+
+
+def start_cluster(workers: int, cpu: bool):
+    """A cluster of ``workers`` workers, one thread each: CPU processes, or one dask-cuda worker per GPU."""
+    import distributed
+
+    if cpu:
+        cluster = distributed.LocalCluster(
+            n_workers=workers, processes=True, threads_per_worker=1, dashboard_address=":0", env=WORKER_ENV
+        )
+    else:
+        from dask_cuda import LocalCUDACluster
+
+        cluster = LocalCUDACluster(
+            n_workers=workers,
+            CUDA_VISIBLE_DEVICES=list(range(workers)),
+            protocol="tcp",
+            threads_per_worker=1,
+            dashboard_address=":0",
+            env=WORKER_ENV,
+        )
+    client = distributed.Client(cluster)
+    client.wait_for_workers(workers)
+    return cluster, client
+
+
+# -- operands, timing, checking ----------------------------------------------------------------------
+
+
+def _random_block(library: str, seed: int, block_info=None):
+    """One float32 block of standard normals, made on the worker that will hold it (its own stream of numbers)."""
+    xp = __import__(library)
+    info = block_info[None]
+    location = info["chunk-location"]
+    block_seed = seed * 1_000_003 + 7919 * location[0] + location[1]
+    return xp.random.default_rng(block_seed).standard_normal(info["chunk-shape"], dtype="float32")
+
+
+def random_operand(shape, chunk: int, library: str, seed: int):
+    import dask.array as da
+
+    xp = __import__(library)
+    chunks = tuple(tuple(min(chunk, n - i) for i in range(0, n, chunk)) for n in shape)
+    return da.map_blocks(_random_block, library, seed, chunks=chunks, dtype="float32", meta=xp.empty((0, 0), "float32"))
+
+
+def timed(lazy) -> tuple[float, object]:
+    """Seconds to persist ``lazy`` on the cluster and wait for it; and the persisted array."""
+    import distributed
+
+    start = time.perf_counter()
+    result = lazy.persist()
+    distributed.wait(result)
+    return time.perf_counter() - start, result
+
+
+def check_sample(c, a, b, library: str, seed: int, size: int = 64) -> dict:
+    """A ``size x size`` window of ``c`` against the reference oracle (float64 on the host)."""
+    import numpy as np
+
+    from polymm.testing.reference import assert_matches
+
+    rng = np.random.default_rng(seed)
+    i = int(rng.integers(0, max(c.shape[0] - size, 0) + 1))
+    j = int(rng.integers(0, max(c.shape[1] - size, 0) + 1))
+    window = c[i : i + size, j : j + size].compute()
+    rows, cols = a[i : i + size].compute(), b[:, j : j + size].compute()
+    xp = __import__(library)
+    library_result = xp.matmul(rows, cols)
+    to_host = (lambda x: x.get()) if library == "cupy" else np.asarray
+    window, rows, cols, library_result = map(to_host, (window, rows, cols, library_result))
+    assert_matches(window, rows, cols)  # raises AssertionError naming the worst element
+    scale = float(np.abs(library_result).max()) or 1.0
+    return {
+        "window": [i, j, size],
+        "passed": True,
+        "max_rel_diff_vs_library": float(np.abs(window - library_result).max()) / scale,
+    }
+
+
+def measure(client, shape1, shape2, args, library: str, seed: int) -> list[dict]:
+    """Interleaved timings of polymm and Dask's ``a @ b`` on one pair of persisted operands."""
+    import distributed
+
+    from polymm.dask import matmul as dask_matmul
+
+    a = random_operand(shape1, args.chunk, library, seed).persist()
+    b = random_operand(shape2, args.chunk, library, seed + 1).persist()
+    distributed.wait([a, b])
+    flops = 2.0 * shape1[0] * shape1[1] * shape2[1]
+    options = {"algorithm": args.algorithm, "reduction": args.reduction}
+    if args.backend:
+        options["backend"] = args.backend
+    graphs = {"polymm": lambda x, y: dask_matmul(x, y, **options)}
+    if not args.skip_dask:
+        graphs["dask"] = lambda x, y: x @ y
+    reduction = "panel" if graphs["polymm"](a, b).name.startswith("polymm-matmul-panel") else "tree"
+    seconds = {name: [] for name in graphs}
+    check = None
+    for repeat in range(args.repeats + 1):  # the first round warms up (kernels, cuBLAS, pools) and is not kept
+        for name, graph in graphs.items():
+            elapsed, result = timed(graph(a, b))
+            if repeat:
+                seconds[name].append(elapsed)
+            if name == "polymm" and check is None:
+                check = check_sample(result, a, b, library, seed)
+            del result
+    del a, b
+    client.run(_free_pools)
+    rows = []
+    for name, values in seconds.items():
+        median = statistics.median(values)
+        rows.append(
+            {
+                "impl": name,
+                "shape": [list(shape1), list(shape2)],
+                "chunk": args.chunk,
+                "seconds": values,
+                "median_s": median,
+                "tflops": flops / median / 1e12,
+                "reduction": reduction if name == "polymm" else "dask",
+                "check": check if name == "polymm" else None,
+            }
+        )
+    return rows
+
+
+def _free_pools():
+    """Hand CuPy's cached device memory back between problems (a no-op without CuPy)."""
+    import gc
+
+    gc.collect()
+    if "cupy" in sys.modules:
+        sys.modules["cupy"].get_default_memory_pool().free_all_blocks()
+
+
+def run(args) -> dict:
+    """Every configuration; a configuration that fails (out of memory) is recorded with its error, not fatal."""
+    library = "numpy" if args.cpu else "cupy"
+    gpus = 0 if args.cpu else gpu_count()
+    worker_counts = args.workers or (list(range(1, gpus + 1)) if gpus else [1, 2])
+    if gpus and max(worker_counts) > gpus:
+        raise NoGPU(f"--workers asks for {max(worker_counts)} workers, this machine has {gpus} GPU(s)")
+    record = {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "device": describe_device(args.cpu, gpus),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "versions": versions(),
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "figures": [],
+    }
+    for workers in worker_counts:
+        cluster, client = start_cluster(workers, args.cpu)
+        try:
+            env = client.run(lambda: {k: os.environ.get(k) for k in WORKER_ENV})
+            assert all(e == WORKER_ENV for e in env.values()), f"worker environment: {env}"
+            problems = [("strong", (n, n), (n, n)) for n in args.strong]
+            problems += [("weak", (workers * n0, n0), (n0, n0)) for n0 in args.weak]
+            for mode, shape1, shape2 in problems:
+                base = {"mode": mode, "workers": workers, "n": shape2[0]}
+                try:
+                    rows = measure(client, shape1, shape2, args, library, args.seed + workers)
+                except Exception as exc:
+                    rows = [{"impl": "polymm", "shape": [list(shape1), list(shape2)], "error": f"{exc!r}"}]
+                    client.run(_free_pools)
+                for row in rows:
+                    record["figures"].append({**base, **row})
+                    print(_line(record["figures"][-1]), flush=True)
+        finally:
+            client.close()
+            cluster.close()
+    record["summary"] = summary(record["figures"])
+    return record
+
+
+def _line(row: dict) -> str:
+    head = f"{row['mode']:6} w={row['workers']} {row['shape'][0]}@{row['shape'][1]} {row['impl']:6}"
+    if "error" in row:
+        return f"{head} FAILED {row['error']}"
+    rate = f"{row['tflops']:.2f} TFLOP/s" if row["tflops"] >= 1 else f"{row['tflops'] * 1e3:.2f} GFLOP/s"
+    return f"{head} {row['median_s']:.3f} s {rate} ({row['reduction']})"
+
+
+def summary(figures: list[dict]) -> dict:
+    """Speedups over one worker, polymm/Dask throughput ratios, weak-scaling efficiencies."""
+    ok = {(f["mode"], f["n"], f["workers"], f["impl"]): f for f in figures if "error" not in f}
+    out = {"strong_speedup": {}, "polymm_over_dask": {}, "weak_efficiency": {}}
+    for (mode, n, workers, impl), f in ok.items():
+        one = ok.get((mode, n, 1, impl))
+        if mode == "strong" and one and workers > 1:
+            out["strong_speedup"][f"{impl} n={n} w={workers}"] = one["median_s"] / f["median_s"]
+        if mode == "weak" and one:
+            out["weak_efficiency"][f"{impl} n0={n} w={workers}"] = f["tflops"] / (workers * one["tflops"])
+        dask_row = ok.get((mode, n, workers, "dask"))
+        if impl == "polymm" and dask_row:
+            out["polymm_over_dask"][f"{mode} n={n} w={workers}"] = f["tflops"] / dask_row["tflops"]
+    return out
+
+
+def write_json(record: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+
+
+def plot(record: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, mode in zip(axes, ("strong", "weak")):
+        rows = [f for f in record["figures"] if f["mode"] == mode and "error" not in f]
+        for impl, style in (("polymm", "-o"), ("dask", "--s")):
+            for n in sorted({f["n"] for f in rows}):
+                series = sorted((f["workers"], f["tflops"]) for f in rows if f["impl"] == impl and f["n"] == n)
+                if series:
+                    label = (
+                        f"{'polymm' if impl == 'polymm' else 'Dask a @ b'} ({'n' if mode == 'strong' else 'n0'}={n})"
+                    )
+                    ax.plot(*zip(*series), style, label=label)
+        ideal = [f for f in rows if f["impl"] == "polymm" and f["workers"] == 1]
+        for f in ideal:
+            workers = sorted({g["workers"] for g in rows})
+            ax.plot(workers, [f["tflops"] * w for w in workers], ":", color="grey", linewidth=1)
+        ax.set_xticks(sorted({f["workers"] for f in record["figures"]}))
+        ax.set_xlabel("workers (GPUs)" if "cpu" not in record["device"] else "workers (processes)")
+        ax.set_ylabel("TFLOP/s (float32)")
+        ax.set_title(f"{mode} scaling" + (" (dotted: ideal)" if ideal else ""))
+        ax.grid(alpha=0.3)
+        if rows:
+            ax.legend(fontsize=8)
+    fig.suptitle(f"polymm on Dask: {record['device']}, {record['date'][:10]}", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        record = run(args)
+    except NoGPU as exc:
+        print(f"dask_scaling: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        write_json(record, args.json)
+        print(f"wrote {args.json}")
+    if args.plot:
+        plot(record, args.plot)
+        print(f"wrote {args.plot}")
+    print(json.dumps(record["summary"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""``scripts/dask_scaling.py``: its CPU-only pieces (arguments, the record, the plot, a tiny CPU cluster run).
+
+The GPU runs themselves are recorded by hand on a GPU machine (``docs/scaling.md``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("dask.array", reason="Dask is not installed (pip install 'polymm[dask]')")
+pytest.importorskip("distributed")
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "dask_scaling.py"
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("dask_scaling", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["dask_scaling"] = module
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules["dask_scaling"]
+
+
+def test_arguments(script):
+    args = script.parse_args([])
+    assert args.strong[0] == 32768 and args.workers is None and not args.cpu and args.reduction == "auto"
+    args = script.parse_args(["--workers", "1,2", "--strong", "64,128", "--chunk", "32", "--reduction", "tree"])
+    assert (args.workers, args.strong, args.chunk, args.reduction) == ([1, 2], [64, 128], 32, "tree")
+    for bad in (["--workers", "one"], ["--workers", "0"], ["--chunk", "0"], ["--reduction", "sideways"]):
+        with pytest.raises(SystemExit):
+            script.parse_args(bad)
+
+
+def test_nvlink_multicast_is_off_in_every_process(script):
+    import os
+
+    assert script.WORKER_ENV == {"NCCL_NVLS_ENABLE": "0"} and os.environ["NCCL_NVLS_ENABLE"] == "0"
+
+
+def test_without_a_gpu_it_says_so(script, capsys):
+    try:
+        import cupy  # noqa: F401
+
+        pytest.skip("CuPy is installed here: the no-GPU message cannot be provoked")
+    except ImportError:
+        pass
+    assert script.main(["--strong", "64", "--weak", "32", "--chunk", "32"]) == 2
+    err = capsys.readouterr().err
+    assert "CuPy is not installed" in err and "--cpu" in err
+
+
+def test_summary_arithmetic(script):
+    def row(mode, n, workers, impl, seconds, tflops):
+        return {"mode": mode, "n": n, "workers": workers, "impl": impl, "median_s": seconds, "tflops": tflops}
+
+    figures = [
+        row("strong", 64, 1, "polymm", 2.0, 1.0),
+        row("strong", 64, 2, "polymm", 1.25, 1.6),
+        row("strong", 64, 2, "dask", 1.0, 2.0),
+        row("weak", 32, 1, "polymm", 1.0, 1.0),
+        row("weak", 32, 2, "polymm", 1.0, 1.5),
+        {"mode": "strong", "n": 128, "workers": 1, "impl": "polymm", "error": "MemoryError()"},
+    ]
+    s = script.summary(figures)
+    assert s["strong_speedup"] == {"polymm n=64 w=2": 1.6}
+    assert s["polymm_over_dask"] == {"strong n=64 w=2": 0.8}
+    assert s["weak_efficiency"] == {"polymm n0=32 w=1": 1.0, "polymm n0=32 w=2": 0.75}
+
+
+def test_cpu_run_writes_json_and_plot(tmp_path):
+    """The command itself (its block maker must reach the workers), on a one-worker CPU cluster, tiny sizes."""
+    out, png = tmp_path / "scaling.json", tmp_path / "scaling.png"
+    argv = ["--cpu", "--workers", "1", "--strong", "96", "--weak", "40", "--chunk", "32", "--repeats", "1"]
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), *argv, "--json", str(out), "--plot", str(png)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "strong w=1" in run.stdout
+    record = json.loads(out.read_text())
+    assert set(record) >= {"date", "device", "command", "versions", "settings", "figures", "summary"}
+    assert record["device"].startswith("cpu") and record["versions"]["dask"] and "--cpu" in record["command"]
+    figures = record["figures"]
+    assert {(f["mode"], f["impl"]) for f in figures} == {(m, i) for m in ("strong", "weak") for i in ("polymm", "dask")}
+    for f in figures:
+        assert "error" not in f, f
+        assert len(f["seconds"]) == 1 and f["median_s"] > 0 and f["tflops"] > 0
+        if f["impl"] == "polymm":
+            assert f["check"]["passed"] and f["check"]["max_rel_diff_vs_library"] < 1e-4
+            assert f["reduction"] in ("panel", "tree")
+    assert [f["shape"] for f in figures if f["mode"] == "weak"][0] == [[40, 40], [40, 40]]
+    assert png.stat().st_size > 10_000
