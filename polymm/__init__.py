@@ -8,6 +8,7 @@ device; backends are plugins found through the entry-point group
 
 from .backend import Backend, BackendUnavailable, Operand
 from .dispatch import matmul
+from .explain import explain
 from .precision import use_precision
 from .registry import BackendInfo, backends, get_backend, register_backend, use_backend
 
@@ -16,6 +17,7 @@ __all__ = [
     "BackendInfo",
     "BackendUnavailable",
     "backends",
+    "explain",
     "get_backend",
     "matmul",
     "Operand",

@@ -347,6 +347,20 @@ def _fuzz(args) -> int:
     return 1 if summary.failures else 0
 
 
+def _shape(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a shape: {text!r} (write it as 4096x4096, or 4096 for a vector)")
+
+
+def _explain(args) -> int:
+    from .explain import explain
+
+    print(explain(args.x1, args.x2, args.dtype, args.backend, args.algorithm, run=args.run, device=args.device))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="polymm", description="One matmul for every device.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -405,6 +419,23 @@ def main(argv=None) -> int:
     )
     b.add_argument("--overhead-size", type=int, default=None, help="matrix size for --overhead")
     b.set_defaults(func=_bench)
+    ex = sub.add_parser(
+        "explain",
+        help="what a product would run and why: path, kernel, tiles, grid, memory, registers, "
+        "occupancy, arithmetic intensity and roofline bound (--run: and the measured time)",
+    )
+    ex.add_argument("x1", type=_shape, help="shape of x1, e.g. 4096x4096 (a vector: 4096; a batch: 8x64x64)")
+    ex.add_argument("x2", type=_shape, help="shape of x2")
+    ex.add_argument("--dtype", default="float32")
+    ex.add_argument("--backend", default="cpu")
+    ex.add_argument("--algorithm", default="auto")
+    ex.add_argument("--run", action="store_true", help="also time the call (median of several)")
+    ex.add_argument(
+        "--device",
+        default=None,
+        help="plan for a GPU that is not here (H100, H200) with --backend cuda or opencl; registers from nvcc",
+    )
+    ex.set_defaults(func=_explain)
     fz = sub.add_parser(
         "fuzz",
         help="check a backend on random valid and invalid problems against the reference; "

@@ -8,23 +8,14 @@ arithmetic (``LOAD``, ``ACC_MADD``, ``STORE``, ...).  :func:`render` glues
 prelude + ``#define``s for the dtype and tile parameters + body into one
 complete source, so a fix to the algorithm is made once for both backends.
 
-Kernel interface (identical for every kernel, dialect and dtype)::
-
-    KERNEL void polymm_<kernel>(
-        const int M, const int N, const int K,
-        GLOBAL const T* A, const long a_off, const long a_sb, const long a_sm, const long a_sk,
-        GLOBAL const T* B, const long b_off, const long b_sb, const long b_sk, const long b_sn,
-        GLOBAL T* C, const long c_off)
-
-computes ``C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]`` for ``b < B`` (the
-batch is grid dimension 2), with element ``A[b, m, k]`` at
-``A[a_off + b*a_sb + m*a_sm + k*a_sk]`` (offsets and strides in *elements*,
-64-bit, any sign, 0 allowed), likewise for ``B``, and ``C`` contiguous
-``(B, M, N)`` starting at ``C[c_off]``.  ``long`` is ``long long`` in CUDA
-(both 64-bit): pass ``numpy.int64``; sizes are ``numpy.int32``.  ``T`` is the
-dtype's storage type: ``uchar`` for bool, ``half`` (OpenCL) / ``unsigned short``
-(CUDA, raw bits) for float16, ``ushort`` / ``unsigned short`` (raw bits) for
-bfloat16, ``float2``/``double2`` for complex.
+Kernel interfaces: declared once in :mod:`polymm.kernels.abi` (the products'
+``PM_ARGS``: sizes, then each operand as base pointer + element offset +
+element strides, C contiguous ``(B, M, N)`` from ``c_off``); :func:`render`
+writes the signatures into every source and the backends pack arguments with
+:func:`polymm.kernels.abi.arguments`.  ``T`` is the dtype's storage type:
+``uchar`` for bool, ``half`` (OpenCL) / ``unsigned short`` (CUDA, raw bits)
+for float16, ``ushort`` / ``unsigned short`` (raw bits) for bfloat16,
+``float2``/``double2`` for complex (one table: ``_DTYPES``).
 
 ``image`` (``image.c``) is the naive kernel reading A and B as 2-D images
 (OpenCL ``image2d_t``, CUDA texture objects): its own interface is in its
@@ -54,6 +45,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 import numpy as np
+
+from . import abi
 
 __all__ = [
     "KernelParams",
@@ -115,7 +108,9 @@ class KernelParams:
 
     ``matvec`` reads the same words: ``mr`` rows x ``nwg`` columns of dot
     products per work-item, ``vw`` the vector width along K, ``mdimc``
-    work-items per group.
+    work-items per group; ``use_local`` (GPUs): the ``mdimc`` work-items of a
+    group share one ``mr x nwg`` block, walking K side by side, and reduce
+    in local memory (``mdimc`` a power of two).
     """
 
     ts: int = 16
@@ -152,6 +147,8 @@ class KernelParams:
                 raise ValueError(f"ts must be positive: {self}")
         if kernel == "matvec" and (self.mr < 1 or self.nwg < 1 or self.vw < 1):
             raise ValueError(f"matvec needs positive mr, nwg, vw: {self}")
+        if kernel == "matvec" and self.use_local and self.mdimc & (self.mdimc - 1):
+            raise ValueError(f"the work-group matvec needs mdimc a power of two: {self}")
         if kernel != "regblock":
             return
         if self.mwg % self.mdimc or self.nwg % self.ndimc:
@@ -203,6 +200,7 @@ _COPY_TYPES = {
     8: ("ulong", "unsigned long long"),
     16: ("ulong2", "ulonglong2"),
 }
+_COPY_ZERO = {"opencl": "((pm_copy_t)(0))", "cuda": "pm_copy_t()"}
 
 
 @dataclass(frozen=True)
@@ -256,8 +254,10 @@ def check_image_size(which: str, width: int, height: int, limit: tuple[int, int]
         )
 
 
-# Fast (vector) paths exist for these; GVEC type per dialect is the same name.
-_VECTOR_DTYPES = {"float32": "float", "float64": "double"}
+# Fast (vector) paths exist for these: (scalar type of the vector, lanes per element).
+# GVEC_T (same name in both dialects) holds GVW elements: complex64 pairs go as float4.
+# The CPU shape's vector arithmetic (PM_VECTOR_MATH) is for the real types only.
+_VECTOR_DTYPES = {"float32": ("float", 1), "float64": ("double", 1), "complex64": ("float", 2)}
 
 
 def _type_defines(dialect: str, dtype: np.dtype) -> dict[str, str]:
@@ -347,6 +347,8 @@ def render(
         PM_RB_VEC_B="1" if (vec_b and vector_ok) else "0",
         PM_MV_VEC="1" if (kernel == "matvec" and vec_a and vec_b and vector_ok) else "0",
         COPY_T=_COPY_TYPES[dtype.itemsize][0 if dialect == "opencl" else 1],
+        COPY_ZERO=_COPY_ZERO[dialect],
+        PM_MV_GROUP="1" if (kernel == "matvec" and params.use_local) else "0",
         BPG=str(params.bpg),
         PM_RB_VEC_LOCAL="1"
         if (
@@ -360,15 +362,16 @@ def render(
         else "0",
     )
     if vector_ok:
-        base = _VECTOR_DTYPES[dtype.name]
-        defines["GVEC_T"] = f"{base}{params.gvw}"
-        if dialect == "opencl" and not params.use_local:
+        base, lanes = _VECTOR_DTYPES[dtype.name]
+        defines["GVEC_T"] = f"{base}{params.gvw * lanes}"
+        if dialect == "opencl" and not params.use_local and lanes == 1:
             # vloadN is an out-of-line call in PoCL (every accumulator spills
             # around it); a vector built from adjacent scalars becomes one
             # unaligned SIMD load instead.
             elements = ", ".join(f"(p)[{i}]" for i in range(params.vw))
             defines.update(PM_VECTOR_MATH="1", VEC_T=f"{base}{params.vw}", VSTOREN=f"vstore{params.vw}")
             defines["VLOADN(p)"] = f"(({base}{params.vw})({elements}))"
+    defines.update(abi.signature_defines())
     if kernel == "image":
         texel = image_format(dtype)
         defines.update(IMAGE_READ_FN=texel.read_fn, IMAGE_TEXEL_T=texel.texel)
@@ -402,12 +405,16 @@ def launch_geometry(kernel: str, params: KernelParams | None, M: int, N: int, B:
         ts = params.ts
         local = (ts, ts, 1)
         glob = (_ceil_div(N, ts) * ts, _ceil_div(M, ts) * ts, B)
+    elif kernel == "matvec" and params.use_local:
+        local = (params.mdimc, 1, 1)
+        glob = (_ceil_div(M, params.mr) * params.mdimc, _ceil_div(N, params.nwg), B)
     elif kernel == "matvec":
         local = (params.mdimc, 1, 1)
         glob = (_ceil_div(_ceil_div(M, params.mr), params.mdimc) * params.mdimc, _ceil_div(N, params.nwg), B)
-    elif kernel == "pack":  # M rows, N columns, a TS x TS tile per work-item
-        local = (8, 1, 1)
-        glob = (_ceil_div(_ceil_div(N, params.ts), 8) * 8, _ceil_div(M, params.ts), B)
+    elif kernel == "pack":  # M rows, N columns, a TS x TS tile per work-item (GPUs: TS = 1)
+        width = 64 if params.ts == 1 else 8
+        local = (width, 1, 1)
+        glob = (_ceil_div(_ceil_div(N, params.ts), width) * width, _ceil_div(M, params.ts), B)
     elif kernel == "sum-slices":  # M elements per slice
         local = (64, 1, 1)
         glob = (_ceil_div(M, 64) * 64, 1, 1)
@@ -428,6 +435,8 @@ def local_mem_bytes(kernel: str, dtype, params: KernelParams | None = None) -> i
         return 2 * params.ts * params.ts * size
     if kernel == "regblock" and params.use_local:
         return params.kwg * (params.mwg + params.nwg + 2 * params.pad) * size
+    if kernel == "matvec" and params.use_local:
+        return params.mr * params.nwg * params.mdimc * max(4, size)
     return 0
 
 
@@ -444,6 +453,7 @@ def fast_path(
     b_off: int,
     b_strides,
     kernel: str = "regblock",
+    padded: bool = False,
 ) -> dict[str, bool]:
     """Which vector paths of ``kernel`` are valid for these operands (``render`` keywords).
 
@@ -453,14 +463,16 @@ def fast_path(
     elements.  The local-memory (GPU) shape reads ``gvw``-element vectors, so
     it needs inner stride 1 and every vector start a multiple of ``gvw``
     elements (buffers themselves are assumed aligned, as allocators give
-    them).  The CPU shape uses ``vloadN``, which needs only inner stride 1.
+    them); ``padded``: B was packed with rows padded to a multiple of ``gvw``
+    (zeros), so N itself need not be one.  The CPU shape uses ``vloadN``,
+    which needs only inner stride 1 (real dtypes only).
     """
     dtype = np.dtype(dtype)
-    if dtype.name not in _VECTOR_DTYPES:
+    if dtype.name not in _VECTOR_DTYPES or (dtype.kind == "c" and not (params.use_local and kernel == "regblock")):
         return {"vec_a": False, "vec_b": False}
     a_sb, a_sm, a_sk = a_strides
-    if kernel == "matvec":  # both operands contiguous along K
-        both = dialect == "opencl" and a_sk == 1 and b_strides[1] == 1
+    if kernel == "matvec":  # the CPU shape, both operands contiguous along K
+        both = dialect == "opencl" and not params.use_local and a_sk == 1 and b_strides[1] == 1
         return {"vec_a": both, "vec_b": both}
     b_sb, b_sk, b_sn = b_strides
     if not params.use_local:
@@ -471,7 +483,7 @@ def fast_path(
         return all(v % g == 0 for v in values)
 
     vec_a = a_sk == 1 and aligned(K, a_off, a_sm, a_sb if batch > 1 else 0)
-    vec_b = b_sn == 1 and aligned(N, b_off, b_sk, b_sb if batch > 1 else 0)
+    vec_b = b_sn == 1 and aligned(0 if padded else N, b_off, b_sk, b_sb if batch > 1 else 0)
     # The GPU shape's vector path needs both (they share one prefetch pipeline).
     both = vec_a and vec_b
     return {"vec_a": both, "vec_b": both}

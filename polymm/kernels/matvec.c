@@ -8,13 +8,32 @@
  * with PM_VECTOR_MATH (OpenCL, float32/64): VW-wide partial sums along K,
  * their lanes added in a fixed order at the end, the K tail scalar.
  * Otherwise a scalar loop over K for any dtype and any strides.  Rows and
- * columns past the edges are clamped for loading and never stored. */
+ * columns past the edges are clamped for loading and never stored.
+ *
+ * PM_MV_GROUP (GPUs): a work-group of MDIMC work-items (a power of two) per
+ * MR x NWG block of C instead of one work-item: the lanes walk K side by
+ * side (each warp reads consecutive addresses of a row of A), and the
+ * partial sums meet in local memory in a fixed tree order (deterministic). */
+#if PM_MV_GROUP
+KERNEL_WG(MDIMC, 1) void polymm_matvec(PM_ARGS)
+{
+    LOCAL_MEM ACC_T part[MR * NWG * MDIMC];
+    const int lane = LOCAL_ID(0);     /* K is walked from lane, MDIMC at a time */
+    const int m0 = GROUP_ID(0) * MR;  /* inside M: the grid has no spare groups (all reach the barriers) */
+    const int n0 = GROUP_ID(1) * NWG;
+    const INDEX_T batch = GROUP_ID(2);
+#define K_FIRST lane
+#define K_STEP MDIMC
+#else
 KERNEL void polymm_matvec(PM_ARGS)
 {
     const int m0 = GLOBAL_ID(0) * MR;
     const int n0 = GLOBAL_ID(1) * NWG;
     const INDEX_T batch = GLOBAL_ID(2);
     if (m0 >= M || n0 >= N) return;
+#define K_FIRST 0
+#define K_STEP 1
+#endif
     INDEX_T a_row[MR];
     PM_UNROLL
     for (int i = 0; i < MR; ++i) {
@@ -33,8 +52,8 @@ KERNEL void polymm_matvec(PM_ARGS)
         PM_UNROLL
         for (int j = 0; j < NWG; ++j) ACC_INIT(acc[i][j]);
     }
-    int k = 0;
-#if PM_MV_VEC && PM_VECTOR_MATH
+    int k = K_FIRST;
+#if PM_MV_VEC && PM_VECTOR_MATH && !PM_MV_GROUP
     {
         VEC_T vacc[MR][NWG];
         PM_UNROLL
@@ -63,7 +82,7 @@ KERNEL void polymm_matvec(PM_ARGS)
         }
     }
 #endif
-    for (; k < K; ++k) {
+    for (; k < K; k += K_STEP) {
         VAL_T b_reg[NWG];
         PM_UNROLL
         for (int j = 0; j < NWG; ++j) b_reg[j] = LOAD(B, b_col[j] + (INDEX_T)k * b_sk);
@@ -74,6 +93,27 @@ KERNEL void polymm_matvec(PM_ARGS)
             for (int j = 0; j < NWG; ++j) ACC_MADD(acc[i][j], a_val, b_reg[j]);
         }
     }
+#if PM_MV_GROUP
+    /* The lanes' partial sums meet in local memory, halving in a fixed order. */
+    PM_UNROLL
+    for (int i = 0; i < MR; ++i) {
+        PM_UNROLL
+        for (int j = 0; j < NWG; ++j) part[(i * NWG + j) * MDIMC + lane] = acc[i][j];
+    }
+    BARRIER();
+    for (int s = MDIMC / 2; s > 0; s >>= 1) {
+        if (lane < s) {
+            PM_UNROLL
+            for (int q = 0; q < MR * NWG; ++q) ACC_ADD(part[q * MDIMC + lane], part[q * MDIMC + lane + s]);
+        }
+        BARRIER();
+    }
+    if (lane < MR * NWG) {
+        const int m = m0 + lane / NWG;
+        const int n = n0 + lane % NWG;
+        if (m < M && n < N) STORE(C, c_off + (batch * M + m) * (INDEX_T)N + n, part[lane * MDIMC]);
+    }
+#else
     PM_UNROLL
     for (int i = 0; i < MR; ++i) {
         if (m0 + i < M) {
@@ -84,4 +124,7 @@ KERNEL void polymm_matvec(PM_ARGS)
             }
         }
     }
+#endif
+#undef K_FIRST
+#undef K_STEP
 }

@@ -2,9 +2,7 @@
  * computed S partial products over consecutive K slices into W (S slices of
  * count elements each); C[c_off + i] = W[i] + W[count + i] + ... in slice
  * order, so the result does not depend on scheduling. */
-KERNEL void polymm_sum_slices(const int S, const INDEX_T count,
-                              GLOBAL const ELEM_T* RESTRICT W,
-                              GLOBAL ELEM_T* RESTRICT C, const INDEX_T c_off)
+KERNEL void polymm_sum_slices(PM_SUM_ARGS)
 {
     const INDEX_T i = (INDEX_T)GROUP_ID(0) * LOCAL_SIZE(0) + LOCAL_ID(0);
     if (i >= count) return;

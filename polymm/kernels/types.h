@@ -63,12 +63,6 @@ DEVICE_FN unsigned short pm_float_to_bf16(float f) {
 #error "polymm: no PM_KIND_* defined"
 #endif
 
-/* The one kernel signature: sizes, then each operand as base pointer +
- * element offset + element strides (batch, row, column; any sign, 0 allowed),
- * then C, contiguous (B, M, N) from c_off. */
-#define PM_ARGS const int M, const int N, const int K, \
-    GLOBAL const ELEM_T* RESTRICT A, const INDEX_T a_off, const INDEX_T a_sb, \
-    const INDEX_T a_sm, const INDEX_T a_sk, \
-    GLOBAL const ELEM_T* RESTRICT B, const INDEX_T b_off, const INDEX_T b_sb, \
-    const INDEX_T b_sk, const INDEX_T b_sn, \
-    GLOBAL ELEM_T* RESTRICT C, const INDEX_T c_off
+/* The kernel signatures (PM_ARGS for the products, PM_PACK_ARGS, PM_SUM_ARGS)
+ * are written by the renderer from polymm/kernels/abi.py, where they are
+ * declared once for both dialects and both backends' argument packing. */

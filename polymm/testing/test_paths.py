@@ -88,6 +88,17 @@ PATH_SHAPES = [
     ("outer-k64", (96, 64), (64, 300)),
     ("outer-k65", (96, 65), (65, 300)),
     ("m3-k1500", (3, 1500), (1500, 70)),
+    # GPU planner edges (polymm.kernels.planner): the work-group matvec and the
+    # row strip from K=32, split-K from K=2048 at K >= 16 max(M, N), packing for
+    # the vector path from 2**22 multiply-adds (odd K and N: zero-padded copies)
+    ("n4-k31", (300, 31), (31, 4)),
+    ("n4-k32", (300, 32), (32, 4)),
+    ("m8-k31", (8, 31), (31, 300)),
+    ("m8-k32", (8, 32), (32, 300)),
+    ("deep-k-2047", (40, 2047), (2047, 40)),
+    ("deep-k-2048", (40, 2048), (2048, 40)),
+    ("pack-below", (161, 163), (163, 159)),
+    ("pack-odd", (163, 165), (165, 157)),
 ]
 
 

@@ -154,3 +154,34 @@ def repack(xp, a, b):
         return xp.broadcast_to(y, x.shape) if one is not x else y
 
     return k_contiguous(a, (0, 1, 2)), k_contiguous(b, (0, 2, 1))
+
+
+def planner_entry(device, dtype, shape, a, b):
+    """The tensor cores as a CUDA-only entry of the shared planner (:mod:`polymm.kernels.planner`):
+    a :class:`~polymm.kernels.planner.Choice` with an external kernel when one reads these operands
+    (``a``/``b`` = (element offset from a 16-byte aligned base, strides)), else None."""
+    from polymm.kernels.planner import Choice
+
+    dtype = np.dtype(dtype)
+    (a_off, sa), (b_off, sb) = a, b
+    name, why = choose(dtype, device.cc, shape, sa, sb, a_off * dtype.itemsize, b_off * dtype.itemsize)
+    if name is not None:
+        p = DEFAULT
+        grid, block = p.geometry(shape, 2**31 - 1)
+        external = {
+            "source": "tensorcore",
+            "options": p.options(),
+            "grid": grid,
+            "block": block,
+            "smem": p.smem_bytes(),
+        }
+        return Choice(name, None, f"tensor cores (mma.sync): {why}", external=external)
+    if not DMMA_IN_AUTO:
+        return None
+    name, why = choose_dmma(dtype, device.cc, shape, sa, sb)
+    if name is None:
+        return None
+    bt, m, n, _ = shape
+    grid = (-(-n // DMMA_BN), -(-m // DMMA_BM), bt)
+    external = {"source": "dmma", "options": (), "grid": grid, "block": (256, 1, 1), "smem": DMMA_SMEM}
+    return Choice(name, None, f"FP64 tensor cores (mma.sync m8n8k4): {why}", external=external)

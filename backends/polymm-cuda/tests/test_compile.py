@@ -1,13 +1,14 @@
 """Every CUDA kernel this backend can launch compiles (nvcc, no GPU needed).
 
-CI has no GPU but has ``nvcc``: a CUDA syntax or template error in the shared
-``naive``/``tiled`` sources or in our fast kernel fails here rather than at a
-user's first call.  The fast kernel's instantiations (every dtype x tile
-configuration x access pattern) go through the front end and PTX generation
-without optimisation, one translation unit per dtype, in parallel; the hot
-float32 instantiation is also compiled fully to machine code to check that it
-does not spill registers (a performance regression guard).
-Skipped only when ``nvcc`` is absent.
+CI has no GPU but has ``nvcc``.  The kernels come from the shared planner:
+it plans every shape of the conformance suite's path table (and a few large
+ones) in C, transposed and odd layouts on a model H100, and every distinct
+launch it makes -- kernel, parameters, fast-path flags -- is rendered for
+CUDA and compiled, one translation unit per dtype (each variant in a
+namespace of its own), through the front end and PTX generation.  The hot
+float32 tile is also compiled fully to machine code to check that it does
+not spill registers (a performance regression guard).  Skipped only when
+``nvcc`` is absent.
 """
 
 from __future__ import annotations
@@ -17,19 +18,30 @@ import re
 import shutil
 import subprocess
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from polymm.backend import CONTRACT_DTYPES, optional_dtypes
-from polymm.kernels import IMAGE_DTYPES
-from polymm_cuda import fastgemm
+from polymm.kernels import IMAGE_DTYPES, kernel_name, planner, render
+from polymm.kernels.params import DeviceInfo, table_params
+from polymm.testing.test_paths import PATH_SHAPES
 
 DTYPES = [d.name for d in CONTRACT_DTYPES]
-#: bfloat16 (with ml_dtypes) runs the shared kernels only: the fast kernel has no bfloat16 variant.
-SHARED_ONLY = [d.name for d in optional_dtypes()]
+H100 = DeviceInfo(
+    name="NVIDIA H100 80GB HBM3",
+    vendor="NVIDIA",
+    kind="gpu",
+    dialect="cuda",
+    compute_units=132,
+    max_work_group=1024,
+    local_mem=48 * 1024,
+    key="model",
+    platform="CUDA",
+    max_batch=65535,
+)
+#: (B, M, N, K) beyond the path table: large, odd, deep, strips.
+LARGE = [(1, 4096, 4096, 4096), (1, 4095, 4097, 4099), (1, 256, 256, 65536), (1, 8192, 1, 8192), (4096, 64, 64, 64)]
 
 
 def _nvcc():
@@ -43,8 +55,45 @@ def _nvcc():
 
 
 NVCC = _nvcc()
-pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 ARCH = os.environ.get("POLYMM_CUDA_TEST_ARCH", "sm_90")
+
+
+def _shapes():
+    for _, s1, s2 in PATH_SHAPES:
+        m = s1[-2] if len(s1) > 1 else 1
+        k = s1[-1]
+        n = s2[-1] if len(s2) > 1 else 1
+        batch = max(s1[0] if len(s1) == 3 else 1, s2[0] if len(s2) == 3 else 1)
+        yield batch, m, n, k
+    yield from LARGE
+
+
+def planned_variants(dtype: str) -> set:
+    """Every distinct (kernel, params, flags) the planner launches for ``dtype`` on the model H100."""
+    found = set()
+    for algorithm in ("auto", "naive", "tiled"):
+        for batch, m, n, k in _shapes():
+            for a_strides, b_strides in (
+                ((m * k, k, 1), (k * n, n, 1)),
+                ((m * k, 1, m), (k * n, 1, k)),
+            ):
+                made = planner.plan(H100, dtype, (batch, m, n, k), (0, a_strides), (0, b_strides), 0, algorithm)
+                for launch in made.launches:
+                    found.add((launch.kernel, launch.params, tuple(sorted(launch.flags.items()))))
+    return found
+
+
+def _translation_unit(dtype: str) -> str:
+    """All planned variants for ``dtype`` in one CUDA source: each in its own namespace,
+    its entry point renamed and its ``#define``s undone after it."""
+    parts = []
+    for i, (kernel, params, flags) in enumerate(sorted(planned_variants(dtype), key=repr)):
+        src = render("cuda", kernel, dtype, params, **dict(flags))
+        name = kernel_name(kernel)
+        src = re.sub(rf"\b{name}\b", f"{name}_v{i}", src)
+        names = sorted(set(re.findall(r"^#define (\w+)", src, flags=re.M)))
+        parts.append(f"namespace pm_v{i} {{\n{src}\n}}\n" + "".join(f"#undef {n}\n" for n in names))
+    return "\n".join(parts)
 
 
 def _compile(src: str, tag: str, workdir: str, extra=("--ptx", "-Xcicc", "-O0")):
@@ -56,59 +105,33 @@ def _compile(src: str, tag: str, workdir: str, extra=("--ptx", "-Xcicc", "-O0"))
     return proc.returncode, proc.stdout + proc.stderr
 
 
-def _jobs(dtype):
-    """(tag, source, nvcc extra args) for everything to compile for one dtype."""
-    from polymm.kernels import render
-
-    jobs = []
-    if dtype in DTYPES:
-        body = fastgemm.source() + "".join(fastgemm.explicit_instantiation(v) for v in fastgemm.all_variants(dtype))
-        jobs.append((f"fast-{dtype}", body, ("--ptx", "-Xcicc", "-O0")))
-    for kernel in ("naive", "tiled"):
-        jobs.append((f"{kernel}-{dtype}", render("cuda", kernel, dtype), ("--ptx",)))
-    if np.dtype(dtype) in IMAGE_DTYPES:  # texture fetches exist for the dtypes images hold
-        jobs.append((f"image-{dtype}", render("cuda", "image", dtype), ("--ptx",)))
-    return jobs
+def test_planner_reaches_every_kernel():
+    """The planned launches cover every product and helper kernel on a GPU (no nvcc needed)."""
+    kernels = {kernel for kernel, _, _ in planned_variants("float32")}
+    assert kernels == {"naive", "tiled", "regblock", "matvec", "pack", "sum-slices"}, kernels
 
 
-def _run_all(jobs):
-    with tempfile.TemporaryDirectory() as tmp:
-        with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-            futures = {tag: pool.submit(_compile, src, tag, tmp, extra) for tag, src, extra in jobs}
-            return {tag: f.result() for tag, f in futures.items()}
-
-
-# One test per dtype (its three translation units compile in parallel), so
-# that pytest-xdist spreads dtypes over workers without compiling anything twice.
-@pytest.mark.parametrize("dtype", DTYPES + SHARED_ONLY)
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_kernels_compile(dtype):
-    failed = {tag: log for tag, (rc, log) in _run_all(_jobs(dtype)).items() if rc != 0}
-    assert not failed, "nvcc failed:\n" + "\n".join(f"--- {t}\n{log}" for t, log in failed.items())
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, log = _compile(_translation_unit(dtype), f"all-{dtype}", tmp)
+    assert rc == 0, f"nvcc failed for {dtype}:\n{log[-4000:]}"
 
 
-@pytest.mark.parametrize("config,va,cp_async", [("128x128x16", 4, False), ("128x256x16", 1, True)])
-def test_hot_path_does_not_spill(config, va, cp_async):
-    """The float32 instantiations "auto" runs on large aligned problems keep all in registers."""
-    hot = fastgemm.Variant("float32", fastgemm.CONFIG_BY_NAME[(4, config)], True, va, True, 4, cp_async)
-    src = fastgemm.source() + fastgemm.explicit_instantiation(hot)
-    ((rc, log),) = _run_all([("hot", src, ("-cubin", "-Xptxas", "-v"))]).values()
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_hot_path_does_not_spill():
+    """The float32 tile "auto" runs on large aligned problems keeps all in registers."""
+    params = table_params(H100, "float32")
+    src = render("cuda", "regblock", "float32", params, vec_a=True, vec_b=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, log = _compile(src, "hot", tmp, ("-cubin", "-Xptxas", "-v"))
     assert rc == 0, log
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
-    assert spills and max(spills) == 0, f"{hot.name_expression} spills:\n{log}"
+    assert spills and max(spills) == 0, f"{params} spills:\n{log}"
 
 
-def test_every_variant_is_consistent():
-    """The configurations satisfy the kernel's static assertions for the widths used."""
-    for dt in DTYPES:
-        w = fastgemm.vector_width(np.dtype(dt))
-        size = fastgemm.DTYPE_TAGS[dt][2]
-        for c in fastgemm.CONFIGS[size]:
-            c.check(sorted({1, w}))
-            # minb resident blocks must fit an SM's shared memory (227 KiB per block on sm_90)
-            for stages in (2, c.stages):
-                assert c.smem_bytes(size, True, False, stages) * c.minb <= 227 * 1024, c
-
-
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 @pytest.mark.parametrize("arch", ["sm_80", ARCH])
 @pytest.mark.parametrize("source", ["tensorcore", "dmma"])
 def test_tensor_core_kernels_compile_without_spills(arch, source):
@@ -137,6 +160,37 @@ def test_tensor_core_kernels_compile_without_spills(arch, source):
     assert spills and max(spills) == 0, log
 
 
+def test_tensor_cores_are_a_cuda_entry_of_the_planner():
+    """The tensor-core kernels plug into the shared planner as a CUDA-only entry: float16 on a
+    compute capability 9.0 device plans one external launch; float32 and OpenCL devices do not."""
+    import dataclasses
+
+    import polymm_cuda.backend  # noqa: F401  (registers the entry)
+
+    h100 = dataclasses.replace(H100, cc=90)
+    strides = (0, (256 * 256, 256, 1))
+    made = planner.plan(h100, "float16", (1, 256, 256, 256), strides, strides)
+    (launch,) = made.launches
+    assert launch.kernel.startswith("polymm_tc_float16") and launch.external["source"] == "tensorcore"
+    assert launch.global_size[2] == 1 and "tensor cores" in made.choice.reason
+    assert planner.plan(h100, "float32", (1, 256, 256, 256), strides, strides).choice.external is None
+    opencl = dataclasses.replace(h100, dialect="opencl")
+    assert planner.plan(opencl, "float16", (1, 256, 256, 256), strides, strides).choice.external is None
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_image_and_optional_dtype_kernels_compile():
+    """The image kernel (texture fetches) for the dtypes images hold, and the shared kernels for the
+    optional dtypes (bfloat16 with ml_dtypes) as the planner launches them."""
+    jobs = [(f"image-{d.name}", render("cuda", "image", d)) for d in IMAGE_DTYPES]
+    for d in optional_dtypes():
+        jobs += [(f"{d.name}-all", _translation_unit(d.name))]
+    with tempfile.TemporaryDirectory() as tmp:
+        failed = {tag: log for tag, src in jobs for rc, log in [_compile(src, tag, tmp)] if rc != 0}
+    assert not failed, "nvcc failed:\n" + "\n".join(f"--- {t}\n{log[-3000:]}" for t, log in failed.items())
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 @pytest.mark.parametrize("split", [0, 1], ids=["tf32", "tf32x3"])
 def test_mma_tf32_kernel_assembles(split):
     """The TF32 mma.sync kernel of polymm/kernels (unrun on a GPU so far) goes through ptxas
@@ -144,7 +198,53 @@ def test_mma_tf32_kernel_assembles(split):
     from importlib import resources
 
     src = resources.files("polymm.kernels").joinpath("mma_tf32.cu").read_text()
-    extra = ("-cubin", "-Xptxas", "-v", f"-DPM_MMA_SPLIT={split}")
-    ((rc, log),) = _run_all([(f"mma-tf32-{split}", src, extra)]).values()
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, log = _compile(src, f"mma-tf32-{split}", tmp, ("-cubin", "-Xptxas", "-v", f"-DPM_MMA_SPLIT={split}"))
     assert rc == 0, log
     assert "polymm_mma_tf32" in log and " 0 bytes spill stores" in log, log
+
+
+# -- the kernels the `cuda` backend runs until `cuda-layer` has been validated on a GPU -------
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fastgemm_variants_compile(dtype):
+    """Every instantiation of `cuda`'s register-blocked kernel (dtype x tile x access pattern)."""
+    from polymm_cuda import fastgemm
+
+    body = fastgemm.source() + "".join(fastgemm.explicit_instantiation(v) for v in fastgemm.all_variants(dtype))
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, log = _compile(body, f"fast-{dtype}", tmp)
+    assert rc == 0, log
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+@pytest.mark.parametrize("config,va,cp_async", [("128x128x16", 4, False), ("128x256x16", 1, True)])
+def test_fastgemm_hot_path_does_not_spill(config, va, cp_async):
+    """The float32 instantiations `cuda`'s "auto" runs on large aligned products keep all in registers."""
+    from polymm_cuda import fastgemm
+
+    hot = fastgemm.Variant("float32", fastgemm.CONFIG_BY_NAME[(4, config)], True, va, True, 4, cp_async)
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, log = _compile(
+            fastgemm.source() + fastgemm.explicit_instantiation(hot), "hot", tmp, ("-cubin", "-Xptxas", "-v")
+        )
+    assert rc == 0, log
+    spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
+    assert spills and max(spills) == 0, f"{hot.name_expression} spills:\n{log}"
+
+
+def test_fastgemm_variants_are_consistent():
+    """The configurations satisfy the kernel's static assertions and fit an SM's shared memory."""
+    import numpy as np
+
+    from polymm_cuda import fastgemm
+
+    for dt in DTYPES:
+        w = fastgemm.vector_width(np.dtype(dt))
+        size = fastgemm.DTYPE_TAGS[dt][2]
+        for c in fastgemm.CONFIGS[size]:
+            c.check(sorted({1, w}))
+            for stages in (2, c.stages):
+                assert c.smem_bytes(size, True, False, stages) * c.minb <= 227 * 1024, c

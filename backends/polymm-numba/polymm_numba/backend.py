@@ -169,6 +169,21 @@ def _transposed(a, b, out):
     return b.transpose(0, 2, 1), a.transpose(0, 2, 1), out.transpose(0, 2, 1)
 
 
+#: What each kernel kind of :meth:`CPUBackend._plan` is, in words (``polymm explain``).
+_PATH_WORDS = (
+    ("slab_serial", "a small product: one serial loop, no threads, no packing"),
+    ("slab_splitk", "few rows, long K: chunks of K in parallel, each streaming whole rows of B, summed in order"),
+    ("slab", "whole products per task, unpacked"),
+    ("dot", "few columns: dot products along K, blocks of rows in parallel"),
+    ("auto_splitk", "deep K: packed blocked GEMM over chunks of K in parallel, summed in chunk order"),
+    ("auto_batch", "packed blocked GEMM (BLIS loops), one batch entry per thread"),
+    ("auto_serial", "packed blocked GEMM (BLIS loops) on one thread: too little work for a parallel launch"),
+    ("auto", "packed blocked GEMM (BLIS loops), blocks of C in parallel"),
+    ("tiled", "the textbook tiled kernel, tiles of C in parallel"),
+    ("naive", "the textbook naive kernel, rows of C in parallel"),
+)
+
+
 class CPUBackend(Backend):
     """Host backend: NumPy arrays in, computed by Numba-parallel kernels."""
 
@@ -306,6 +321,23 @@ class CPUBackend(Backend):
                 out[...] = tmp
             return
         self._run(a, b, out, algorithm, dt)
+
+    def explain(self, a, b, out, algorithm: str) -> dict:
+        """The path ``matmul`` takes for these operands and its blocking (for :func:`polymm.explain`)."""
+        dt = _F32 if out.dtype == _F16 else out.dtype  # float16 is computed in float32
+        if algorithm == "auto":
+            a, b, out = a.astype(dt, copy=False), b.astype(dt, copy=False), out.astype(dt, copy=False)
+            kind = self._plan(a, b, out, dt)[0]
+        else:
+            kind = {"tiled": "tiled_parallel", "naive": "naive_parallel"}[algorithm]
+        if "/" in kind:  # "N/NR/MR/small_mode": a kernel compiled for this N
+            n, nr, mr, mode = kind.split("/")
+            words = f"small products: a {mr} x {nr} register tile compiled for N={n}, whole products per task"
+        else:
+            words = next(text for prefix, text in _PATH_WORDS if kind.startswith(prefix))
+        blocking = params.AUTO_BLOCKING[dt] if kind.startswith("auto_") else None
+        threads = 1 if kind.endswith("serial") else numba.get_num_threads()
+        return {"path": kind, "reason": words, "blocking": blocking, "threads": threads}
 
     def _run(self, a, b, out, algorithm, dt):
         if algorithm == "auto":

@@ -43,6 +43,16 @@ def cupy_seconds(n, repeats):
     return statistics.median(times)
 
 
+def profiling_queue():
+    """A profiling-enabled queue on the backend's chosen device."""
+    import pyopencl as cl
+
+    from polymm_opencl import _pick_device
+
+    device = _pick_device()
+    return cl.CommandQueue(cl.Context([device]), device, properties=cl.command_queue_properties.PROFILING_ENABLE)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[512, 1024, 2048])
@@ -57,9 +67,9 @@ def main(argv=None):
 
     import polymm
     import polymm_opencl
-    from polymm_opencl import tune
+    from polymm.kernels import params, tune
 
-    queue = tune.profiling_queue()
+    queue = profiling_queue()
     polymm_opencl.set_queue(queue)
     backend = polymm.get_backend("opencl")
     device = queue.device.name.strip()
@@ -73,8 +83,8 @@ def main(argv=None):
     }
     print(f"device: {device} ({report['platform']})")
     if args.tune:
-        best, results = tune.tune(queue, "float32", max(args.sizes), repeats=5)
-        tune.save(queue.device, "float32", best)
+        device, best, results = tune.tune("opencl", "float32", max(args.sizes), repeats=5)
+        params.save_tuned(device, "float32", best)
         report["tuned"] = {
             "best": repr(best),
             "candidates": [(repr(p), 2 * max(args.sizes) ** 3 / s / 1e9) for p, s in results],

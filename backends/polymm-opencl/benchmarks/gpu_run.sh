@@ -8,7 +8,7 @@ stages=("$@"); [ ${#stages[@]} -eq 0 ] && stages=(tests bench conformance)
 python3 -c "import polymm_opencl" 2>/dev/null || \
     python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . -e backends/polymm-opencl
 export POLYMM_OPENCL_DEVICE=${POLYMM_OPENCL_DEVICE:-NVIDIA}
-export POLYMM_OPENCL_TUNING=$OUT/opencl-tuning.json
+export POLYMM_TUNING=$OUT/tuning.json
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   python3 -c "import polymm_opencl as p; print('\n'.join(p.list_devices()))"; } > "$OUT/devices.txt" 2>&1
@@ -20,7 +20,7 @@ for stage in "${stages[@]}"; do
     bench) timeout ${BENCH_S:-180} python3 backends/polymm-opencl/benchmarks/bench.py --sizes 2048 4096 --cupy \
              ${TUNE---tune} --algorithms auto tiled tiled-dynamic naive --repeats 15 --json "$OUT/bench_gpu.json" 2>&1 \
              | tee "$OUT/bench.log" ;;
-    tune) timeout ${TUNE_S:-120} python3 -m polymm_opencl.tune --size 4096 --repeats 10 --dry-run 2>&1 \
+    tune) timeout ${TUNE_S:-120} python3 -m polymm.kernels.tune --backend opencl --size 4096 --repeats 10 --dry-run 2>&1 \
              | tee "$OUT/tune.log" ;;
     conformance) timeout ${CONF_S:-200} python3 -m pytest -q -p no:cacheprovider -n 8 --pyargs polymm.testing \
              --polymm-backend=opencl 2>&1 | tail -40 > "$OUT/conformance.log"; tail -5 "$OUT/conformance.log" ;;

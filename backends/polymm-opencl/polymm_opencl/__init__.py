@@ -8,6 +8,10 @@ NVIDIA/AMD/Intel GPUs.  Device choice, in order:
 * ``POLYMM_OPENCL_DEVICE``: ``"P:D"`` platform and device indices, ``"P"``, or
   a case-insensitive substring of the device or platform name;
 * otherwise the first GPU, else the first device of any kind.
+
+``POLYMM_OPENCL_PLAN_AS=gpu`` plans for every device as for a GPU (the shared
+planner's GPU paths, local-memory kernels): a CPU device such as PoCL then runs
+the kernels a GPU would, which is how those paths are tested and fuzzed without one.
 """
 
 from __future__ import annotations
@@ -23,20 +27,21 @@ import numpy as np
 
 from polymm.arrays import as_operand
 from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand, optional_dtypes
-from polymm.kernels import (
-    KernelParams,
-    fast_path,
-    kernel_name,
-    launch_geometry,
-    local_mem_bytes,
-    render,
-)
+from polymm.kernels import KernelParams, abi, kernel_name, planner, render
+from polymm.kernels.params import DeviceInfo, tiled_params
 
 from . import drivercache
 from . import image as _image
-from . import params as _params
 
-__all__ = ["OpenCLBackend", "KernelBuildError", "set_queue", "using_queue", "default_queue", "list_devices"]
+__all__ = [
+    "OpenCLBackend",
+    "KernelBuildError",
+    "set_queue",
+    "using_queue",
+    "default_queue",
+    "list_devices",
+    "device_info",
+]
 
 _FP64_DTYPES = frozenset((np.dtype("float64"), np.dtype("complex128")))
 _CONTRACT_SET = frozenset(CONTRACT_DTYPES)
@@ -170,6 +175,31 @@ def list_devices() -> list[str]:
     return [describe_device(pl, dev, p, d) for p, d, pl, dev in _all_devices()]
 
 
+def device_info(device) -> DeviceInfo:
+    """What the shared planner (:mod:`polymm.kernels.planner`) needs to know about ``device``."""
+    import pyopencl as cl
+
+    platform = device.platform.name.strip()
+    nvidia = "nvidia" in device.vendor.lower()
+    as_gpu = os.environ.get("POLYMM_OPENCL_PLAN_AS", "").strip().lower() == "gpu"
+    return DeviceInfo(
+        name=device.name.strip(),
+        vendor=device.vendor.strip(),
+        kind="cpu" if device.type & cl.device_type.CPU and not as_gpu else "gpu",
+        dialect="opencl",
+        compute_units=device.max_compute_units,
+        max_work_group=device.max_work_group_size,
+        local_mem=device.local_mem_size,
+        key=f"{platform}|{device.name.strip()}|{device.driver_version}",
+        platform=platform,
+        # NVIDIA's OpenCL runs on the CUDA hardware: the same per-SM limits.
+        threads_per_cu=2048 if nvidia else 0,
+        blocks_per_cu=32 if nvidia else 0,
+        local_mem_per_cu=device.local_mem_size if nvidia else 0,
+        registers_per_cu=65536 if nvidia else 0,
+    )
+
+
 def _upload(queue, x: np.ndarray):
     """Upload ``x`` keeping its strides (0 and negative too) when that costs little.
 
@@ -203,7 +233,7 @@ class _QueueFacts:
     device queries are driver calls (``queue.device``, ``.extensions`` cost
     microseconds each), far too slow for every product."""
 
-    __slots__ = ("queue", "device", "program_key", "fp64", "nvidia", "in_order", "pool", "name")
+    __slots__ = ("queue", "device", "info", "program_key", "fp64", "nvidia", "in_order", "pool", "name")
 
     def __init__(self, queue):
         import pyopencl as cl
@@ -212,6 +242,7 @@ class _QueueFacts:
         device = queue.device
         self.queue = queue
         self.device = device
+        self.info = device_info(device)
         self.program_key = (queue.context.int_ptr, device.int_ptr)
         self.fp64 = _has_fp64(device)
         self.nvidia = "nvidia" in device.vendor.lower()
@@ -233,17 +264,14 @@ class _Step:
 
 
 class _Plan:
-    __slots__ = ("steps", "scratch", "choice", "last_choice")
+    __slots__ = ("steps", "scratch", "choice", "last_choice", "plan")
 
-    def __init__(self, steps, scratch, choice, flags):
-        self.steps, self.scratch, self.choice = steps, scratch, choice
-        self.last_choice = (choice.kernel, choice.params, flags)
+    def __init__(self, steps, plan):
+        self.steps, self.scratch, self.choice, self.plan = steps, plan.scratch, plan.choice, plan
+        product = plan.product
+        self.last_choice = (product.kernel, product.params, product.flags)
 
 
-_I32, _I64 = np.int32, np.int64
-_PM_ARG_TYPES = [_I32, _I32, _I32, None, _I64, _I64, _I64, _I64, None, _I64, _I64, _I64, _I64, None, _I64]
-_PACK_ARG_TYPES = [_I32, _I32, None, _I64, _I64, _I64, _I64, None, _I64]
-_SUM_ARG_TYPES = [_I32, _I64, None, None, _I64]
 #: Appended to a source whose first build failed: a new key for the driver's on-disk cache.
 #: (A comment would not do: drivers key compiled code by the program's IR, not its text.)
 _REBUILT = "\n__constant int polymm_rebuilt_after_a_failed_build = 1;\n"
@@ -255,8 +283,8 @@ class OpenCLBackend(Backend):
     """The ``opencl`` polymm backend (entry point ``polymm.backends``).
 
     A call looks up a *plan* by (queue, dtype, algorithm, shapes, strides,
-    offsets): the kernel launches :func:`polymm_opencl.params.auto_choice`
-    picked, each with its scalar arguments already set.  So a repeated
+    offsets): the launches the shared planner (:mod:`polymm.kernels.planner`)
+    made, each a ``cl.Kernel`` with its scalar arguments already set.  So a repeated
     product costs a dictionary look-up, three buffer arguments and an
     enqueue per launch; no device queries, no event lists on an in-order
     queue whose operands live on it.
@@ -398,24 +426,13 @@ class OpenCLBackend(Backend):
         del program
         raise error
 
-    def _kernel_step(self, facts, kernel, dtype, params, flags, arg_types, args, slots, geometry):
-        """A :class:`_Step` whose own ``cl.Kernel`` has ``args`` set (buffers left to each call)."""
-        import pyopencl as cl
-
-        program = self._program(facts, kernel, dtype, params, **flags)
-        built = cl.Kernel(program, kernel_name(kernel))
-        built.set_scalar_arg_dtypes(arg_types)
-        built.set_args(*args)
-        return _Step(built, slots, *geometry)
+    def planner_device(self, operand) -> DeviceInfo:
+        """The planner's description of the device ``operand`` (an array) is computed on."""
+        return self._facts_for(self._queue_for(operand)).info
 
     def choose(self, device, algorithm, dtype, M, N, K, batch=1, a_strides=None, b_strides=None):
-        """The :class:`~polymm_opencl.params.Choice` for an algorithm name on ``device``
-        (iterates as ``(kernel, params)``)."""
-        if algorithm == "naive":
-            return _params.Choice("naive", None, "asked for naive")
-        if algorithm in ("tiled", "tiled-dynamic"):
-            return _params.Choice(algorithm, _params.tiled_params(device, dtype), f"asked for {algorithm}")
-        return _params.auto_choice(device, dtype, M, N, K, batch=batch, a_strides=a_strides, b_strides=b_strides)
+        """The planner's :class:`~polymm.kernels.planner.Choice` for ``algorithm`` on an OpenCL ``device``."""
+        return planner.choose(device_info(device), algorithm, dtype, M, N, K, batch, a_strides, b_strides)
 
     def matmul(self, a, b, out, algorithm: str) -> None:
         """``a``, ``b``, ``out``: :class:`polymm.Operand` (arrays, from tests and benchmarks, are made operands)."""
@@ -453,13 +470,32 @@ class OpenCLBackend(Backend):
                 stacklevel=3,
             )
         for kernel in ("tiled", "naive"):
-            params = _params.tiled_params(facts.device, out.dtype) if kernel == "tiled" else None
+            params = tiled_params(facts.info, out.dtype) if kernel == "tiled" else None
             try:
-                return self._make_plan(facts, a, b, out, None, _params.Choice(kernel, params, "fallback"))
+                return self._make_plan(facts, a, b, out, None, planner.Choice(kernel, params, "fallback"))
             except KernelBuildError:
                 if kernel == "naive":
                     raise
         raise AssertionError("unreachable")
+
+    def explain(self, a, b, out, algorithm: str) -> dict:
+        """The plan a call would run, with what the compiler reports per launch (for
+        :func:`polymm.explain`; OpenCL reports local and private memory, not registers)."""
+        import pyopencl as cl
+
+        a, b, out = as_operand(a), as_operand(b), as_operand(out)
+        facts = self._facts_for(out.array.queue)
+        plan = self._make_plan(facts, a, b, out, algorithm, None)
+        info = cl.kernel_work_group_info
+        compiled = [
+            {
+                "local_mem": step.kernel.get_work_group_info(info.LOCAL_MEM_SIZE, facts.device),
+                "private_mem": step.kernel.get_work_group_info(info.PRIVATE_MEM_SIZE, facts.device),
+                "registers": None,
+            }
+            for step in plan.steps
+        ]
+        return {"device": facts.info, "plan": plan.plan, "compiled": compiled}
 
     def launch(self, a, b, out, kernel: str, params: KernelParams | None):
         """Enqueue ``kernel`` with ``params`` on ``out``'s queue; returns the event.
@@ -469,7 +505,7 @@ class OpenCLBackend(Backend):
         """
         a, b, out = as_operand(a), as_operand(b), as_operand(out)
         facts = self._facts_for(out.array.queue)
-        plan = self._make_plan(facts, a, b, out, None, _params.Choice(kernel, params, "explicit"))
+        plan = self._make_plan(facts, a, b, out, None, planner.Choice(kernel, params, "explicit"))
         return self._run(facts, plan, a, b, out)
 
     def _run(self, facts, plan, a, b, out):
@@ -501,118 +537,46 @@ class OpenCLBackend(Backend):
         self.last_plan = plan.choice
         return event
 
+    def _kernel_step(self, facts, kernel, dtype, params, flags, arg_types, args, slots, geometry) -> _Step:
+        """A :class:`_Step` whose own ``cl.Kernel`` has ``args`` set (buffers left to each call)."""
+        import pyopencl as cl
+
+        program = self._program(facts, kernel, dtype, params, **flags)
+        built = cl.Kernel(program, kernel_name(kernel))
+        built.set_scalar_arg_dtypes(arg_types)
+        built.set_args(*args)
+        return _Step(built, slots, *geometry)
+
     def _make_plan(self, facts, a, b, out, algorithm, choice) -> _Plan:
-        """Turn a choice (packing, swap, split-K, kernel) into launches with their arguments."""
+        """The planner's launches as ``cl.Kernel`` objects with their scalar arguments set."""
         import pyopencl as cl
 
         dtype = out.dtype
-        size = dtype.itemsize
         batch, M, K = a.shape
         N = b.shape[2]
-        # operands as (slot, offset, batch stride, row stride, column stride) in elements
-        A = (0, a.offset, *a.strides)
-        B = (1, b.offset, *b.strides)
-        c_off = out.offset
-        if choice is None:
-            choice = self.choose(facts.device, algorithm, dtype, M, N, K, batch, A[2:], B[2:])
-        steps, scratch = [], []
-
-        def new_scratch(elements):
-            scratch.append(max(1, elements) * size)
-            return 2 + len(scratch)
-
-        def pack(op, rows, cols, transpose):
-            """Copy operand ``op`` (rows x cols per batch entry) to contiguous scratch;
-            ``transpose`` stores it as cols x rows.  Returns the new operand."""
-            slot, off, sb, sr, sc = op
-            copies = batch if sb else 1
-            if transpose:
-                rows, cols, sr, sc = cols, rows, sc, sr
-            dst = new_scratch(copies * rows * cols)
+        made = planner.plan(
+            facts.info,
+            dtype,
+            (batch, M, N, K),
+            (a.offset, a.strides),
+            (b.offset, b.strides),
+            out.offset,
+            algorithm,
+            choice,
+        )
+        steps = []
+        for launch in made.launches:
+            types, args = abi.scalar_types(launch.kernel), list(launch.args)
+            if launch.dynamic_local:
+                types, args = types + [None], args + [cl.LocalMemory(launch.dynamic_local)]
+            geometry = (launch.global_size, launch.local_size)
+            slots = sorted(launch.buffers.items())
             steps.append(
                 self._kernel_step(
-                    facts,
-                    "pack",
-                    dtype,
-                    None,
-                    {},
-                    _PACK_ARG_TYPES,
-                    [rows, cols, None, off, sb, sr, sc, None, 0],
-                    [(2, slot), (7, dst)],
-                    launch_geometry("pack", None, rows, cols, copies),
+                    facts, launch.kernel, dtype, launch.params, launch.flags, types, args, slots, geometry
                 )
             )
-            new_sb = rows * cols if sb else 0
-            return (dst, 0, new_sb, 1, cols) if transpose else (dst, 0, new_sb, cols, 1)
-
-        if choice.swap:  # C^T = B^T A^T, stored alike because M or N is 1
-            A, B = (B[0], B[1], B[2], B[4], B[3]), (A[0], A[1], A[2], A[4], A[3])
-            M, N = N, M
-        if choice.pack_a:
-            A = pack(A, M, K, False)
-        if choice.pack_b:
-            B = pack(B, K, N, choice.pack_b == "transposed")
-
-        kernel, params = choice.kernel, choice.params
-
-        def product(A, B, C_slot, c_off, batch, K):
-            flags = {}
-            if kernel in ("regblock", "matvec"):
-                flags = fast_path("opencl", dtype, params, M, N, K, batch, A[1], A[2:], B[1], B[2:], kernel=kernel)
-            args = [M, N, K, None, *A[1:], None, *B[1:], None, c_off]
-            types = _PM_ARG_TYPES
-            if kernel == "tiled-dynamic":
-                args.append(cl.LocalMemory(local_mem_bytes(kernel, dtype, params)))
-                types = types + [None]
-            steps.append(
-                self._kernel_step(
-                    facts,
-                    kernel,
-                    dtype,
-                    params,
-                    flags,
-                    types,
-                    args,
-                    [(3, A[0]), (8, B[0]), (13, C_slot)],
-                    launch_geometry(kernel, params, M, N, batch),
-                )
-            )
-            return flags
-
-        if choice.splits > 1:  # split-K: slices of K as a batch into scratch, then summed in order
-            depth = -(-K // choice.splits)
-            full = K // depth
-            rest = K - full * depth
-            count = M * N
-            parts = new_scratch((full + (rest > 0)) * count)
-            flags = product(
-                (A[0], A[1], depth * A[4], A[3], A[4]), (B[0], B[1], depth * B[3], B[3], B[4]), parts, 0, full, depth
-            )
-            if rest:
-                product(
-                    (A[0], A[1] + full * depth * A[4], 0, A[3], A[4]),
-                    (B[0], B[1] + full * depth * B[3], 0, B[3], B[4]),
-                    parts,
-                    full * count,
-                    1,
-                    rest,
-                )
-            steps.append(
-                self._kernel_step(
-                    facts,
-                    "sum-slices",
-                    dtype,
-                    None,
-                    {},
-                    _SUM_ARG_TYPES,
-                    [full + (rest > 0), count, None, None, c_off],
-                    [(2, parts), (3, 2)],
-                    launch_geometry("sum-slices", None, count, 1, 1),
-                )
-            )
-        else:
-            flags = product(A, B, 2, c_off, batch, K)
-        return _Plan(steps, scratch, choice, flags)
+        return _Plan(steps, made)
 
 
 __all__ += ["KernelParams"]

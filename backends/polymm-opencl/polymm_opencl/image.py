@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from polymm.kernels import IMAGE_DTYPES, check_image_size, image_format, launch_geometry
+from polymm.kernels import IMAGE_DTYPES, KernelParams, abi, check_image_size, image_format, launch_geometry
 
 _I32, _I64 = np.int32, np.int64
 _IMAGE_ARG_TYPES = [_I32, _I32, _I32, None, _I32, None, _I32, None, _I64]
-_PACK_ARG_TYPES = [_I32, _I32, None, _I64, _I64, _I64, _I64, None, _I64]
 _formats: dict = {}
 
 
@@ -70,17 +69,14 @@ def _staged(backend, facts, x, dtype, which, waits):
     buffer, offset = x.buffer, x.offset * size
     if not (sc == 1 and sr == cols and (copies == 1 or sb == rows * cols)):
         buffer, offset = facts.pool(copies * rows * cols * size), 0
-        pack = backend._kernel_step(
-            facts,
-            "pack",
-            dtype,
-            None,
-            {},
-            _PACK_ARG_TYPES,
-            [rows, cols, x.buffer, x.offset, sb, sr, sc, buffer, 0],
-            [],
-            launch_geometry("pack", None, rows, cols, copies),
+        args = abi.arguments(
+            "pack", R=rows, NC=cols, RP=rows, LD=cols, s_off=x.offset, s_sb=sb, s_sr=sr, s_sc=sc, d_off=0
         )
+        where = abi.buffer_positions("pack")
+        args[where["src"]], args[where["dst"]] = x.buffer, buffer
+        tile = KernelParams()
+        geometry = launch_geometry("pack", tile, rows, cols, copies)
+        pack = backend._kernel_step(facts, "pack", dtype, tile, {}, abi.scalar_types("pack"), args, [], geometry)
         waits = [cl.enqueue_nd_range_kernel(queue, pack.kernel, pack.global_size, pack.local_size, None, waits)]
     texel = image_format(dtype)
     fmt = cl.ImageFormat(cl.channel_order.R, getattr(cl.channel_type, texel.channel_type))

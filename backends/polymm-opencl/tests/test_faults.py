@@ -20,13 +20,13 @@ from polymm.testing import assert_matches, poison, random_array
 pytest.importorskip("pyopencl")
 cl_array = pytest.importorskip("pyopencl.array")
 polymm_opencl = pytest.importorskip("polymm_opencl")
-from polymm_opencl import params as _params  # noqa: E402
+from polymm.kernels import params as _params  # noqa: E402
 
 
 @pytest.fixture
 def tuning_file(tmp_path, monkeypatch):
     path = tmp_path / "opencl-tuning.json"
-    monkeypatch.setenv("POLYMM_OPENCL_TUNING", str(path))
+    monkeypatch.setenv("POLYMM_TUNING", str(path))
     _params._tuned.cache_clear()
     _params._checked_entry.cache_clear()
     yield path
@@ -36,7 +36,8 @@ def tuning_file(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def device():
-    return polymm_opencl.default_queue().device
+    """The planner's description of the default OpenCL device."""
+    return polymm_opencl.device_info(polymm_opencl.default_queue().device)
 
 
 def _regblock_product(rng):
@@ -73,7 +74,7 @@ def test_a_corrupted_tuning_file_is_ignored_with_one_warning(tuning_file, device
         assert _params.tuned_params(device, "float32") is None
         assert _params.tuned_params(device, "float64") is None  # the file is read (and warned about) once
         _regblock_product(np.random.default_rng(1))
-    _one_warning(record, str(tuning_file), why, "polymm_opencl.tune")
+    _one_warning(record, str(tuning_file), why, "polymm.kernels.tune")
 
 
 @pytest.mark.parametrize(
@@ -86,17 +87,17 @@ def test_a_corrupted_tuning_file_is_ignored_with_one_warning(tuning_file, device
     ],
 )
 def test_a_stale_tuning_entry_falls_back_to_the_table(tuning_file, device, entry, why):
-    tuning_file.write_text(json.dumps({_params.device_key(device): {"float32": entry}}))
+    tuning_file.write_text(json.dumps({device.key: {"float32": entry}}))
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         assert _params.tuned_params(device, "float32") is None
         _regblock_product(np.random.default_rng(2))
-    _one_warning(record, why, device.name.strip())
+    _one_warning(record, why, device.name)
 
 
 def test_a_valid_tuning_entry_is_used(tuning_file, device):
     table = _params.table_params(device, "float32")
-    tuning_file.write_text(json.dumps({_params.device_key(device): {"float32": vars(table)}}))
+    tuning_file.write_text(json.dumps({device.key: {"float32": vars(table)}}))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert _params.tuned_params(device, "float32") == table
@@ -123,7 +124,7 @@ def test_a_kernel_that_does_not_build_falls_back_with_one_warning(monkeypatch, d
             backend.matmul(cl_array.to_device(queue, x1), cl_array.to_device(queue, x2), out, "auto")
             assert backend.last_choice[0] == "tiled", backend.last_choice
             assert_matches(out.get(), x1, x2)
-    _one_warning(record, "regblock", device.name.strip(), "does not build")
+    _one_warning(record, "regblock", device.name, "does not build")
     with pytest.raises(polymm_opencl.KernelBuildError, match="regblock"):  # asked for by name: the error
         backend.launch(
             cl_array.to_device(queue, x1),
@@ -148,7 +149,7 @@ print("ok")
 def test_a_corrupted_driver_cache_is_rebuilt(tmp_path, device, suffix):
     """PoCL keeps compiled kernels on disk and aborts the process on a corrupted kernel object
     (at the launch) or program (at exit): such entries are removed before PoCL reads them."""
-    if "portable computing language" not in device.platform.name.lower():
+    if "portable computing language" not in device.platform.lower():
         pytest.skip("corrupts PoCL's kernel cache (POCL_CACHE_DIR); the device here is another driver's")
     env = dict(os.environ, POCL_CACHE_DIR=str(tmp_path))
     run = lambda: subprocess.run([sys.executable, "-c", PRODUCT], capture_output=True, text=True, env=env, timeout=600)  # noqa: E731

@@ -37,6 +37,7 @@ VARIANTS = [
     ("regblock", CPU_SHAPE.replace(mwg=6, mdimc=1, nwg=8, bpg=3), {"vec_b": True}),
     ("matvec", MATVEC_SHAPE, {}),
     ("matvec", MATVEC_SHAPE, {"vec_a": True, "vec_b": True}),
+    ("matvec", KernelParams(mr=2, nwg=2, mdimc=16, vw=1), {}),  # the GPU shape: a work-group per rows
 ]
 #: The helper kernels (own interfaces), rendered and compiled beside the products.
 HELPERS = [("pack", None, {}), ("sum-slices", None, {})]
@@ -45,6 +46,7 @@ HELPERS = [("pack", None, {}), ("sum-slices", None, {})]
 def _variant_id(v):
     kernel, params, flags = v
     shape = "" if params is None else ("-local" if params.use_local else "-cpu")
+    shape += f"-mr{params.mr}" if kernel == "matvec" and params.use_local else ""
     shape += "-packed" if params is not None and params.pack_b else ""
     shape += f"-bpg{params.bpg}" if params is not None and params.bpg > 1 else ""
     return kernel + shape + "".join(f"-{k}" for k in flags)
@@ -234,14 +236,15 @@ def test_batches_per_group_divide_the_batch():
     ],
 )
 def test_cpu_planner_choices(queue, shape, layout, expect):
-    from polymm_opencl import params
+    from polymm.kernels import planner
+    from polymm_opencl import device_info
 
-    if not params._is_cpu(queue.device):
+    if not device_info(queue.device).is_cpu:
         pytest.skip("the CPU planner")
     M, K, N = shape
     a_strides = {"c": (M * K, K, 1), "f": (M * K, 1, M), "t": (M * K, 1, M)}[layout]
     b_strides = {"c": (K * N, N, 1), "f": (K * N, 1, K), "t": (K * N, 1, K)}[layout]
-    choice = params.auto_choice(queue.device, np.float32, M, N, K, 1, a_strides, b_strides)
+    choice = planner.choose(device_info(queue.device), "auto", np.float32, M, N, K, 1, a_strides, b_strides)
     assert choice.reason
     for field, wanted in expect.items():
         value = getattr(choice, field)
@@ -249,11 +252,12 @@ def test_cpu_planner_choices(queue, shape, layout, expect):
 
 
 def test_batched_small_matrices_share_work_groups(queue):
-    from polymm_opencl import params
+    from polymm.kernels import planner
+    from polymm_opencl import device_info
 
-    if not params._is_cpu(queue.device):
+    if not device_info(queue.device).is_cpu:
         pytest.skip("the CPU planner")
-    choice = params.auto_choice(queue.device, np.float32, 8, 8, 8, 4096)
+    choice = planner.choose(device_info(queue.device), "auto", np.float32, 8, 8, 8, 4096)
     assert choice.kernel == "regblock" and choice.params.bpg > 1
 
 
@@ -300,9 +304,9 @@ def test_device_views_are_packed_not_slow(queue, view):
     backend = polymm.get_backend("opencl")
     c = polymm.matmul(backend.from_numpy(a), backend.from_numpy(b))
     assert_matches(c.get(), a, b)
-    from polymm_opencl import params
+    from polymm_opencl import device_info
 
-    if params._is_cpu(queue.device):
+    if device_info(queue.device).is_cpu:
         assert backend.last_choice[2]["vec_b"]  # the vector path, after packing where needed
 
 

@@ -1,28 +1,25 @@
-"""Time candidate regblock parameters on the current OpenCL device and cache the best.
+"""Time candidate regblock parameters on a GPU backend's device and store the best.
 
-    python -m polymm_opencl.tune [--size 2048] [--dtype float32] [--dry-run]
+    python -m polymm.kernels.tune --backend cuda|opencl [--size 2048] [--dtype float32] [--dry-run]
 
-Picks the device like the backend does (``POLYMM_OPENCL_DEVICE``), times each
-candidate with OpenCL profiling events (median of several runs after a
-warm-up), checks its answer, and stores the fastest in the tuning file
-(:func:`polymm_opencl.params.tuning_path`, under ``platformdirs``' user cache
-directory) where ``"auto"`` finds it.
+One tuner for both GPU backends (and the OpenCL CPU shape): each candidate
+runs through the backend's ``launch(a, b, out, kernel, params)``, is timed by
+wall clock around ``synchronize()`` (median after a warm-up), checked against
+a float64 product, and the fastest is stored in the tuning file
+(:func:`polymm.kernels.params.tuning_path`) under the device's key, where the
+planner finds it before the table of ``params.json``.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import math
-import os
 import sys
 
 import numpy as np
 
-from polymm import timing
-from polymm.kernels import KernelParams
-
+from .. import timing
+from . import KernelParams
 from . import params as _params
 
 #: CPU shape candidates: (rows per work-item, mr, columns, vw, mdimc, kwg[, nr, pack_b]),
@@ -59,11 +56,11 @@ _GPU_SHAPES = [
 ]
 
 
-def candidates(device, dtype) -> list[KernelParams]:
+def candidates(device: _params.DeviceInfo, dtype) -> list[KernelParams]:
     """Parameter sets worth timing for ``dtype`` on ``device`` (table entry first)."""
     dtype = np.dtype(dtype)
     found = [_params.table_params(device, dtype)]
-    if _params._is_cpu(device):
+    if device.is_cpu:
         width = max(1, 32 // dtype.itemsize)  # PoCL wheels target 256-bit vectors
         for rows, mr, cols, vw, mdimc, kwg, *rest in _CPU_SHAPES:
             nr, pack_b = rest or (0, False)
@@ -95,51 +92,39 @@ def candidates(device, dtype) -> list[KernelParams]:
             p.validate("regblock")
         except ValueError:
             continue
-        if p not in unique and _params._fits(device, "regblock", dtype, p):
+        if p not in unique and (device.is_cpu or _params.fits(device, "regblock", dtype, p)):
             unique.append(p)
     return unique
 
 
-def time_kernel(backend, queue, kernel, params, a, b, out, repeats=10) -> float:
-    """Median kernel seconds from profiling events (wall clock where profiling is off)."""
+def time_kernel(backend, kernel, params, a, b, out, repeats=10) -> float:
+    """Median wall-clock seconds of one launch, synchronized."""
     launch = lambda: backend.launch(a, b, out, kernel, params)  # noqa: E731
-    return timing.measure(launch, timing.event_clock(), samples=repeats, min_sample=0, budget=math.inf).median
+    clock = timing.host_clock(backend.synchronize)
+    return timing.measure(launch, clock, samples=repeats, min_sample=0, budget=math.inf).median
 
 
-def profiling_queue():
-    """A profiling-enabled queue on the backend's chosen device."""
-    import pyopencl as cl
-
-    from . import _pick_device
-
-    device = _pick_device()
-    context = cl.Context([device])
-    return cl.CommandQueue(context, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
-
-
-def tune(queue, dtype="float32", n=2048, repeats=10, log=print):
-    """Time every candidate on ``queue``'s device; returns ``(best_params, [(params, seconds)])``."""
-    import pyopencl.array as cl_array
-
+def tune(backend_name="opencl", dtype="float32", n=2048, repeats=10, log=print):
+    """Time every candidate; returns ``(device, best_params, [(params, seconds)])``."""
     import polymm
 
-    backend = polymm.get_backend("opencl")
+    backend = polymm.get_backend(backend_name)
     dtype = np.dtype(dtype)
     rng = np.random.default_rng(0)
     a_host = rng.standard_normal((1, n, n)).astype(dtype)
     b_host = rng.standard_normal((1, n, n)).astype(dtype)
     reference = a_host[0].astype(np.float64) @ b_host[0].astype(np.float64)
-    a = cl_array.to_device(queue, a_host)
-    b = cl_array.to_device(queue, b_host)
-    out = cl_array.empty(queue, (1, n, n), dtype)
+    a, b = backend.from_numpy(a_host), backend.from_numpy(b_host)
+    out = backend.from_numpy(np.zeros((1, n, n), dtype))
+    device = backend.planner_device(out)
     results = []
-    for params in candidates(queue.device, dtype):
+    for params in candidates(device, dtype):
         try:
-            seconds = time_kernel(backend, queue, "regblock", params, a, b, out, repeats)
+            seconds = time_kernel(backend, "regblock", params, a, b, out, repeats)
         except Exception as exc:  # a candidate the device cannot build or run: skip it
             log(f"  {params}: failed: {str(exc).splitlines()[0]}")
             continue
-        error = np.abs(out.get()[0] - reference).max() / max(1.0, np.abs(reference).max())
+        error = np.abs(backend.to_numpy(out)[0] - reference).max() / max(1.0, np.abs(reference).max())
         ok = error < 1e-3
         log(f"  {2 * n**3 / seconds / 1e9:9.1f} GFLOP/s  {'ok ' if ok else 'BAD'} {params}")
         if ok:
@@ -147,41 +132,22 @@ def tune(queue, dtype="float32", n=2048, repeats=10, log=print):
     if not results:
         raise RuntimeError("no candidate ran correctly")
     best = min(results, key=lambda r: r[1])[0]
-    return best, results
-
-
-def save(device, dtype, params: KernelParams, path: str | None = None) -> str:
-    """Record ``params`` for (``device``, ``dtype``) in the tuning file; returns its path."""
-    path = path or _params.tuning_path()
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        data = {}
-    data.setdefault(_params.device_key(device), {})[np.dtype(dtype).name] = dataclasses.asdict(params)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    partial = f"{path}.{os.getpid()}.tmp"  # written whole, then renamed: readers never see half a file
-    with open(partial, "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(partial, path)
-    _params._tuned.cache_clear()
-    _params._checked_entry.cache_clear()
-    return path
+    return device, best, results
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="opencl", choices=["opencl", "cuda"])
     parser.add_argument("--size", type=int, default=2048)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--dry-run", action="store_true", help="time, but do not store the result")
     args = parser.parse_args(argv)
-    queue = profiling_queue()
-    print(f"tuning regblock for {args.dtype} at n={args.size} on {queue.device.name.strip()}")
-    best, _ = tune(queue, args.dtype, args.size, args.repeats)
-    print(f"best: {best}")
+    print(f"tuning regblock for {args.dtype} at n={args.size} on backend {args.backend}")
+    device, best, _ = tune(args.backend, args.dtype, args.size, args.repeats)
+    print(f"best on {device.name}: {best}")
     if not args.dry_run:
-        print(f"stored in {save(queue.device, args.dtype, best)}")
+        print(f"stored in {_params.save_tuned(device, args.dtype, best)}")
     return 0
 
 

@@ -1,0 +1,303 @@
+"""``cuda-layer``: the CUDA backend on the shared GPU kernel layer, awaiting its first GPU run.
+
+The same backend as ``cuda`` will be once a device run has validated it: today ``cuda`` still
+runs the kernels proven on the H100 (:mod:`polymm_cuda.backend`: the CUDA-only ``fastgemm``
+behind ``auto``), and this one is chosen only by name (``backend="cuda-layer"``), so that the
+conformance suite and the fuzzer can prove it on a GPU (the device loans closed before its
+first run, 2026-11-23) before it replaces ``cuda``.
+
+Every kernel -- ``naive``, ``tiled`` and everything ``auto`` runs (the
+register-blocked ``regblock``, ``matvec``, split-K's ``sum-slices``,
+``pack``) -- is the source the OpenCL backend runs, rendered for CUDA, and
+the launches come from the shared planner (:mod:`polymm.kernels.planner`).
+The tensor-core kernels (:mod:`polymm_cuda.tensorcore`, CUDA-only) are an
+entry of that planner.  This module only compiles, caches and launches.
+
+CuPy is imported only when the backend is instantiated, so ``import
+polymm_cuda`` (and ``polymm.backends()``) works on machines without it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from polymm.arrays import as_operand
+from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand, optional_dtypes
+from polymm.kernels import abi, kernel_name, planner, render
+from polymm.kernels.params import DeviceInfo
+
+from . import image as _image
+from . import tensorcore
+
+__all__ = ["CUDALayerBackend"]
+
+_NVRTC_OPTIONS = ("-std=c++17",)
+_MAX_GRID_Z = 65535
+#: Multiply-adds per product from which "auto" copies operands into a tensor-core layout.
+_REPACK_WORK = 128**3
+# The tensor cores: a CUDA-only entry of the shared planner, tried first for "auto".
+planner.register_entry("cuda", tensorcore.planner_entry)
+_SUPPORTED = frozenset(CONTRACT_DTYPES)
+#: Plans kept per backend; when full the cache starts again (shapes in a program are few).
+_PLAN_CACHE_SIZE = 4096
+
+
+class _Step:
+    """One launch: the compiled function, grid and block, dynamic shared
+    memory, scalar arguments converted once, and the buffer positions
+    (position -> 0 = A, 1 = B, 2 = C, 3+ = scratch) filled per call."""
+
+    __slots__ = ("fn", "grid", "block", "smem", "args", "buffers")
+
+    def __init__(self, fn, grid, block, smem, args, buffers):
+        self.fn, self.grid, self.block, self.smem, self.args, self.buffers = fn, grid, block, smem, args, buffers
+
+
+class CUDALayerBackend(Backend):
+    """polymm on NVIDIA GPUs through CuPy; kernels compiled once per device/dtype/variant."""
+
+    name = "cuda-layer"
+    algorithms = ("naive", "image", "tiled", "auto")
+    array_library = "cupy"
+    default_for = ()  # by name only, until validated on a GPU
+
+    def __init__(self):
+        try:
+            import cupy
+        except Exception as exc:  # ImportError, or a broken CUDA toolkit under CuPy
+            raise BackendUnavailable(f"no CuPy: {type(exc).__name__}: {exc}") from None
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as exc:
+            raise BackendUnavailable(f"no CUDA device: {type(exc).__name__}: {exc}") from None
+        if count < 1:
+            raise BackendUnavailable("no CUDA device: the driver reports 0 devices")
+        self._cp = cupy
+        self._runtime = cupy.cuda.runtime
+        self._count = count
+        self._info: dict[int, DeviceInfo] = {}
+        self._kernels: dict = {}  # (device, kernel, dtype, params, flags) -> compiled function
+        self._plans: dict = {}  # (device, dtype, algorithm, shapes, strides, alignment) -> (steps, scratch)
+        self.last_plan = None
+
+    # ---- description -------------------------------------------------------
+    def dtypes(self):
+        return CONTRACT_DTYPES + optional_dtypes()
+
+    def algorithm_dtypes(self):
+        """``image`` reads texture objects, which have no 64-bit or complex texels."""
+        from polymm.kernels import IMAGE_DTYPES
+
+        return {"image": IMAGE_DTYPES}
+
+    def check_dtype(self, dtype, operand) -> None:
+        # Every contract dtype runs on every CUDA device (float64 included).
+        if dtype not in _SUPPORTED and dtype not in optional_dtypes():
+            raise TypeError(f"polymm cuda backend does not support dtype {dtype}")
+
+    def devices(self) -> list[str]:
+        out = []
+        for i in range(self._count):
+            info = self.device_info(i)
+            out.append(f"cuda:{i} {info.name} (sm_{info.cc}, {info.compute_units} SMs; {tensorcore.describe(info.cc)})")
+        return out
+
+    def device_info(self, dev: int) -> DeviceInfo:
+        """What the shared planner needs to know about GPU ``dev`` (asked once)."""
+        info = self._info.get(dev)
+        if info is None:
+            props = self._runtime.getDeviceProperties(dev)
+            name = props["name"]
+            name = name.decode() if isinstance(name, bytes) else name
+            info = self._info[dev] = DeviceInfo(
+                name=name,
+                vendor="NVIDIA",
+                kind="gpu",
+                dialect="cuda",
+                compute_units=props["multiProcessorCount"],
+                max_work_group=props["maxThreadsPerBlock"],
+                local_mem=props["sharedMemPerBlock"],
+                key=f"CUDA|{name}|sm_{props['major']}{props['minor']}",
+                platform="CUDA",
+                max_batch=_MAX_GRID_Z,
+                threads_per_cu=props["maxThreadsPerMultiProcessor"],
+                blocks_per_cu=props.get("maxBlocksPerMultiProcessor", 32),
+                local_mem_per_cu=props["sharedMemPerMultiprocessor"],
+                registers_per_cu=props["regsPerMultiprocessor"],
+                cc=props["major"] * 10 + props["minor"],
+            )
+        return info
+
+    def _compute_capability(self, dev: int) -> int:
+        return self.device_info(dev).cc
+
+    def planner_device(self, operand) -> DeviceInfo:
+        """The planner's description of the GPU ``operand`` (an Operand or a CuPy array) lives on."""
+        array = operand.buffer if isinstance(operand, Operand) else operand
+        return self.device_info(array.data.device_id)
+
+    # ---- host <-> device -----------------------------------------------------
+    def from_numpy(self, x: np.ndarray):
+        return self._cp.asarray(x)
+
+    def to_numpy(self, x) -> np.ndarray:
+        return self._cp.asnumpy(x)
+
+    def synchronize(self) -> None:
+        self._cp.cuda.get_current_stream().synchronize()
+
+    # ---- kernels -------------------------------------------------------------
+    def compiled(self, dev: int, kernel: str, dtype, params, flags, external=None):
+        """The CuPy function for one rendered kernel, or a planner entry's ``external``
+        kernel (tensor cores), compiled once per device."""
+        if external is not None:
+            key = (dev, kernel, external["source"], external["options"])
+            fn = self._kernels.get(key)
+            if fn is None:
+                options = _NVRTC_OPTIONS + tuple(external["options"])
+                fn = self._cp.RawModule(code=tensorcore.source(external["source"]), options=options)
+                fn = self._kernels[key] = fn.get_function(kernel)
+            return fn
+        key = (dev, kernel, dtype, params, tuple(sorted(flags.items())))
+        fn = self._kernels.get(key)
+        if fn is None:
+            options = _NVRTC_OPTIONS
+            if params is not None and params.maxrreg:
+                options += (f"--maxrregcount={params.maxrreg}",)
+            src = render("cuda", kernel, dtype, params, **flags)
+            fn = self._cp.RawModule(code=src, options=options).get_function(kernel_name(kernel))
+            self._kernels[key] = fn
+        return fn
+
+    def _steps(self, dev, made) -> list:
+        steps = []
+        for launch in made.launches:
+            fn = self.compiled(dev, launch.kernel, made.dtype, launch.params, launch.flags, launch.external)
+            if launch.dynamic_local > 48 * 1024:
+                fn.max_dynamic_shared_size_bytes = launch.dynamic_local
+            grid = tuple(g // b for g, b in zip(launch.global_size, launch.local_size))
+            args = [t(v) if t is not None else None for t, v in zip(abi.scalar_types(launch.signature), launch.args)]
+            steps.append(_Step(fn, grid, launch.local_size, launch.dynamic_local, args, sorted(launch.buffers.items())))
+        return steps
+
+    def plan(self, a: Operand, b: Operand, algorithm="auto", choice=None):
+        """The shared planner's :class:`~polymm.kernels.planner.Plan` for operands ``a``, ``b``,
+        with their element offsets counted from the 16-byte aligned address below each
+        (what the vector paths check); returns ``(plan, a_off, b_off)``."""
+        isz = a.dtype.itemsize
+        bt, m, k = a.shape
+        n = b.shape[2]
+        a_off, b_off = (_address(a) % 16) // isz, (_address(b) % 16) // isz
+        info = self.device_info(a.buffer.data.device_id)
+        made = planner.plan(info, a.dtype, (bt, m, n, k), (a_off, a.strides), (b_off, b.strides), 0, algorithm, choice)
+        return made, a_off, b_off
+
+    # ---- compute ---------------------------------------------------------------
+    def matmul(self, a, b, out, algorithm: str) -> None:
+        """``a``, ``b``, ``out``: :class:`polymm.Operand` (CuPy arrays, from tests and benchmarks, are made operands)."""
+        if type(out) is not Operand:
+            a, b, out = as_operand(a), as_operand(b), as_operand(out)
+        dev = a.buffer.data.device_id
+        if b.buffer.data.device_id != dev or out.buffer.data.device_id != dev:
+            raise ValueError(
+                "polymm cuda: operands on different GPUs: x1 on cuda:%d, x2 on cuda:%d, out on cuda:%d"
+                % (dev, b.buffer.data.device_id, out.buffer.data.device_id)
+            )
+        if algorithm == "image":  # texture objects: its own launch (polymm_cuda.image)
+            _image.matmul(self, dev, self._view(a), self._view(b), self._view(out))
+            return
+        if algorithm == "auto" and a.dtype.name in tensorcore.LAYOUTS:
+            a, b = self._tensor_core_layout(a, b)
+        # The plan depends on shape, strides and the operands' alignment only.
+        key = (dev, a.dtype, algorithm, a.shape, b.shape, a.strides, b.strides, _address(a) & 15, _address(b) & 15)
+        found = self._plans.get(key)
+        if found is None:
+            with self._cp.cuda.Device(dev):
+                made, a_off, b_off = self.plan(a, b, algorithm)
+                found = (self._steps(dev, made), made.scratch, a_off, b_off, made)
+            if len(self._plans) >= _PLAN_CACHE_SIZE:
+                self._plans.clear()
+            self._plans[key] = found
+        self._run(dev, found, a, b, out)
+
+    def _view(self, op: Operand):
+        """A CuPy view of operand ``op`` (for :func:`tensorcore.repack`, which copies CuPy arrays)."""
+        isz = op.dtype.itemsize
+        as_strided = self._cp.lib.stride_tricks.as_strided
+        # two elements `offset` apart, keeping the second: a view that starts there
+        start = as_strided(op.buffer, (2,), (op.offset * isz,))[1:] if op.offset else op.buffer
+        return as_strided(start, op.shape, tuple(s * isz for s in op.strides))
+
+    def _tensor_core_layout(self, a: Operand, b: Operand):
+        """Operands of a large product copied into a layout the tensor cores read, where they
+        cannot read it as it is (a copy costs far less than the SIMT kernel)."""
+        bt, m, k = a.shape
+        n = b.shape[2]
+        if m * n * k < _REPACK_WORK:
+            return a, b
+        cc = self._compute_capability(a.buffer.data.device_id)
+        if tensorcore.choose(a.dtype, cc, (bt, m, n, k), a.strides, b.strides, _address(a), _address(b))[0] is None:
+            return tuple(as_operand(x) for x in tensorcore.repack(self._cp, self._view(a), self._view(b)))
+        return a, b
+
+    def explain(self, a, b, out, algorithm: str) -> dict:
+        """The plan a call would run, with the compiler's registers, static shared and local
+        (spilled) memory per launch (for :func:`polymm.explain`)."""
+        a, b = as_operand(a), as_operand(b)
+        dev = a.buffer.data.device_id
+        with self._cp.cuda.Device(dev):
+            if algorithm == "auto" and a.dtype.name in tensorcore.LAYOUTS:
+                a, b = self._tensor_core_layout(a, b)
+            made, _, _ = self.plan(a, b, algorithm)
+            compiled = [
+                {
+                    "registers": step.fn.num_regs,
+                    "local_mem": step.fn.shared_size_bytes + step.smem,
+                    "private_mem": step.fn.local_size_bytes,
+                }
+                for step in self._steps(dev, made)
+            ]
+        return {"device": self.device_info(dev), "plan": made, "compiled": compiled}
+
+    def launch(self, a, b, out, kernel: str, params):
+        """Run ``kernel`` with ``params`` as the product (tests, tuning); returns the plan."""
+        a, b, out = as_operand(a), as_operand(b), as_operand(out)
+        dev = a.buffer.data.device_id
+        with self._cp.cuda.Device(dev):
+            made, a_off, b_off = self.plan(a, b, choice=planner.Choice(kernel, params, "explicit"))
+            self._run(dev, (self._steps(dev, made), made.scratch, a_off, b_off, made), a, b, out)
+        return made
+
+    def _run(self, dev, found, a, b, out) -> None:
+        steps, scratch, a_off, b_off, made = found
+        cp = self._cp
+        isz = a.dtype.itemsize
+        # Buffers as raw device pointers, A and B at the 16-byte-aligned address
+        # their plan's element offsets count from, C at its first element; scratch
+        # from CuPy's pool (stream-ordered: released after the launches are queued).
+        held = [cp.empty(nbytes, dtype=np.uint8) for nbytes in scratch]
+        buffers = [np.uint64(_address(a) - a_off * isz), np.uint64(_address(b) - b_off * isz), np.uint64(_address(out))]
+        buffers += [np.uint64(x.data.ptr) for x in held]
+        if self._runtime.getDevice() == dev:  # the usual case: no device switch to pay for
+            self._enqueue(steps, buffers)
+        else:
+            with cp.cuda.Device(dev):
+                self._enqueue(steps, buffers)
+        self.last_plan = made.choice
+
+    @staticmethod
+    def _enqueue(steps, buffers) -> None:
+        for step in steps:
+            args = list(step.args)
+            for pos, slot in step.buffers:
+                args[pos] = buffers[slot]
+            step.fn(step.grid, step.block, tuple(args), shared_mem=step.smem)
+
+
+def _address(op: Operand) -> int:
+    """Device address of element ``[0, 0, 0]`` of operand ``op``."""
+    return op.buffer.data.ptr + op.offset * op.dtype.itemsize
+
+    def _shared_kernel(self, dev: int, dtype, kernel: str):
+        """A shared kernel without tile parameters (what :mod:`polymm_cuda.image` asks for)."""
+        return self.compiled(dev, kernel, dtype, None, {})

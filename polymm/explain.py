@@ -1,0 +1,343 @@
+"""What a product would run, and why: ``polymm explain`` and :func:`explain`.
+
+A backend that can explain itself has ``explain(a, b, out, algorithm) ->
+dict`` (3-D operands on its device, as its ``matmul`` takes them):
+
+* GPU backends (``cuda``, ``opencl``): ``{"device": DeviceInfo, "plan":
+  polymm.kernels.planner.Plan, "compiled": [per launch: {"registers",
+  "local_mem", "private_mem"}]}`` -- registers as the compiler reports them
+  (CuPy's ``num_regs``; OpenCL reports none), local memory per work-group;
+* the CPU backend: ``{"path": ..., "reason": ..., "blocking": Blocking | None,
+  "threads": n}``.
+
+This module adds what follows from those on any device: occupancy per
+compute unit and its limiting factor, arithmetic intensity, the roofline
+bound on devices of :data:`PEAKS`, and (``run=True``) the measured time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["explain", "Explanation", "occupancy", "PEAKS", "MODEL_DEVICES"]
+
+#: Peak rates by device-name substring (first match wins): bytes/s of DRAM
+#: bandwidth and FLOP/s per arithmetic (SIMT unless named ``*-tensor``),
+#: from the vendors' data sheets (dense, boost clock).  Measured on the H100
+#: here (shared/gpu/README.md): cuBLAS float32 49-51 TFLOP/s, float64
+#: (tensor cores) 59.5, float16 623; device-to-device copy about 3.0 TB/s.
+PEAKS = {
+    "H100 PCIe": {"bandwidth": 2.0e12, "float32": 51.2e12, "float64": 25.6e12, "float16-tensor": 756e12},
+    "H100": {"bandwidth": 3.35e12, "float32": 66.9e12, "float64": 33.5e12, "float16-tensor": 989e12},
+    "H200": {"bandwidth": 4.8e12, "float32": 66.9e12, "float64": 33.5e12, "float16-tensor": 989e12},
+}
+#: GPUs the planner can be asked about without one (``explain(..., device="H100")``):
+#: the limits CUDA reports for them (sm_90: 228 KiB shared memory per SM, 48 KiB
+#: static per block, 2048 threads, 32 blocks and 65536 registers per SM).
+MODEL_DEVICES = {
+    "H100": dict(name="NVIDIA H100 80GB HBM3 (model)", compute_units=132, cc=90),
+    "H200": dict(name="NVIDIA H200 (model)", compute_units=132, cc=90),
+}
+#: Which peak a dtype runs at (complex arithmetic is real arithmetic; float16
+#: and integers accumulate in 32-bit SIMT units).
+_PEAK_OF = {"float64": "float64", "complex128": "float64", "int64": "float64", "uint64": "float64"}
+
+
+@dataclass
+class Explanation:
+    """The answer of :func:`explain`: its fields, and ``str()`` as ``polymm explain`` prints it."""
+
+    backend: str
+    device: str
+    path: str
+    reason: str
+    launches: list = field(default_factory=list)
+    flops: float = 0.0
+    bytes: float = 0.0
+    bound_seconds: float | None = None
+    seconds: float | None = None
+    lines: list = field(default_factory=list)
+
+    @property
+    def intensity(self) -> float:
+        """FLOP per byte of compulsory traffic (each operand read once, C written once)."""
+        return self.flops / self.bytes if self.bytes else math.inf
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines)
+
+
+def occupancy(device, threads: int, local_mem: int, registers: int | None) -> tuple[int, str, dict]:
+    """``(work-groups per compute unit, limiting factor, {factor: limit})`` on a GPU ``device``.
+
+    Factors: ``threads`` (work-items per compute unit), ``blocks`` (resident
+    groups), ``shared memory`` (local memory per compute unit, 1 KiB more per
+    group on NVIDIA), ``registers``
+    (per compute unit, allocated per warp of 32 in units of 256).  Unknown
+    limits (0 in the :class:`~polymm.kernels.params.DeviceInfo`) are left out.
+    """
+    limits = {}
+    if device.threads_per_cu:
+        limits["threads"] = device.threads_per_cu // threads
+    if device.blocks_per_cu:
+        limits["blocks"] = device.blocks_per_cu
+    if device.local_mem_per_cu and local_mem:
+        reserved = 1024 if "nvidia" in device.vendor.lower() else 0  # CUDA keeps 1 KiB per block
+        limits["shared memory"] = device.local_mem_per_cu // (local_mem + reserved)
+    if device.registers_per_cu and registers:
+        per_warp = -(-registers * 32 // 256) * 256
+        limits["registers"] = device.registers_per_cu // (per_warp * -(-threads // 32))
+    if not limits:
+        return 0, "unknown", limits
+    factor = min(limits, key=limits.get)
+    return limits[factor], factor, limits
+
+
+def _model_device(name: str, dialect: str):
+    from .kernels.params import DeviceInfo
+
+    found = next((v for k, v in MODEL_DEVICES.items() if k.lower() == name.lower()), None)
+    if found is None:
+        raise ValueError(f"no model of device {name!r}; known: {sorted(MODEL_DEVICES)}")
+    return DeviceInfo(
+        vendor="NVIDIA",
+        kind="gpu",
+        dialect=dialect,
+        max_work_group=1024,
+        local_mem=48 * 1024,
+        key=f"model|{name}",
+        platform="CUDA" if dialect == "cuda" else "NVIDIA CUDA",
+        max_batch=65535 if dialect == "cuda" else 2**31 - 1,
+        threads_per_cu=2048,
+        blocks_per_cu=32,
+        local_mem_per_cu=228 * 1024,
+        registers_per_cu=65536,
+        **found,
+    )
+
+
+def _nvcc_registers(device, launch, dtype) -> dict:
+    """Registers and spills of ``launch`` for ``device`` as ``nvcc -Xptxas -v`` reports them ({} without nvcc)."""
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from .kernels import render
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None or launch.external is not None or device.dialect != "cuda":
+        return {}
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp, "k.cu")
+        src.write_text(render("cuda", launch.kernel, dtype, launch.params, **launch.flags))
+        cmd = [
+            nvcc,
+            "-std=c++17",
+            f"-arch=sm_{device.cc}",
+            "-cubin",
+            "-Xptxas",
+            "-v",
+            "-o",
+            str(Path(tmp, "k")),
+            str(src),
+        ]
+        log = subprocess.run(cmd, capture_output=True, text=True).stderr
+    regs = re.search(r"Used (\d+) registers", log)
+    stack = re.search(r"(\d+) bytes stack frame", log)
+    return {"registers": int(regs.group(1)) if regs else None, "private_mem": int(stack.group(1)) if stack else 0}
+
+
+def _shapes(shape1, shape2):
+    """(batch, M, N, K) of ``x1 @ x2`` with array-API shape rules (1-D operands included)."""
+    from .shapes import matmul_shape
+
+    s = matmul_shape(tuple(shape1), tuple(shape2))
+    return math.prod(s.batch), s.m, s.n, s.k
+
+
+def _peak(device_name: str, dtype: np.dtype, tensor: bool):
+    for key, peaks in PEAKS.items():
+        if key.lower() in device_name.lower():
+            name = "float16-tensor" if tensor and dtype.name == "float16" else _PEAK_OF.get(dtype.name, "float32")
+            return key, peaks.get(name), peaks["bandwidth"]
+    return None, None, None
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def _fmt_seconds(s: float) -> str:
+    return f"{s * 1e6:.1f} us" if s < 1e-3 else f"{s * 1e3:.3f} ms"
+
+
+def _params_text(launch) -> str:
+    p = launch.params
+    if launch.external is not None:
+        return f"{launch.external['source']}.cu {' '.join(launch.external['options'])}".strip()
+    if p is None:
+        return ""
+    if launch.kernel in ("tiled", "tiled-dynamic"):
+        return f"TS={p.ts}"
+    if launch.kernel == "pack":
+        return f"TS={p.ts}"
+    if launch.kernel == "matvec":
+        shape = "work-group per rows" if p.use_local else "work-item per rows"
+        return f"MR={p.mr} NWG={p.nwg} MDIMC={p.mdimc} ({shape})"
+    text = f"MWG={p.mwg} NWG={p.nwg} KWG={p.kwg} MDIMC={p.mdimc} NDIMC={p.ndimc} VW={p.vw}"
+    if p.use_local:
+        return text + f" GVW={p.gvw} PAD={p.pad} (micro-tile {p.wptm}x{p.wptn})"
+    return text + f" MR={p.mr} NR={p.nr or p.wptn} (CPU shape, micro-tile {p.wptm}x{p.wptn})"
+
+
+def _gpu_lines(report, dtype) -> tuple[list, list, str, str, bool]:
+    device, plan = report["device"], report["plan"]
+    lines, launches = [], []
+    tensor = False
+    for i, (launch, compiled) in enumerate(zip(plan.launches, report["compiled"]), 1):
+        tensor |= launch.external is not None
+        local = launch.local_size
+        threads = math.prod(local)
+        groups = tuple(g // b for g, b in zip(launch.global_size, local))
+        flags = [k.replace("vec_", "") for k, v in sorted(launch.flags.items()) if v]
+        vector = f", vector loads of {' and '.join(f.upper() for f in flags)}" if flags else ""
+        lines.append(f"launch {i}  {launch.kernel}  {_params_text(launch)}{vector}")
+        lines.append(
+            f"          grid {' x '.join(map(str, groups))} work-groups of {' x '.join(map(str, local))} "
+            f"= {threads} work-items"
+        )
+        local_mem = compiled.get("local_mem") or launch.local_mem
+        regs = compiled.get("registers")
+        regs_text = f"{regs} registers per work-item" if regs else "registers not reported by the compiler"
+        private = compiled.get("private_mem")
+        private_text = f", {_fmt_bytes(private)} private memory per work-item" if private else ""
+        lines.append(f"          local memory {_fmt_bytes(local_mem)} per work-group; {regs_text}{private_text}")
+        entry = {"kernel": launch.kernel, "params": launch.params, "grid": groups, "local_size": local}
+        entry.update(local_mem=local_mem, registers=regs)
+        if device.is_cpu:
+            lines.append("          occupancy: a CPU device runs one work-group per core at a time")
+        else:
+            per_cu, factor, limits = occupancy(device, threads, local_mem, regs)
+            if per_cu:
+                full = device.threads_per_cu or per_cu * threads
+                share = min(1.0, per_cu * threads / full)
+                detail = ", ".join(f"{k} {v}" for k, v in limits.items())
+                lines.append(
+                    f"          occupancy {per_cu} work-groups ({per_cu * threads} work-items) per compute unit "
+                    f"= {share:.0%} of {full}, limited by {factor} ({detail})"
+                )
+                entry.update(occupancy=share, limited_by=factor, groups_per_cu=per_cu)
+        launches.append(entry)
+    where = f"{device.name}, {device.compute_units} compute units"
+    return lines, launches, where, plan.choice.reason, tensor
+
+
+def _cpu_lines(report) -> tuple[list, list, str]:
+    lines = []
+    blk = report.get("blocking")
+    if blk is not None:
+        lines.append(
+            f"blocking  mc={blk.mc} kc={blk.kc} nc={blk.nc}: A packed in {blk.mc} x {blk.kc} blocks, "
+            f"B in {blk.kc} x {blk.nc} panels; micro-tile {blk.mr} x {blk.nr} (mr x nr) in registers"
+        )
+    lines.append(f"threads   {report['threads']}")
+    return lines, [{"kernel": report["path"], "blocking": blk}], "host CPU"
+
+
+def explain(
+    shape1,
+    shape2,
+    dtype="float32",
+    backend: str = "cpu",
+    algorithm: str = "auto",
+    run: bool = False,
+    device: str | None = None,
+):
+    """What ``polymm.matmul`` of C-contiguous operands shaped ``shape1`` and ``shape2``
+    would run on ``backend``, and why; ``run=True`` also times it.  ``device`` (``"H100"``,
+    see :data:`MODEL_DEVICES`; ``backend`` ``"cuda-layer"`` or ``"opencl"``) asks the shared
+    planner about a GPU that is not here (registers from ``nvcc`` where it is installed).
+    Returns an :class:`Explanation` (``print`` it for the report ``polymm explain`` shows)."""
+    from . import bench
+
+    dtype = np.dtype(dtype)
+    batch, m, n, k = _shapes(shape1, shape2)
+    if device is not None:
+        if backend not in ("cuda-layer", "opencl"):
+            raise ValueError(
+                f"a model device is planned by the shared GPU layer, for 'cuda-layer' or 'opencl', not {backend!r}"
+                + (
+                    " (the 'cuda' backend runs its own kernels until 'cuda-layer' is validated)"
+                    if backend == "cuda"
+                    else ""
+                )
+            )
+        if run:
+            raise ValueError(f"cannot run on a model of {device}: explain it without run=True")
+        from .kernels import planner
+
+        model = _model_device(device, "cuda" if backend == "cuda-layer" else backend)
+        made = planner.plan(model, dtype, (batch, m, n, k), (0, (m * k, k, 1)), (0, (k * n, n, 1)), 0, algorithm)
+        compiled = [_nvcc_registers(model, launch, dtype) for launch in made.launches]
+        report = {"device": model, "plan": made, "compiled": compiled}
+    else:
+        from . import get_backend
+        from .testing.reference import random_array
+
+        be = get_backend(backend)
+        if not hasattr(be, "explain"):
+            raise ValueError(f"backend {backend!r} cannot explain its plans (it has no explain method)")
+        if algorithm not in be.algorithms and algorithm != "auto":
+            raise ValueError(f"backend {backend!r} has no algorithm {algorithm!r}; it has {list(be.algorithms)}")
+        rng = np.random.default_rng(0)
+        a = be.from_numpy(random_array(rng, (batch, m, k), dtype))
+        b = be.from_numpy(random_array(rng, (batch, k, n), dtype))
+        out = be.from_numpy(np.zeros((batch, m, n), dtype))
+        report = be.explain(a, b, out, algorithm)
+    flops = batch * bench.flops(m, n, k, dtype)
+    nbytes = float(dtype.itemsize * batch * (m * k + k * n + m * n))
+    if "plan" in report:
+        body, launches, where, reason, tensor = _gpu_lines(report, dtype)
+        path = report["plan"].product.kernel
+    else:
+        body, launches, where = _cpu_lines(report)
+        reason, path, tensor = report["reason"], report["path"], False
+    head = f"polymm explain: {tuple(shape1)} @ {tuple(shape2)} {dtype.name} on {backend} ({where})"
+    lines = [head, f"path      {algorithm} -> {path}: {reason}", *body]
+    lines.append(
+        f"work      {flops / 1e9:.4g} GFLOP, compulsory traffic {_fmt_bytes(nbytes)}: "
+        f"arithmetic intensity {flops / nbytes:.3g} FLOP/byte"
+    )
+    key, peak, bandwidth = _peak(report["device"].name if "device" in report else "", dtype, tensor)
+    bound = None
+    if peak:
+        ridge = peak / bandwidth
+        bound = max(flops / peak, nbytes / bandwidth)
+        kind = "compute-bound" if flops / nbytes >= ridge else "memory-bound"
+        lines.append(
+            f"roofline  {key}: {peak / 1e12:.3g} TFLOP/s, {bandwidth / 1e12:.3g} TB/s (ridge {ridge:.3g} FLOP/byte) "
+            f"-> {kind}, at best {_fmt_seconds(bound)} ({flops / bound / 1e12:.3g} TFLOP/s)"
+        )
+    else:
+        lines.append("roofline  no peak figures for this device in polymm.explain.PEAKS")
+    seconds = None
+    if run:
+        import polymm
+
+        x1 = be.from_numpy(random_array(rng, tuple(shape1), dtype))
+        x2 = be.from_numpy(random_array(rng, tuple(shape2), dtype))
+        seconds = bench.median_time(
+            lambda: polymm.matmul(x1, x2, backend=backend, algorithm=algorithm), be.synchronize, 5
+        )
+        share = f", {bound / seconds:.0%} of the roofline bound" if bound else ""
+        lines.append(f"measured  {_fmt_seconds(seconds)} per call = {flops / seconds / 1e9:.4g} GFLOP/s{share}")
+    device_name = report["device"].name if "device" in report else "host CPU"
+    return Explanation(backend, device_name, path, reason, launches, flops, nbytes, bound, seconds, lines)

@@ -1,0 +1,194 @@
+"""Tuned parameters by device: ``params.json`` in this package (data), overridden
+by what the tuner (:mod:`polymm.kernels.tune`) measured on this machine.
+
+Both GPU backends and the OpenCL CPU shape read the same table through
+:func:`regblock_params` (tuned, else :func:`table_params`); devices are described by :class:`DeviceInfo`, which each
+backend builds from its own device queries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+from . import KernelParams, local_mem_bytes
+
+__all__ = [
+    "DeviceInfo",
+    "regblock_params",
+    "table_params",
+    "tiled_params",
+    "tuned_params",
+    "tuning_path",
+    "fits",
+    "save_tuned",
+]
+
+_VECTOR = ("float32", "float64", "complex64")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What the planner needs to know about a device, asked once by its backend.
+
+    ``kind``: ``"cpu"`` or ``"gpu"``; ``key``: identifies the device (and
+    driver) in the tuning file; ``max_batch``: most batch entries one launch
+    covers (CUDA's grid z); the ``*_per_cu`` limits and ``registers`` feed the
+    occupancy figures of :func:`polymm.explain` (0: unknown); ``cc``: CUDA
+    compute capability x 10 (0 elsewhere), for CUDA-only planner entries.
+    """
+
+    name: str
+    vendor: str
+    kind: str
+    dialect: str
+    compute_units: int
+    max_work_group: int
+    local_mem: int
+    key: str = ""
+    platform: str = ""
+    max_batch: int = 2**31 - 1
+    threads_per_cu: int = 0
+    blocks_per_cu: int = 0
+    local_mem_per_cu: int = 0
+    registers_per_cu: int = 0
+    cc: int = 0
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.kind == "cpu"
+
+    def words(self) -> str:
+        return f"{self.kind} {self.vendor} {self.platform} {self.name}".lower()
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict:
+    return json.loads(resources.files(__package__).joinpath("params.json").read_text())
+
+
+def tuning_path() -> str:
+    """Where the tuner stores measured parameters (``POLYMM_TUNING`` overrides)."""
+    override = os.environ.get("POLYMM_TUNING")
+    if override:
+        return override
+    import platformdirs
+
+    return os.path.join(platformdirs.user_cache_dir("polymm"), "tuning.json")
+
+
+@lru_cache(maxsize=1)
+def _tuned() -> dict:
+    """The tuning file's table; an unreadable or malformed file counts as empty, with one warning."""
+    path = tuning_path()
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        _ignore(path, f"it cannot be read as JSON ({exc})")
+        return {}
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        _ignore(path, "it is not a table of devices")
+        return {}
+    return data
+
+
+def _ignore(path, why) -> None:
+    warnings.warn(
+        f"polymm: ignoring the tuning file {path}: {why}; the built-in parameters are used "
+        "(run `python -m polymm.kernels.tune` to rebuild it)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+def tuned_params(device: DeviceInfo, dtype) -> KernelParams | None:
+    """The tuned regblock parameters for ``device`` and ``dtype``, or None.
+
+    An entry that is stale (written for other parameters than this version's) or
+    that this device cannot run is ignored with one warning: the built-in table
+    then applies, never a crash or a kernel the device rejects."""
+    return _checked_entry(device, np.dtype(dtype).name)
+
+
+@lru_cache(maxsize=None)
+def _checked_entry(device: DeviceInfo, name: str) -> KernelParams | None:
+    entry = _tuned().get(device.key, {}).get(name)
+    if not entry:
+        return None
+    try:
+        params = KernelParams(**entry)
+        params.validate("regblock")
+    except (TypeError, ValueError) as exc:
+        _ignore(tuning_path(), f"its {name} entry for {device.name} is stale or invalid ({exc})")
+        return None
+    if not fits(device, "regblock", np.dtype(name), params):
+        _ignore(tuning_path(), f"its {name} entry does not fit {device.name}'s work-group or local memory")
+        return None
+    return params
+
+
+def save_tuned(device: DeviceInfo, dtype, params: KernelParams, path: str | None = None) -> str:
+    """Record ``params`` for (``device``, ``dtype``) in the tuning file; returns its path."""
+    path = path or tuning_path()
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        data = {}
+    data.setdefault(device.key, {})[np.dtype(dtype).name] = dataclasses.asdict(params)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    partial = f"{path}.{os.getpid()}.tmp"  # written whole, then renamed: readers never see half a file
+    with open(partial, "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(partial, path)
+    _tuned.cache_clear()
+    _checked_entry.cache_clear()
+    return path
+
+
+def fits(device: DeviceInfo, kernel: str, dtype, params: KernelParams) -> bool:
+    """Whether ``params`` fit the device's work-group size and local memory."""
+    return (
+        params.mdimc * params.ndimc <= device.max_work_group
+        and local_mem_bytes(kernel, dtype, params) <= device.local_mem
+    )
+
+
+def regblock_params(device: DeviceInfo, dtype) -> KernelParams:
+    """The regblock parameters for ``device`` and ``dtype``: tuned, else the table's."""
+    return tuned_params(device, dtype) or table_params(device, dtype)
+
+
+def table_params(device: DeviceInfo, dtype) -> KernelParams:
+    """The built-in regblock parameters (``params.json``) for ``device`` and ``dtype``."""
+    dtype = np.dtype(dtype)
+    slot = dtype.name if dtype.name in _VECTOR else "other"
+    words = device.words()
+    for key, entries in _table().items():
+        if key.startswith("_") or not all(w in words for w in key.split()):
+            continue
+        fields = {k: v for k, v in entries.get(slot, entries["other"]).items()}
+        params = KernelParams(**fields)
+        if device.is_cpu or fits(device, "regblock", dtype, params):
+            return params
+    return KernelParams(mwg=16, nwg=16, kwg=16, mdimc=8, ndimc=8, vw=1, gvw=1, pad=1)
+
+
+def tiled_params(device: DeviceInfo, dtype) -> KernelParams:
+    """16 x 16 tiles, smaller where a device's work-group or local memory is small."""
+    ts = 16
+    while ts > 1 and (
+        ts * ts > device.max_work_group or local_mem_bytes("tiled", dtype, KernelParams(ts=ts)) > device.local_mem
+    ):
+        ts //= 2
+    return KernelParams(ts=ts)

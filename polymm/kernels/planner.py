@@ -1,0 +1,503 @@
+"""The one planner of the GPU (and OpenCL CPU) backends: which kernels a product runs, and why.
+
+:func:`choose` picks a path by shape (a :class:`Choice` with its ``reason``);
+:func:`plan` turns it into launches -- kernel, parameters (the ``#define``s),
+fast-path flags, arguments packed by :mod:`polymm.kernels.abi`, NDRange,
+local memory -- that a backend only has to compile, cache and enqueue.  Both
+the CUDA and the OpenCL backend call it with their own :class:`DeviceInfo`.
+
+GPU paths: ``matvec`` (work-group per row block, lanes along K) for N up to
+:data:`FEW`; a split row strip for M up to 2 x FEW; split-K with a
+deterministic reduction (``sum-slices``, slices added in order) for deep K;
+small tiles for batches of small matrices; tiles sized so that small squares
+fill the device; the table's large tiles otherwise.  Operands the vector path
+cannot read (transposed, odd K or N) are packed first into zero-padded scratch
+when the product is big enough for the copy to pay.  CPU devices (PoCL) keep
+their own shapes (:func:`_cpu_choice`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import KernelParams, abi, fast_path, launch_geometry, local_mem_bytes
+from .params import DeviceInfo, regblock_params, tiled_params
+
+__all__ = ["Choice", "Launch", "Plan", "choose", "plan", "register_entry", "DeviceInfo", "FEW", "DEEP_K"]
+
+_VECTOR = ("float32", "float64")
+#: Few columns (matvec) or, twice that, few rows (row strip).
+FEW = 4
+#: K at least this many times max(M, N), batch 1: split-K.
+DEEP_K = 16
+#: M * N per matrix at most for the CPU's several-matrices-per-work-group path.
+SMALL_BATCHED = 64 * 64
+#: Multiply-adds from which a GPU product packs operands for its vector path.
+PACK_WORTH = 1 << 22
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What a product runs, and why (``reason``).
+
+    ``kernel``/``params``: the product kernel; ``swap``: compute ``C^T = B^T A^T``
+    (same memory layout because M or N is 1); ``pack_a``/``pack_b``: copy that
+    operand to contiguous scratch first (``pack_b="transposed"`` stores B as
+    N x K, what the CPU ``matvec`` reads); ``pad``: round K and B's rows up to
+    a multiple of this in the packed copies (zero-filled) so that the vector
+    path reads whole vectors; ``splits``: split-K, slices of K computed as a
+    batch into scratch, then added in slice order (deterministic).
+    Iterates as ``(kernel, params)``.
+    """
+
+    kernel: str
+    params: KernelParams | None
+    reason: str = ""
+    swap: bool = False
+    pack_a: bool = False
+    pack_b: str = ""
+    splits: int = 1
+    pad: int = 1
+    #: A dialect-only kernel outside this package (a planner entry's): its
+    #: ``source`` and ``options`` to compile, ``grid``/``block``, ``smem`` bytes.
+    external: dict | None = None
+
+    def __iter__(self):
+        return iter((self.kernel, self.params))
+
+    def replace(self, **changes) -> "Choice":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass
+class Launch:
+    """One kernel launch: ``args`` in ABI order with ``None`` for buffers,
+    ``buffers`` maps those positions to slots (0 = A, 1 = B, 2 = C, 3+ =
+    scratch); sizes in work-items (CUDA: grid = global // local);
+    ``dynamic_local``: local-memory bytes given at launch (``tiled-dynamic``)."""
+
+    kernel: str
+    params: KernelParams | None
+    flags: dict
+    args: list
+    buffers: dict
+    global_size: tuple
+    local_size: tuple
+    dynamic_local: int = 0
+    dtype: object = None
+    external: dict | None = None
+
+    @property
+    def signature(self) -> str:
+        """The kernel whose ABI entry gives the argument list (external kernels take the products')."""
+        return "regblock" if self.external is not None else self.kernel
+
+    @property
+    def local_mem(self) -> int:
+        """Local (shared) memory bytes per work-group, static or dynamic."""
+        if self.external is not None:
+            return self.external["smem"]
+        return local_mem_bytes(self.kernel, self.dtype, self.params) if self.params else 0
+
+
+@dataclass
+class Plan:
+    """Launches in order, scratch buffers (bytes each) and the :class:`Choice` behind them."""
+
+    choice: Choice
+    launches: list = field(default_factory=list)
+    scratch: list = field(default_factory=list)
+    dtype: object = None
+
+    @property
+    def product(self) -> Launch:
+        """The (first) launch of the product kernel itself."""
+        return next(x for x in self.launches if x.kernel not in ("pack", "sum-slices"))
+
+    @property
+    def reason(self) -> str:
+        return self.choice.reason
+
+
+#: Dialect-only entries tried first for ``auto`` (e.g. CUDA's tensor cores):
+#: dialect -> functions ``(device, dtype, shape, a, b) -> Choice | None``,
+#: with ``shape``, ``a``, ``b`` as :func:`plan` takes them.
+ENTRIES: dict[str, list] = {}
+
+
+def register_entry(dialect: str, entry) -> None:
+    """Let ``entry`` claim ``auto`` products on ``dialect`` devices before the shared paths."""
+    if entry not in ENTRIES.setdefault(dialect, []):
+        ENTRIES[dialect].append(entry)
+
+
+def choose(device: DeviceInfo, algorithm: str, dtype, M, N, K, batch=1, a_strides=None, b_strides=None) -> Choice:
+    """The :class:`Choice` for ``algorithm`` (``auto``, ``naive``, ``tiled``...) on ``device``.
+
+    Strides in elements: ``(batch, row, column)`` of A and ``(batch, K, N)`` of
+    B (None: contiguous).
+    """
+    dtype = np.dtype(dtype)
+    if algorithm == "naive":
+        return Choice("naive", None, "asked for naive")
+    if algorithm in ("tiled", "tiled-dynamic"):
+        return Choice(algorithm, tiled_params(device, dtype), f"asked for {algorithm}")
+    a_strides = a_strides or (M * K, K, 1)
+    b_strides = b_strides or (K * N, N, 1)
+    if device.is_cpu:
+        params = regblock_params(device, dtype)
+        if dtype.name not in _VECTOR:
+            return Choice("regblock", params, f"CPU, {dtype.name}: scalar register blocks")
+        return _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params)
+    return _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides)
+
+
+# ---- GPU ----------------------------------------------------------------------------------
+
+
+def _gpu_tile(device, dtype, mwg, nwg, kwg, mdimc, ndimc) -> KernelParams:
+    """A local-memory tile of this shape with the table's vector widths (narrowed to fit)."""
+    base = regblock_params(device, dtype)
+    for gvw in (base.gvw, 2, 1):
+        vw = min(base.vw, mwg // mdimc, nwg // ndimc)
+        while vw > 1 and ((mwg // mdimc) % vw or (nwg // ndimc) % vw):
+            vw //= 2
+        p = KernelParams(mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, vw=max(vw, 1), gvw=gvw, pad=base.pad)
+        try:
+            p.validate("regblock")
+        except ValueError:
+            continue
+        return p
+    raise AssertionError(f"no vector width fits tile {mwg}x{nwg}x{kwg}")
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
+    _, a_sm, a_sk = a_strides
+    _, b_sk, b_sn = b_strides
+    cus = max(1, device.compute_units)
+    if N <= FEW and K >= 32:
+        # Memory-bound: each element of A is used N times at most.  Lanes of a
+        # work-group walk K side by side (coalesced along a row of A).
+        lanes = min(256, device.max_work_group)
+        lanes = 1 << (lanes.bit_length() - 1)
+        mv = KernelParams(mr=max(1, FEW // N), nwg=N, mdimc=lanes, vw=1, use_local=True)
+        if a_sk == 1 or M == 1:
+            return Choice("matvec", mv, f"N={N} <= {FEW}: a work-group of {lanes} per {mv.mr} rows, lanes along K")
+        return Choice("matvec", mv, f"N={N} <= {FEW}, A not row-major: packed to rows first", pack_a=True)
+    table = regblock_params(device, dtype)
+    if M <= 2 * FEW and K >= 32 and batch == 1:
+        # A few rows: one pass over B in wide column panels, K split when the
+        # panels are too few to fill the device.
+        strip = _gpu_tile(device, dtype, 8, 128, 32, 2, 32)
+        groups = _cdiv(N, strip.nwg)
+        splits = max(1, min(_cdiv(2 * cus, groups), K // 512, 32))
+        choice = Choice(
+            "regblock", strip, f"M={M} <= {2 * FEW}: row strip, B streamed in {strip.nwg}-column panels", splits=splits
+        )
+    elif batch == 1 and K >= DEEP_K * max(M, N) and K >= 2048:
+        tile = (
+            _gpu_tile(device, dtype, 64, 64, 16, 16, 16)
+            if max(M, N) > 32
+            else _gpu_tile(device, dtype, 32, 32, 16, 8, 8)
+        )
+        groups = _cdiv(M, tile.mwg) * _cdiv(N, tile.nwg)
+        splits = 1 << (max(2, min(_cdiv(2 * cus, groups), K // 256, 64)) - 1).bit_length()  # a power of two
+        choice = Choice(
+            "regblock", tile, f"deep K={K} >= {DEEP_K} x max(M, N): {splits} slices of K, added in order", splits=splits
+        )
+    elif batch > 1 and max(M, N) <= 64:
+        edge = 16 if max(M, N) <= 16 else 32 if max(M, N) <= 32 else 64
+        threads = 8 if edge <= 32 else 16
+        tile = _gpu_tile(device, dtype, edge, edge, 16, threads, threads)
+        choice = Choice("regblock", tile, f"batch of {batch} small {M}x{N}: one {edge}x{edge} work-group per matrix")
+    else:
+        # The table's (large) tiles, or smaller ones while they leave compute units idle.
+        tiles = [table] + [_gpu_tile(device, dtype, e, e, 16, t, t) for e, t in ((64, 16), (32, 8)) if e < table.mwg]
+        for tile in tiles:
+            groups = batch * _cdiv(M, tile.mwg) * _cdiv(N, tile.nwg)
+            if groups >= cus or tile is tiles[-1]:
+                break
+        what = "large tiles" if tile is table else f"{tile.mwg}x{tile.nwg} tiles to fill {cus} compute units"
+        choice = Choice("regblock", tile, f"{M}x{N}x{K}: {what} ({groups} work-groups)")
+    return _gpu_packing(choice, dtype, M, N, K, batch, a_strides, b_strides)
+
+
+def _gpu_packing(choice, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
+    """Pack (and zero-pad) operands the vector path cannot read, where it pays."""
+    params = choice.params
+    if np.dtype(dtype).name not in _VECTOR + ("complex64",) or M * N * K * batch < PACK_WORTH or params.gvw == 1:
+        return choice
+    g = params.gvw
+    flags = fast_path("cuda", dtype, params, M, N, K, batch, 0, a_strides, 0, b_strides)
+    if flags["vec_a"]:
+        return choice
+    _, a_sm, a_sk = a_strides
+    _, b_sk, b_sn = b_strides
+    odd_k = K % g != 0
+    a_ok = a_sk == 1 and a_sm % g == 0 and (batch == 1 or a_strides[0] % g == 0) and not odd_k
+    b_ok = b_sn == 1 and b_sk % g == 0 and N % g == 0 and (batch == 1 or b_strides[0] % g == 0) and not odd_k
+    return choice.replace(
+        pack_a=not a_ok,
+        pack_b="" if b_ok else "rows",
+        pad=g,
+        reason=choice.reason + f"; operands packed (zero-padded to multiples of {g}) for the vector path",
+    )
+
+
+# ---- CPU (PoCL) -----------------------------------------------------------------------------
+
+
+def _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params) -> Choice:
+    """The CPU (PoCL) planner for float32/float64; strides in elements."""
+    width = 32 // np.dtype(dtype).itemsize  # 256-bit vectors
+    _, a_sm, a_sk = a_strides
+    _, b_sk, b_sn = b_strides
+    pack_b = "" if b_sn == 1 else "rows"
+    pack_a = a_sk != 1 and a_sm != 1
+    # Batches of small matrices: one matrix per work-item, several per work-group.
+    if batch > 1 and M * N <= SMALL_BATCHED and K <= 256:
+        nwg = -(-N // width) * width
+        nr = 2 * width if nwg % (2 * width) == 0 else width
+        mr = 4 if nr == 2 * width else 6
+        mr = min(mr, M)
+        small = KernelParams(
+            mwg=-(-M // mr) * mr,
+            nwg=nwg,
+            kwg=1 << 20,
+            mdimc=1,
+            ndimc=1,
+            vw=width,
+            mr=mr,
+            nr=nr,
+            use_local=False,
+            bpg=16,
+        )
+        return Choice(
+            "regblock",
+            small,
+            f"batch of {batch} small {M}x{N}: whole matrices per work-item",
+            pack_a=pack_a,
+            pack_b=pack_b,
+        )
+    # Matrix-vector: few columns; read A along its rows.
+    if N <= FEW and K >= 2 * width:
+        mv = KernelParams(mr={1: 4, 2: 4}.get(N, 2), nwg=N, vw=width, mdimc=4, use_local=False)
+        if a_sk == 1:
+            return Choice(
+                "matvec", mv, f"N={N} <= {FEW}: dot products along K", pack_b="" if b_sk == 1 else "transposed"
+            )
+        if N == 1 and a_sm == 1:
+            inner = _cpu_choice(dtype, 1, M, K, batch, (0, 0, 1), (0, a_sk, a_sm), params)
+            return inner.replace(swap=True, reason="A column-major, N=1: as (B^T A^T); " + inner.reason)
+        return Choice(
+            "matvec",
+            mv,
+            f"N={N} <= {FEW}, A packed to rows first",
+            pack_a=True,
+            pack_b="" if b_sk == 1 else "transposed",
+        )
+    # A strip of few rows: vectors along N, one pass over B.
+    if M <= 2 * FEW and K >= 2 * width:
+        if b_sn != 1 and M == 1 and b_sk == 1:
+            inner = _cpu_choice(dtype, N, 1, K, batch, (0, b_sn, b_sk), (0, 1, 1), params)
+            return inner.replace(swap=True, reason="B column-major, M=1: as (B^T A^T); " + inner.reason)
+        # Long contiguous runs of each row of B (a K chunk of 16 rows across NWG
+        # columns, NR at a time) keep the hardware prefetcher streaming.
+        mr = M if M <= 4 else 4
+        nr = max(2, 8 // mr) * width
+        nwg = next(w * width for w in (128, 64, 32, 16, 8) if N % (w * width) == 0 or w == 8)
+        nwg = max(nwg, nr)
+        strip = KernelParams(
+            mwg=-(-M // mr) * mr, nwg=nwg, kwg=16, mdimc=1, ndimc=1, vw=width, mr=mr, nr=nr, use_local=False
+        )
+        splits = 2 if batch == 1 and K >= 1024 else 1
+        return Choice(
+            "regblock",
+            strip,
+            f"M={M} <= {2 * FEW}: row strip, rows of B streamed {nwg} wide",
+            pack_b="" if b_sn == 1 else "rows",
+            splits=splits,
+        )
+    # Deep K: not enough blocks of C to share out; split K and add the slices in order.
+    if batch == 1 and K >= DEEP_K * max(M, N) and K >= 4096:
+        mr = 4 if M % 6 else 6
+        deep = KernelParams(
+            mwg=min(8 * mr, -(-M // mr) * mr),
+            nwg=min(-(-N // (2 * width)) * 2 * width, 16 * width),
+            kwg=256,
+            mdimc=1,
+            ndimc=1,
+            vw=width,
+            mr=mr,
+            nr=2 * width,
+            pack_b=True,
+            use_local=False,
+        )
+        blocks = -(-M // deep.mwg) * -(-N // deep.nwg)
+        splits = max(2, min(32, -(-16 // blocks), K // 2048))
+        return Choice(
+            "regblock",
+            deep,
+            f"deep K={K}: {splits} slices of K, added in order",
+            pack_a=pack_a,
+            pack_b=pack_b,
+            splits=splits,
+        )
+    # Small K (outer products): C is the traffic; write long runs of each row.
+    if K <= 64 and N >= 256 and M >= 48:
+        outer = KernelParams(mwg=48, nwg=256, kwg=64, mdimc=1, ndimc=1, vw=width, mr=6, nr=2 * width, use_local=False)
+        return Choice("regblock", outer, f"K={K} <= 64: C written 256 columns at a time", pack_a=pack_a, pack_b=pack_b)
+    # A is read a scalar at a time along K: with K-steps far apart (A transposed)
+    # they all land in one cache set, so it is worth a copy too.
+    pack_a = a_sk != 1
+    reason = "table regblock (CPU shape)"
+    if pack_a or pack_b:
+        reason += ", strided operands packed first"
+    return Choice("regblock", params, reason, pack_a=pack_a, pack_b=pack_b)
+
+
+# ---- launches -------------------------------------------------------------------------------
+
+
+def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choice: Choice | None = None) -> Plan:
+    """The launches of one product on ``device``.
+
+    ``shape = (batch, M, N, K)``; ``a = (offset, (sb, sm, sk))`` and
+    ``b = (offset, (sb, sk, sn))`` in elements; ``c_off``: where C starts in
+    its (contiguous) buffer.  ``choice`` overrides :func:`choose`.
+    """
+    dtype = np.dtype(dtype)
+    size = dtype.itemsize
+    batch, M, N, K = shape
+    A = (0, a[0], *a[1])
+    B = (1, b[0], *b[1])
+    if choice is None and algorithm == "auto":
+        choice = next(
+            filter(None, (entry(device, dtype, shape, a, b) for entry in ENTRIES.get(device.dialect, ()))), None
+        )
+    if choice is None:
+        choice = choose(device, algorithm, dtype, M, N, K, batch, A[2:], B[2:])
+    out = Plan(choice, dtype=dtype)
+    if choice.external is not None:  # one launch of a dialect-only kernel on the operands as they are
+        ext = choice.external
+        args = abi.gemm_arguments(M, N, K, A[1:], B[1:], c_off)
+        pos = abi.buffer_positions("regblock")
+        glob = tuple(g * b for g, b in zip(ext["grid"], ext["block"]))
+        launch = Launch(
+            choice.kernel,
+            None,
+            {},
+            args,
+            {pos["A"]: 0, pos["B"]: 1, pos["C"]: 2},
+            glob,
+            tuple(ext["block"]),
+            ext["smem"],
+            dtype,
+            ext,
+        )
+        out.launches.extend(_split_batch(launch, device.max_batch))
+        return out
+
+    def new_scratch(elements):
+        out.scratch.append(max(1, elements) * size)
+        return 2 + len(out.scratch)
+
+    def add(kernel, params, flags, args, buffers, rows, cols, count, dynamic=0):
+        glob, local = launch_geometry(kernel, params, rows, cols, count)
+        launch = Launch(kernel, params, flags, args, buffers, glob, local, dynamic, dtype)
+        out.launches.extend(_split_batch(launch, device.max_batch))
+
+    def pack(op, rows, cols, transpose, rp, ld):
+        """Copy ``op`` (rows x cols per batch entry) to scratch as rp x ld rows
+        (zero padding); ``transpose`` stores it as cols x rows.  Returns the new operand."""
+        slot, off, sb, sr, sc = op
+        copies = batch if sb else 1
+        if transpose:
+            rows, cols, sr, sc = cols, rows, sc, sr
+        dst = new_scratch(copies * rp * ld)
+        args = abi.arguments("pack", R=rows, NC=cols, RP=rp, LD=ld, s_off=off, s_sb=sb, s_sr=sr, s_sc=sc, d_off=0)
+        pos = abi.buffer_positions("pack")
+        # GPUs: an element per work-item, 64 side by side along the rows (coalesced;
+        # tiles only past 65535 rows, CUDA's grid limit); CPUs: a 16 x 16 tile per
+        # work-item, whose cache lines are used whole.
+        tile = KernelParams(ts=16 if device.is_cpu else _cdiv(rp, 65535))
+        add("pack", tile, {}, args, {pos["src"]: slot, pos["dst"]: dst}, rp, ld, copies)
+        return (dst, 0, rp * ld if sb else 0, ld, 1)
+
+    if choice.swap:  # C^T = B^T A^T, stored alike because M or N is 1
+        A, B = (B[0], B[1], B[2], B[4], B[3]), (A[0], A[1], A[2], A[4], A[3])
+        M, N = N, M
+    g = choice.pad
+    Kp = _cdiv(K, g) * g
+    if choice.pack_a:
+        A = pack(A, M, K, False, M, Kp)
+    if choice.pack_b == "transposed":
+        B = pack(B, K, N, True, N, K)
+        B = (B[0], B[1], B[2], B[4], B[3])
+    elif choice.pack_b:
+        B = pack(B, K, N, False, Kp, _cdiv(N, g) * g)
+    K = Kp if (choice.pack_a and choice.pack_b) else K
+    kernel, params = choice.kernel, choice.params
+    padded = choice.pack_b == "rows" and g > 1
+    gemm_pos = abi.buffer_positions(kernel)
+
+    def product(A, B, c_slot, c_off, count, depth):
+        flags = {}
+        if kernel in ("regblock", "matvec"):
+            dialect = device.dialect
+            flags = fast_path(
+                dialect, dtype, params, M, N, depth, count, A[1], A[2:], B[1], B[2:], kernel=kernel, padded=padded
+            )
+        args = abi.gemm_arguments(M, N, depth, A[1:], B[1:], c_off)
+        dynamic = local_mem_bytes(kernel, dtype, params) if kernel == "tiled-dynamic" else 0
+        buffers = {gemm_pos["A"]: A[0], gemm_pos["B"]: B[0], gemm_pos["C"]: c_slot}
+        add(kernel, params, flags, args, buffers, M, N, count, dynamic)
+
+    if choice.splits > 1:  # split-K: slices of K as a batch into scratch, then summed in order
+        step = max(params.kwg if params and params.use_local else 1, g)
+        depth = _cdiv(_cdiv(K, choice.splits), step) * step
+        full = K // depth
+        rest = K - full * depth
+        count = M * N
+        parts = new_scratch((full + (rest > 0)) * count)
+        product((A[0], A[1], depth * A[4], A[3], A[4]), (B[0], B[1], depth * B[3], B[3], B[4]), parts, 0, full, depth)
+        if rest:
+            product(
+                (A[0], A[1] + full * depth * A[4], 0, A[3], A[4]),
+                (B[0], B[1] + full * depth * B[3], 0, B[3], B[4]),
+                parts,
+                full * count,
+                1,
+                rest,
+            )
+        pos = abi.buffer_positions("sum-slices")
+        args = abi.arguments("sum-slices", S=full + (rest > 0), count=count, c_off=c_off)
+        add("sum-slices", None, {}, args, {pos["W"]: parts, pos["C"]: 2}, count, 1, 1)
+    else:
+        product(A, B, 2, c_off, batch, K)
+    return out
+
+
+def _split_batch(launch: Launch, most: int):
+    """``launch`` as launches of at most ``most`` batch entries (offsets advanced)."""
+    count = launch.global_size[2]
+    if count <= most or launch.kernel == "sum-slices":
+        return [launch]
+    local_z = launch.local_size[2]
+    most -= most % local_z
+    steps = abi.batch_step(launch.signature, launch.args)
+    found = []
+    for z0 in range(0, count, most):
+        args = list(launch.args)
+        for pos, step in steps.items():
+            args[pos] += z0 * step
+        glob = (*launch.global_size[:2], min(most, count - z0))
+        found.append(dataclasses.replace(launch, args=args, global_size=glob))
+    return found

@@ -1,0 +1,97 @@
+"""``polymm explain`` and :func:`polymm.explain`: what a call runs and why, on every kind of device."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import polymm
+from polymm.explain import occupancy
+from polymm.kernels.params import DeviceInfo
+
+
+def test_cpu_explains_its_blocking():
+    report = polymm.explain((512, 512), (512, 512), "float32", backend="cpu")
+    text = str(report)
+    assert report.path.startswith("auto_") and "mc=" in text and "kc=" in text and "nc=" in text
+    assert "mr x nr" in text and "arithmetic intensity" in text
+    assert report.intensity == pytest.approx(2 * 512**3 / (3 * 512 * 512 * 4))
+
+
+def test_cpu_explains_small_and_narrow_paths():
+    assert "register tile" in str(polymm.explain((100, 8, 8), (100, 8, 8), "float64"))
+    assert "dot products" in str(polymm.explain((2000, 2000), (2000,), "float32"))
+
+
+def test_run_measures_the_call():
+    report = polymm.explain((64, 64), (64, 64), "float32", backend="cpu", run=True)
+    assert report.seconds is not None and report.seconds > 0
+    assert "measured" in str(report)
+
+
+def test_model_h100_plans_without_a_gpu():
+    report = polymm.explain((4096, 4096), (4096, 4096), "float32", backend="cuda-layer", device="H100")
+    text = str(report)
+    (launch,) = report.launches
+    assert report.path == "regblock" and launch["local_mem"] > 0
+    assert "occupancy" in text and "limited by" in text and "roofline  H100" in text
+    assert "compute-bound" in text and report.bound_seconds == pytest.approx(2 * 4096**3 / 66.9e12)
+    gemv = polymm.explain((8192, 8192), (8192,), "float32", backend="opencl", device="H100")
+    assert gemv.path == "matvec" and "memory-bound" in str(gemv)
+
+
+def test_model_device_refuses_what_it_cannot_do():
+    with pytest.raises(ValueError, match="no model of device 'B200'"):
+        polymm.explain((4, 4), (4, 4), backend="cuda-layer", device="B200")
+    with pytest.raises(ValueError, match="'cuda' backend runs its own kernels"):
+        polymm.explain((4, 4), (4, 4), backend="cuda", device="H100")
+    with pytest.raises(ValueError, match="'cpu'"):
+        polymm.explain((4, 4), (4, 4), backend="cpu", device="H100")
+    with pytest.raises(ValueError, match="no algorithm 'fast'"):
+        polymm.explain((4, 4), (4, 4), backend="cpu", algorithm="fast")
+
+
+def test_occupancy_names_its_limit():
+    gpu = DeviceInfo(
+        "g",
+        "NVIDIA",
+        "gpu",
+        "cuda",
+        132,
+        1024,
+        48 * 1024,
+        threads_per_cu=2048,
+        blocks_per_cu=32,
+        local_mem_per_cu=228 * 1024,
+        registers_per_cu=65536,
+    )
+    # the course's question: 16 x 16 tiles of float32, 2 KiB of shared memory, 32 registers
+    assert occupancy(gpu, 256, 2 * 16 * 16 * 4, 32)[:2] == (8, "threads")
+    assert occupancy(gpu, 256, 8192, 128)[:2] == (2, "registers")
+    assert occupancy(gpu, 64, 40 * 1024, 32)[:2] == (5, "shared memory")
+    assert occupancy(gpu, 32, 0, 16)[:2] == (32, "blocks")
+
+
+def test_opencl_explains_its_launches():
+    pytest.importorskip("pyopencl")
+    try:
+        polymm.get_backend("opencl")
+    except polymm.BackendUnavailable as exc:
+        pytest.skip(f"opencl: {exc}")
+    report = polymm.explain((300, 200), (200, 100), "float32", backend="opencl")
+    text = str(report)
+    assert report.launches and "launch 1" in text and "work-groups of" in text and "local memory" in text
+
+
+def test_cli():
+    out = subprocess.run(
+        [sys.executable, "-m", "polymm.cli", "explain", "256x256", "256", "--dtype", "float64"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "polymm explain: (256, 256) @ (256,) float64 on cpu" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "polymm.cli", "explain", "4x4", "4xq"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "not a shape" in bad.stderr
