@@ -1,12 +1,15 @@
-"""Correctness of the CUDA backend on a real GPU (skipped cleanly without one).
+"""Correctness of both CUDA backends on a real GPU (skipped cleanly without one): `cuda`, and
+`cuda-layer` (the same on the shared GPU kernel layer), for which this is what must pass before
+it replaces `cuda`.
 
 Every dtype x algorithm x layout (contiguous, transposed, negative strides,
 broadcast batch, strided slices, misaligned starts) at odd sizes, against
 NumPy: integers and bool exactly (NumPy's own wrap-around is the reference),
 floating types against a float64/complex128 product by relative norm.  Outputs
 are poisoned first so an unwritten element fails.  Every tile configuration
-of the fast kernel is also run directly, plus the 64-bit indexing and
-> 65535-batch paths.
+of `cuda`'s fast kernel is run directly, every path of the shared planner is
+reached on `cuda-layer` (and asserted to be the one planned), plus the 64-bit
+indexing and > 65535-batch paths on both.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ pytestmark = pytest.mark.skipif(_NDEV < 1, reason="no CUDA device")
 
 from polymm.backend import CONTRACT_DTYPES, SizeLimitError  # noqa: E402
 from polymm.kernels import IMAGE_DTYPES  # noqa: E402
-from polymm_cuda import CUDABackend, fastgemm  # noqa: E402
+from polymm_cuda import CUDABackend, CUDALayerBackend, fastgemm  # noqa: E402
 from polymm.testing import assert_matches, random_array  # noqa: E402
 
 DTYPES = [d.name for d in CONTRACT_DTYPES]
@@ -41,9 +44,9 @@ SHAPES = [
 LAYOUTS = ("c", "at", "bt", "neg", "bcast", "slice", "misaligned", "padded", "padded-t")
 
 
-@pytest.fixture(scope="module")
-def backend():
-    return CUDABackend()
+@pytest.fixture(scope="module", params=["cuda", "cuda-layer"])
+def backend(request):
+    return {"cuda": CUDABackend, "cuda-layer": CUDALayerBackend}[request.param]()
 
 
 def _operands(rng, layout, bt, m, n, k, dtype):
@@ -130,7 +133,9 @@ def _configs():
 
 @pytest.mark.parametrize("dtype,config", list(_configs()))
 def test_every_fast_config(backend, dtype, config):
-    """Each tile configuration, with vector and scalar loads along either axis."""
+    """Each tile configuration of `cuda`'s fast kernel, with vector and scalar loads along either axis."""
+    if backend.name != "cuda":
+        pytest.skip("fastgemm's tile configurations are the cuda backend's")
     rng = np.random.default_rng(7)
     bt, m, n, k = 2, 200, 190, 70
     for layout in ("c", "at", "bt", "misaligned"):
@@ -143,6 +148,36 @@ def test_every_fast_config(backend, dtype, config):
     out = _poisoned(1, 256, 256, dtype)
     backend.run_fast_config(da, db, out, config)
     _check(out, ha, hb, dtype)
+
+
+#: (B, M, N, K, layout) -> what the planner's reason says: one per GPU path.
+PATHS = [
+    ((1, 2000, 3, 700, "c"), "lanes along K"),
+    ((1, 700, 1, 900, "at"), "packed to rows"),
+    ((1, 5, 900, 3000, "c"), "row strip"),
+    ((1, 40, 24, 9000, "c"), "slices of K"),
+    ((300, 20, 30, 40, "c"), "small"),
+    ((1, 200, 190, 70, "c"), "tiles"),
+    ((1, 1001, 999, 1003, "c"), "packed"),
+    ((1, 1024, 1024, 512, "bt"), "packed"),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case,reason", PATHS, ids=[f"{c[0]}x{c[1]}x{c[2]}x{c[3]}-{c[4]}" for c, _ in PATHS])
+def test_every_planner_path(backend, dtype, case, reason):
+    """Each GPU path of the shared planner runs and is the one planned."""
+    if backend.name != "cuda-layer":
+        pytest.skip("the shared planner's paths are cuda-layer's")
+    rng = np.random.default_rng(7)
+    bt, m, n, k, layout = case
+    da, db, ha, hb = _operands(rng, layout, bt, m, n, k, dtype)
+    out = _poisoned(bt, m, n, dtype)
+    backend.matmul(da, db, out, "auto")
+    _check(out, ha, hb, dtype)
+    if reason == "packed" and dtype not in ("float32", "float64"):
+        reason = "tiles"  # only the vector dtypes pack for the vector path
+    assert reason in backend.last_plan.reason, backend.last_plan
 
 
 def test_large_batch_is_split(backend):
@@ -213,17 +248,17 @@ def test_two_devices_is_an_error(backend):
 
 
 def test_through_polymm(backend):
-    """The public entry point with CuPy arrays and backend="cuda"."""
+    """The public entry point with CuPy arrays and the backend's name."""
     import polymm
 
     rng = np.random.default_rng(13)
     ha = rng.standard_normal((4, 33, 17)).astype(np.float32)
     hb = rng.standard_normal((17, 9)).astype(np.float32)
     for alg in ALGORITHMS:
-        got = polymm.matmul(cp.asarray(ha), cp.asarray(hb), backend="cuda", algorithm=alg)
+        got = polymm.matmul(cp.asarray(ha), cp.asarray(hb), backend=backend.name, algorithm=alg)
         assert isinstance(got, cp.ndarray)
         _check(got, ha, np.broadcast_to(hb, (4, 17, 9)), np.float32)
-    got = polymm.matmul(ha, hb, backend="cuda")
+    got = polymm.matmul(ha, hb, backend=backend.name)
     assert isinstance(got, np.ndarray)
     _check(got, ha, np.broadcast_to(hb, (4, 17, 9)), np.float32)
 
