@@ -18,7 +18,7 @@ from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand
 from . import fastgemm, tensorcore
 from . import image as _image
 
-__all__ = ["CUDABackend"]
+__all__ = ["CuPyBackend", "CUDABackend"]
 
 _NVRTC_OPTIONS = ("-std=c++17",)
 _MAX_GRID_Z = 65535
@@ -44,13 +44,14 @@ def _scalars(m, n, k, sa, sb):
     )
 
 
-class CUDABackend(Backend):
-    """polymm on NVIDIA GPUs through CuPy; kernels compiled once per device/dtype/variant."""
+class CuPyBackend(Backend):
+    """What both CUDA backends share: CuPy, its devices, the dtypes they serve, host transfers.
 
-    name = "cuda"
-    algorithms = ("naive", "image", "tiled", "auto")
+    Instantiating it imports CuPy and counts the GPUs, or raises :class:`BackendUnavailable`
+    with the reason."""
+
     array_library = "cupy"
-    default_for = ("cupy",)
+    algorithms = ("naive", "image", "tiled", "auto")
 
     def __init__(self):
         try:
@@ -66,14 +67,9 @@ class CUDABackend(Backend):
         self._cp = cupy
         self._runtime = cupy.cuda.runtime
         self._count = count
-        self._sms: dict[int, int] = {}
-        self._ccs: dict[int, int] = {}
-        # (device, dtype, algorithm-or-Variant) -> compiled kernel function
-        self._kernels: dict = {}
-        # (device, dtype, B, M, N, layout key) -> (kernel, grid, block, smem)
-        self._plans: dict = {}
+        self._kernels: dict = {}  # compiled functions, keyed by what selects them
+        self._plans: dict = {}  # launch plans, keyed by shape, strides and alignment
 
-    # ---- description -------------------------------------------------------
     def dtypes(self):
         return CONTRACT_DTYPES + optional_dtypes()
 
@@ -86,8 +82,27 @@ class CUDABackend(Backend):
     def check_dtype(self, dtype, operand) -> None:
         # Every contract dtype runs on every CUDA device (float64 included).
         if dtype not in _SUPPORTED and dtype not in optional_dtypes():
-            raise TypeError(f"polymm cuda backend does not support dtype {dtype}")
+            raise TypeError(f"polymm {self.name} backend does not support dtype {dtype}")
 
+    def from_numpy(self, x: np.ndarray):
+        return self._cp.asarray(x)
+
+    def to_numpy(self, x) -> np.ndarray:
+        return self._cp.asnumpy(x)
+
+
+class CUDABackend(CuPyBackend):
+    """polymm on NVIDIA GPUs through CuPy; kernels compiled once per device/dtype/variant."""
+
+    name = "cuda"
+    default_for = ("cupy",)
+
+    def __init__(self):
+        super().__init__()
+        self._sms: dict[int, int] = {}
+        self._ccs: dict[int, int] = {}
+
+    # ---- description -------------------------------------------------------
     def devices(self) -> list[str]:
         out = []
         for i in range(self._count):
@@ -99,12 +114,6 @@ class CUDABackend(Backend):
         return out
 
     # ---- host <-> device -----------------------------------------------------
-    def from_numpy(self, x: np.ndarray):
-        return self._cp.asarray(x)
-
-    def to_numpy(self, x) -> np.ndarray:
-        return self._cp.asnumpy(x)
-
     # ---- kernels -------------------------------------------------------------
     def _sm_count(self, dev: int) -> int:
         n = self._sms.get(dev)

@@ -22,11 +22,12 @@ from __future__ import annotations
 import numpy as np
 
 from polymm.arrays import as_operand
-from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand, optional_dtypes
+from polymm.backend import Operand
 from polymm.kernels import abi, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo
 
 from . import image as _image
+from .backend import CuPyBackend
 from . import tensorcore
 
 __all__ = ["CUDALayerBackend"]
@@ -37,7 +38,6 @@ _MAX_GRID_Z = 65535
 _REPACK_WORK = 128**3
 # The tensor cores: a CUDA-only entry of the shared planner, tried first for "auto".
 planner.register_entry("cuda", tensorcore.planner_entry)
-_SUPPORTED = frozenset(CONTRACT_DTYPES)
 #: Plans kept per backend; when full the cache starts again (shapes in a program are few).
 _PLAN_CACHE_SIZE = 4096
 
@@ -53,48 +53,19 @@ class _Step:
         self.fn, self.grid, self.block, self.smem, self.args, self.buffers = fn, grid, block, smem, args, buffers
 
 
-class CUDALayerBackend(Backend):
-    """polymm on NVIDIA GPUs through CuPy; kernels compiled once per device/dtype/variant."""
+class CUDALayerBackend(CuPyBackend):
+    """polymm on NVIDIA GPUs through CuPy, on the shared kernel layer; kernels compiled once per
+    device/kernel/dtype/parameters."""
 
     name = "cuda-layer"
-    algorithms = ("naive", "image", "tiled", "auto")
-    array_library = "cupy"
     default_for = ()  # by name only, until validated on a GPU
 
     def __init__(self):
-        try:
-            import cupy
-        except Exception as exc:  # ImportError, or a broken CUDA toolkit under CuPy
-            raise BackendUnavailable(f"no CuPy: {type(exc).__name__}: {exc}") from None
-        try:
-            count = cupy.cuda.runtime.getDeviceCount()
-        except Exception as exc:
-            raise BackendUnavailable(f"no CUDA device: {type(exc).__name__}: {exc}") from None
-        if count < 1:
-            raise BackendUnavailable("no CUDA device: the driver reports 0 devices")
-        self._cp = cupy
-        self._runtime = cupy.cuda.runtime
-        self._count = count
+        super().__init__()
         self._info: dict[int, DeviceInfo] = {}
-        self._kernels: dict = {}  # (device, kernel, dtype, params, flags) -> compiled function
-        self._plans: dict = {}  # (device, dtype, algorithm, shapes, strides, alignment) -> (steps, scratch)
         self.last_plan = None
 
     # ---- description -------------------------------------------------------
-    def dtypes(self):
-        return CONTRACT_DTYPES + optional_dtypes()
-
-    def algorithm_dtypes(self):
-        """``image`` reads texture objects, which have no 64-bit or complex texels."""
-        from polymm.kernels import IMAGE_DTYPES
-
-        return {"image": IMAGE_DTYPES}
-
-    def check_dtype(self, dtype, operand) -> None:
-        # Every contract dtype runs on every CUDA device (float64 included).
-        if dtype not in _SUPPORTED and dtype not in optional_dtypes():
-            raise TypeError(f"polymm cuda backend does not support dtype {dtype}")
-
     def devices(self) -> list[str]:
         out = []
         for i in range(self._count):
@@ -137,12 +108,6 @@ class CUDALayerBackend(Backend):
         return self.device_info(array.data.device_id)
 
     # ---- host <-> device -----------------------------------------------------
-    def from_numpy(self, x: np.ndarray):
-        return self._cp.asarray(x)
-
-    def to_numpy(self, x) -> np.ndarray:
-        return self._cp.asnumpy(x)
-
     def synchronize(self) -> None:
         self._cp.cuda.get_current_stream().synchronize()
 
