@@ -15,7 +15,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from polymm.backend import CONTRACT_DTYPES
+from polymm.backend import CONTRACT_DTYPES, optional_dtypes
 from polymm.testing import assert_matches
 from polymm_numba import CPUBackend, params
 
@@ -208,6 +208,6 @@ def test_float16_overflow_is_inf_without_warning(backend):
 def test_descriptors(backend):
     assert backend.array_library == "numpy"
     assert backend.algorithms == ALGORITHMS
-    assert set(backend.dtypes()) == set(CONTRACT_DTYPES)
+    assert set(backend.dtypes()) == set(CONTRACT_DTYPES) | set(optional_dtypes())  # bfloat16 with ml_dtypes
     (dev,) = backend.devices()
     assert dev.startswith("cpu:")
