@@ -228,3 +228,20 @@ def test_correctly_rounded_float16_subnormals_pass_the_oracle():
     assert_matches(polymm.matmul(x1, x2, backend="example"), x1, x2)
     with pytest.raises(AssertionError):
         assert_matches(polymm.matmul(x1, x2, backend="example") + np.float16(2.0**-22), x1, x2)
+
+
+def test_float16_overflow_to_inf_passes_the_oracle():
+    """The fuzzer (cpu, seed 20261125, case 78071) found the oracle calling a correct float16 Inf
+    wrong: uint8 @ float16 sums past 65520 round to Inf, while the float64 reference stayed
+    finite. Inf of the reference's sign is now expected there, and nowhere else."""
+    x1 = np.full((2, 300), 255, np.uint8)
+    x2 = np.full((300, 2), 1.0, np.float16)  # 76,500: past float16's largest value
+    x2[:, 1] = -1.0
+    result = polymm.matmul(x1, x2, backend="example")
+    assert np.isposinf(result[:, 0]).all() and np.isneginf(result[:, 1]).all()
+    assert_matches(result, x1, x2)
+    with pytest.raises(AssertionError):
+        assert_matches(-result, x1, x2)  # Inf of the wrong sign
+    small = np.full((300, 2), 0.5, np.float16)  # 38,250: finite, so Inf there is wrong
+    with pytest.raises(AssertionError):
+        assert_matches(np.full((2, 2), np.inf, np.float16), x1, small)
