@@ -159,8 +159,13 @@ def choose(device: DeviceInfo, algorithm: str, dtype, M, N, K, batch=1, a_stride
 
 
 def _gpu_tile(device, dtype, mwg, nwg, kwg, mdimc, ndimc) -> KernelParams:
-    """A local-memory tile of this shape with the table's vector widths (narrowed to fit)."""
+    """A local-memory tile of this shape with the table's vector widths (narrowed to fit), its
+    K step halved until the tiles fit the device's local memory (wide dtypes)."""
     base = regblock_params(device, dtype)
+    while kwg > 1 and local_mem_bytes("regblock", dtype, KernelParams(mwg=mwg, nwg=nwg, kwg=kwg, pad=base.pad)) > (
+        device.local_mem
+    ):
+        kwg //= 2
     for gvw in (base.gvw, 2, 1):
         vw = min(base.vw, mwg // mdimc, nwg // ndimc)
         while vw > 1 and ((mwg // mdimc) % vw or (nwg // ndimc) % vw):

@@ -234,6 +234,7 @@ class CUDABackend(CuPyBackend):
             algorithm == "auto"
             and dtype.name in tensorcore.LAYOUTS
             and m * n * k >= _REPACK_WORK
+            and tensorcore.shape_rule(dtype, self._compute_capability(dev), (bt, m, n, k)) is None
             and self._tensor_core_name(dev, dtype, (bt, m, n, k), sa, sb, pa, pb) is None
         ):
             # a layout the tensor cores cannot read: a copy costs far less than the SIMT kernel

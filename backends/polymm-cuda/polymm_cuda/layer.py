@@ -134,6 +134,10 @@ class CUDALayerBackend(CuPyBackend):
             self._kernels[key] = fn
         return fn
 
+    def _shared_kernel(self, dev: int, dtype, kernel: str):
+        """A shared kernel without tile parameters (what :mod:`polymm_cuda.image` asks for)."""
+        return self.compiled(dev, kernel, dtype, None, {})
+
     def _steps(self, dev, made) -> list:
         steps = []
         for launch in made.launches:
@@ -201,6 +205,8 @@ class CUDALayerBackend(CuPyBackend):
         if m * n * k < _REPACK_WORK:
             return a, b
         cc = self._compute_capability(a.buffer.data.device_id)
+        if tensorcore.shape_rule(a.dtype, cc, (bt, m, n, k)) is not None:
+            return a, b  # no layout would let the tensor cores run it
         if tensorcore.choose(a.dtype, cc, (bt, m, n, k), a.strides, b.strides, _address(a), _address(b))[0] is None:
             return tuple(as_operand(x) for x in tensorcore.repack(self._cp, self._view(a), self._view(b)))
         return a, b
@@ -262,7 +268,3 @@ class CUDALayerBackend(CuPyBackend):
 def _address(op: Operand) -> int:
     """Device address of element ``[0, 0, 0]`` of operand ``op``."""
     return op.buffer.data.ptr + op.offset * op.dtype.itemsize
-
-    def _shared_kernel(self, dev: int, dtype, kernel: str):
-        """A shared kernel without tile parameters (what :mod:`polymm_cuda.image` asks for)."""
-        return self.compiled(dev, kernel, dtype, None, {})

@@ -18,7 +18,18 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["LAYOUTS", "MIN_CC", "Params", "DEFAULT", "CANDIDATES", "choose", "choose_dmma", "repack", "source"]
+__all__ = [
+    "LAYOUTS",
+    "MIN_CC",
+    "Params",
+    "DEFAULT",
+    "CANDIDATES",
+    "choose",
+    "choose_dmma",
+    "shape_rule",
+    "repack",
+    "source",
+]
 
 #: dtype name -> the B layouts its kernels read: "kn" (B unit-stride along N, as stored) and "nk"
 #: (unit-stride along K: B^T row-major). 8-bit MMA fragments need K-contiguous B.
@@ -118,21 +129,42 @@ def kernel_name(dtype_name: str, layout: str) -> str:
     return f"polymm_tc_{dtype_name}_{layout}"
 
 
+#: Few columns or rows (at most this many): a memory-bound product, for the SIMT matrix-vector paths.
+FEW_COLUMNS = 8
+#: K at least this many times max(M, N) on fewer tiles than this: split-K on the SIMT cores fills
+#: the GPU, one block per 128 x 256 tile would not.
+DEEP_K, DEEP_TILES = 16, 16
+
+
+def shape_rule(dtype: np.dtype, cc: int, shape) -> str | None:
+    """Why no tensor-core kernel should run a product of this dtype and shape (whatever the
+    layout: a copy into another layout would not help), or None."""
+    if dtype.name not in LAYOUTS:
+        return f"no tensor-core kernel for {dtype.name}"
+    if cc < MIN_CC:
+        return f"compute capability {cc / 10:.1f} < {MIN_CC / 10:.1f}"
+    bt, m, n, k = shape
+    if -(-m // BM) > 65535:
+        return f"more than 65535 tiles of {BM} rows"
+    if k % (16 // dtype.itemsize):
+        return f"K must be a multiple of {16 // dtype.itemsize} (16-byte copies)"
+    if min(m, n) <= FEW_COLUMNS:
+        return f"min(M, N) = {min(m, n)} <= {FEW_COLUMNS}: memory-bound, the SIMT matrix-vector paths"
+    if k >= DEEP_K * max(m, n) and bt * -(-m // BM) * -(-n // DEFAULT.bn) < DEEP_TILES:
+        return f"deep K = {k} on few tiles: split-K on the SIMT cores"
+    return None
+
+
 def choose(dtype: np.dtype, cc: int, shape, sa, sb, a_ptr: int, b_ptr: int) -> tuple[str | None, str]:
     """``(kernel name, why)``: the tensor-core kernel for this call, or None and the rule it breaks."""
-    layouts = LAYOUTS.get(dtype.name)
-    if layouts is None:
-        return None, f"no tensor-core kernel for {dtype.name}"
-    if cc < MIN_CC:
-        return None, f"compute capability {cc / 10:.1f} < {MIN_CC / 10:.1f}"
-    _, m, n, k = shape
+    why = shape_rule(dtype, cc, shape)
+    if why is not None:
+        return None, why
+    layouts = LAYOUTS[dtype.name]
+    n = shape[2]
     chunk = 16 // dtype.itemsize  # elements per 16-byte copy
-    if -(-m // BM) > 65535:
-        return None, f"more than 65535 tiles of {BM} rows"
     if sa[2] != 1 or sa[1] % chunk or sa[0] % chunk or a_ptr % 16:
         return None, "A must be K-contiguous with 16-byte aligned rows"
-    if k % chunk:
-        return None, f"K must be a multiple of {chunk} (16-byte copies)"
     if b_ptr % 16 or sb[0] % chunk:
         return None, "B must start 16-byte aligned with 16-byte aligned batch strides"
     if "nk" in layouts and sb[1] == 1 and sb[2] % chunk == 0:
