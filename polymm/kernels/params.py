@@ -31,7 +31,6 @@ __all__ = [
     "save_tuned",
 ]
 
-_VECTOR = ("float32", "float64", "complex64")
 
 
 @dataclass(frozen=True)
@@ -172,12 +171,11 @@ def regblock_params(device: DeviceInfo, dtype) -> KernelParams:
 def table_params(device: DeviceInfo, dtype) -> KernelParams:
     """The built-in regblock parameters (``params.json``) for ``device`` and ``dtype``."""
     dtype = np.dtype(dtype)
-    slot = dtype.name if dtype.name in _VECTOR else "other"
     words = device.words()
     for key, entries in _table().items():
         if key.startswith("_") or not all(w in words for w in key.split()):
             continue
-        fields = {k: v for k, v in entries.get(slot, entries["other"]).items()}
+        fields = {k: v for k, v in entries.get(dtype.name, entries["other"]).items()}
         params = KernelParams(**fields)
         if device.is_cpu or fits(device, "regblock", dtype, params):
             return params
