@@ -19,7 +19,7 @@ from . import promotion
 from .arrays import DLPACK, PLAIN_TYPES, is_dask_array, kind_for_dlpack_device, kind_named, kind_of, unowned_reason
 from .backend import is_bfloat16
 from .precision import use_precision
-from .registry import check_algorithm, get_backend, selected_backend
+from .registry import check_algorithm, get_backend, plain_entry, selected_backend
 from .shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
 
 __all__ = ["matmul"]
@@ -126,25 +126,26 @@ def _matmul_plain(kind, x1, x2, backend, algorithm):
     s1, s2 = x1.strides, x2.strides
     if (s1[0] | s1[1] | s2[0] | s2[1]) % dtype.itemsize:
         return None
+    if kind.views:  # a host library: the backend's 2-D entry, found once per backend and dtype
+        compute = plain_entry(selected_backend(backend, kind.name), kind, algorithm, dtype, x1)
+        if compute is None:
+            return None
+        result = kind.empty((m, n), dtype, like=x1)
+        compute(x1, x2, result, algorithm)
+        return result
     impl = get_backend(selected_backend(backend, kind.name))
     if impl.array_library != kind.name or algorithm not in impl.algorithms:
         return None
     impl.check_dtype(dtype, x1)
     result = kind.empty((m, n), dtype, like=x1)
-    if not kind.views:  # a device library: kernel-ready operands, as batches of one
-        size = dtype.itemsize
-        impl.matmul(
-            kind.operand(x1, (1, m, k), (0, s1[0] // size, s1[1] // size)),
-            kind.operand(x2, (1, k, n), (0, s2[0] // size, s2[1] // size)),
-            kind.operand(result, (1, m, n), (0, n, 1)),
-            algorithm,
-        )
-        return result
-    matmul_2d = getattr(impl, "matmul_2d", None)  # optional: a host backend's own 2-D entry
-    if matmul_2d is not None:
-        matmul_2d(x1, x2, result, algorithm)
-    else:
-        impl.matmul(x1[None], x2[None], result[None], algorithm)
+    # a device library: kernel-ready operands, as batches of one
+    size = dtype.itemsize
+    impl.matmul(
+        kind.operand(x1, (1, m, k), (0, s1[0] // size, s1[1] // size)),
+        kind.operand(x2, (1, k, n), (0, s2[0] // size, s2[1] // size)),
+        kind.operand(result, (1, m, n), (0, n, 1)),
+        algorithm,
+    )
     return result
 
 

@@ -250,6 +250,31 @@ def register_backend(name: str, factory, *, replace: bool = False) -> None:
         raise ValueError(f"a backend named {name!r} is already registered; pass replace=True to replace it")
     registry[name] = _Entry(name, lambda: factory, "register_backend()")
     _defaults.clear()
+    _plain_entries.clear()
+
+
+#: (backend name, library, algorithm, dtype) -> the callable that computes one 2-D product of a
+#: host library (cleared by register_backend).
+_plain_entries: dict = {}
+
+
+def plain_entry(name: str, kind, algorithm: str, dtype, like):
+    """What computes ``out = a @ b`` for 2-D host arrays (``kind.views``) of ``dtype`` on backend
+    ``name`` -- its ``matmul_2d``, or ``matmul`` on batches of one -- or None when that backend
+    does not compute on ``kind``'s arrays or lacks ``algorithm``.  Checked once per key: these
+    checks cost more than a 4x4 product."""
+    key = (name, kind.name, algorithm, dtype)
+    found = _plain_entries.get(key)
+    if found is None:
+        impl = get_backend(name)
+        if impl.array_library != kind.name or algorithm not in impl.algorithms:
+            return None
+        impl.check_dtype(dtype, like)  # raises for a dtype the backend lacks: not cached
+        found = getattr(impl, "matmul_2d", None)
+        if found is None:
+            found = lambda a, b, out, alg, _mm=impl.matmul: _mm(a[None], b[None], out[None], alg)  # noqa: E731
+        _plain_entries[key] = found
+    return found
 
 
 def _known() -> str:

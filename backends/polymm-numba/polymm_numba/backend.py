@@ -29,6 +29,7 @@ _SMALL_DT = frozenset((_F32, np.dtype("float64")))
 _DTYPES = frozenset(CONTRACT_DTYPES)
 #: dtypes computed as they are (all but float16)
 _DIRECT = frozenset(d for d in CONTRACT_DTYPES if d != _F16)
+_TINY_WORK = params.TINY_WORK  # read per call on the 4x4 path: a global is cheaper than an attribute
 
 # Numba's "workqueue" threading layer aborts the process when two Python
 # threads launch parallel kernels at once; parallel launches are serialised
@@ -195,6 +196,7 @@ class CPUBackend(Backend):
 
     def __init__(self):
         self._fns: dict = {}
+        self._tiny: dict = {}  # dtype -> the tiny_2d kernel
         self._lock = threading.Lock()
         self._specs: dict = {}
         self._small: dict = {}  # (dtype, m, n, parallel) -> compiled small-product kernel
@@ -270,12 +272,13 @@ class CPUBackend(Backend):
         dt = out.dtype
         m, k = a.shape
         n = b.shape[1]
-        if m * k * n <= params.TINY_WORK and dt in _DIRECT:
-            fn = self._fns.get(("tiny_2d", dt))
-            if fn is None:
-                fn = self._kernel("tiny_2d", dt)
-            fn(a, b, out)
-            return
+        if m * k * n <= _TINY_WORK:
+            fn = self._tiny.get(dt)  # keyed by dtype alone: a tuple key costs a tenth of a 4x4 product
+            if fn is None and dt in _DIRECT:
+                fn = self._tiny[dt] = self._kernel("tiny_2d", dt)
+            if fn is not None:
+                fn(a, b, out)
+                return
         if (
             algorithm == "auto"
             and dt in _SMALL_DT
