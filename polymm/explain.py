@@ -263,7 +263,7 @@ def explain(
 ):
     """What ``polymm.matmul`` of C-contiguous operands shaped ``shape1`` and ``shape2``
     would run on ``backend``, and why; ``run=True`` also times it.  ``device`` (``"H100"``,
-    see :data:`MODEL_DEVICES`; ``backend`` ``"cuda-layer"`` or ``"opencl"``) asks the shared
+    see :data:`MODEL_DEVICES`; ``backend`` ``"cuda"`` or ``"opencl"``) asks the shared
     planner about a GPU that is not here (registers from ``nvcc`` where it is installed).
     Returns an :class:`Explanation` (``print`` it for the report ``polymm explain`` shows)."""
     from . import bench
@@ -271,20 +271,15 @@ def explain(
     dtype = np.dtype(dtype)
     batch, m, n, k = _shapes(shape1, shape2)
     if device is not None:
-        if backend not in ("cuda-layer", "opencl"):
+        if backend not in ("cuda", "opencl"):
             raise ValueError(
-                f"a model device is planned by the shared GPU layer, for 'cuda-layer' or 'opencl', not {backend!r}"
-                + (
-                    " (the 'cuda' backend runs its own kernels until 'cuda-layer' is validated)"
-                    if backend == "cuda"
-                    else ""
-                )
+                f"a model device is planned by the shared GPU layer, for 'cuda' or 'opencl', not {backend!r}"
             )
         if run:
             raise ValueError(f"cannot run on a model of {device}: explain it without run=True")
         from .kernels import planner
 
-        model = _model_device(device, "cuda" if backend == "cuda-layer" else backend)
+        model = _model_device(device, backend)
         made = planner.plan(model, dtype, (batch, m, n, k), (0, (m * k, k, 1)), (0, (k * n, n, 1)), 0, algorithm)
         compiled = [_nvcc_registers(model, launch, dtype) for launch in made.launches]
         report = {"device": model, "plan": made, "compiled": compiled}

@@ -32,7 +32,7 @@ def test_run_measures_the_call():
 
 
 def test_model_h100_plans_without_a_gpu():
-    report = polymm.explain((4096, 4096), (4096, 4096), "float32", backend="cuda-layer", device="H100")
+    report = polymm.explain((4096, 4096), (4096, 4096), "float32", backend="cuda", device="H100")
     text = str(report)
     (launch,) = report.launches
     assert report.path == "regblock" and launch["local_mem"] > 0
@@ -44,9 +44,7 @@ def test_model_h100_plans_without_a_gpu():
 
 def test_model_device_refuses_what_it_cannot_do():
     with pytest.raises(ValueError, match="no model of device 'B200'"):
-        polymm.explain((4, 4), (4, 4), backend="cuda-layer", device="B200")
-    with pytest.raises(ValueError, match="'cuda' backend runs its own kernels"):
-        polymm.explain((4, 4), (4, 4), backend="cuda", device="H100")
+        polymm.explain((4, 4), (4, 4), backend="cuda", device="B200")
     with pytest.raises(ValueError, match="'cpu'"):
         polymm.explain((4, 4), (4, 4), backend="cpu", device="H100")
     with pytest.raises(ValueError, match="no algorithm 'fast'"):

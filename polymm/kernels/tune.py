@@ -1,6 +1,6 @@
 """Time candidate regblock parameters on a GPU backend's device and store the best.
 
-    python -m polymm.kernels.tune --backend cuda-layer|opencl [--size 2048] [--dtype float32] [--dry-run]
+    python -m polymm.kernels.tune --backend cuda|opencl [--size 2048] [--dtype float32] [--dry-run]
 
 One tuner for both GPU backends (and the OpenCL CPU shape): each candidate
 runs through the backend's ``launch(a, b, out, kernel, params)``, is timed by
@@ -145,7 +145,7 @@ def tune(backend_name="opencl", dtype="float32", n=2048, repeats=10, log=print):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", default="opencl", choices=["opencl", "cuda-layer"])
+    parser.add_argument("--backend", default="opencl", choices=["opencl", "cuda"])
     parser.add_argument("--size", type=int, default=2048)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--repeats", type=int, default=10)

@@ -17,8 +17,8 @@ import cupy as cp
 import numpy as np
 
 from polymm.arrays import as_operand
+from polymm.kernels.planner import Choice
 from polymm_cuda import CUDABackend, tensorcore
-from polymm_cuda.backend import _MAX_GRID_Z, _scalars
 
 
 def best_ms(fn, reps=10):
@@ -58,17 +58,14 @@ def main(argv=None):
     print("cuBLAS", {n: f"{2 * n**3 / ref[n] / 1e9:.0f} TFLOP/s" for n in sizes})
     for p in tensorcore.CANDIDATES:
         name = tensorcore.kernel_name(dtype.name, tensorcore.LAYOUTS[dtype.name][-1])
-        fn = backend._tensor_core_kernel(0, name, p.options(), p.smem_bytes())
         row = {"params": vars(p), "tflops": {}, "ratio": {}}
         for i, n in enumerate(sizes):
             a, b, c = ops[n]
-            shape = (1, n, n, n)
-            grid, block = p.geometry(shape, _MAX_GRID_Z)
-            sa = tuple(s // dtype.itemsize for s in a.strides)
-            sb = tuple(s // dtype.itemsize for s in b.strides)
-            plan = (fn, grid, block, p.smem_bytes(), _scalars(n, n, n, sa, sb))
             operands = [as_operand(x) for x in (a, b, c)]
-            run = lambda: backend._launch(0, plan, *operands, 1, n, n, n, sa, sb)  # noqa: E731
+            # planned and compiled once, outside the timed launches
+            choice = Choice(name, None, "candidate", external=tensorcore.external_launch(p, (1, n, n, n)))
+            found = backend._prepare(0, *operands[:2], choice=choice)
+            run = lambda: backend._run(0, found, *operands)  # noqa: E731
             if i == 0:
                 c.fill(7)
                 run()

@@ -1,5 +1,5 @@
-"""polymm-cuda: the CUDA backend of polymm (entry point ``cuda``), and ``cuda-layer``, the same
-on the shared GPU kernel layer, selected by name until a GPU run has validated it.
+"""polymm-cuda: the CUDA backend of polymm (entry point ``cuda``), the shared GPU kernel layer
+through CuPy with the tensor cores as a CUDA-only planner entry.
 
 Importing this package needs neither CuPy nor a GPU; instantiating
 :class:`CUDABackend` does, and raises :class:`polymm.BackendUnavailable` with
@@ -7,7 +7,6 @@ the reason otherwise.
 """
 
 from .backend import CUDABackend
-from .layer import CUDALayerBackend
 
-__all__ = ["CUDABackend", "CUDALayerBackend"]
+__all__ = ["CUDABackend"]
 __version__ = "0.1.0"

@@ -1,8 +1,12 @@
-"""The CUDA backend: our own kernels through CuPy (NVRTC), on CuPy arrays.
+"""The CUDA backend: the shared GPU kernel layer (:mod:`polymm.kernels`) through CuPy (NVRTC),
+on CuPy arrays.
 
-``naive`` and ``tiled`` are the shared sources of :mod:`polymm.kernels`
-rendered for CUDA (the same algorithm the OpenCL backend runs); ``auto`` is
-the CUDA-only register-blocked kernel of :mod:`polymm_cuda.fastgemm`.
+Every SIMT kernel -- ``naive``, ``tiled`` and everything ``auto`` runs (the
+register-blocked ``regblock``, ``matvec``, split-K's ``sum-slices``,
+``pack``) -- is the source the OpenCL backend runs, rendered for CUDA, and
+the launches come from the shared planner (:mod:`polymm.kernels.planner`).
+The tensor-core kernels (:mod:`polymm_cuda.tensorcore`, CUDA-only) are an
+entry of that planner.  This module only compiles, caches and launches.
 
 CuPy is imported only when the backend is instantiated, so ``import
 polymm_cuda`` (and ``polymm.backends()``) works on machines without it.
@@ -13,43 +17,45 @@ from __future__ import annotations
 import numpy as np
 
 from polymm.arrays import as_operand
-from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand, is_bfloat16, optional_dtypes
+from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand, optional_dtypes
+from polymm.kernels import abi, kernel_name, planner, render
+from polymm.kernels.params import DeviceInfo
 
-from . import fastgemm, tensorcore
 from . import image as _image
+from . import tensorcore
 
-__all__ = ["CuPyBackend", "CUDABackend"]
+__all__ = ["CUDABackend"]
 
 _NVRTC_OPTIONS = ("-std=c++17",)
 _MAX_GRID_Z = 65535
 #: Multiply-adds per product from which "auto" copies operands into a tensor-core layout.
 _REPACK_WORK = 128**3
 _SUPPORTED = frozenset(CONTRACT_DTYPES)
+# The tensor cores: a CUDA-only entry of the shared planner, tried first for "auto".
+planner.register_entry("cuda", tensorcore.planner_entry)
+#: Plans kept per backend; when full the cache starts again (shapes in a program are few).
+_PLAN_CACHE_SIZE = 4096
 
 
-def _scalars(m, n, k, sa, sb):
-    """Kernel scalars in their C types: int sizes, 64-bit offsets and strides."""
-    i64 = np.int64
-    return (
-        np.int32(m),
-        np.int32(n),
-        np.int32(k),
-        i64(0),
-        i64(sa[0]),
-        i64(sa[1]),
-        i64(sa[2]),
-        i64(sb[0]),
-        i64(sb[1]),
-        i64(sb[2]),
-    )
+class _Step:
+    """One launch: the compiled function, grid and block, dynamic shared
+    memory, scalar arguments converted once, and the buffer positions
+    (position -> 0 = A, 1 = B, 2 = C, 3+ = scratch) filled per call."""
+
+    __slots__ = ("fn", "grid", "block", "smem", "args", "buffers")
+
+    def __init__(self, fn, grid, block, smem, args, buffers):
+        self.fn, self.grid, self.block, self.smem, self.args, self.buffers = fn, grid, block, smem, args, buffers
 
 
-class CuPyBackend(Backend):
-    """What both CUDA backends share: CuPy, its devices, the dtypes they serve, host transfers.
+class CUDABackend(Backend):
+    """polymm on NVIDIA GPUs through CuPy; kernels compiled once per device/kernel/dtype/parameters.
 
     Instantiating it imports CuPy and counts the GPUs, or raises :class:`BackendUnavailable`
     with the reason."""
 
+    name = "cuda"
+    default_for = ("cupy",)
     array_library = "cupy"
     algorithms = ("naive", "image", "tiled", "auto")
 
@@ -69,7 +75,10 @@ class CuPyBackend(Backend):
         self._count = count
         self._kernels: dict = {}  # compiled functions, keyed by what selects them
         self._plans: dict = {}  # launch plans, keyed by shape, strides and alignment
+        self._info: dict[int, DeviceInfo] = {}
+        self.last_plan = None
 
+    # ---- description -------------------------------------------------------
     def dtypes(self):
         return CONTRACT_DTYPES + optional_dtypes()
 
@@ -84,132 +93,108 @@ class CuPyBackend(Backend):
         if dtype not in _SUPPORTED and dtype not in optional_dtypes():
             raise TypeError(f"polymm {self.name} backend does not support dtype {dtype}")
 
+    def devices(self) -> list[str]:
+        out = []
+        for i in range(self._count):
+            info = self.device_info(i)
+            out.append(f"cuda:{i} {info.name} (sm_{info.cc}, {info.compute_units} SMs; {tensorcore.describe(info.cc)})")
+        return out
+
+    def device_info(self, dev: int) -> DeviceInfo:
+        """What the shared planner needs to know about GPU ``dev`` (asked once)."""
+        info = self._info.get(dev)
+        if info is None:
+            props = self._runtime.getDeviceProperties(dev)
+            name = props["name"]
+            name = name.decode() if isinstance(name, bytes) else name
+            info = self._info[dev] = DeviceInfo(
+                name=name,
+                vendor="NVIDIA",
+                kind="gpu",
+                dialect="cuda",
+                compute_units=props["multiProcessorCount"],
+                max_work_group=props["maxThreadsPerBlock"],
+                local_mem=props["sharedMemPerBlock"],
+                key=f"CUDA|{name}|sm_{props['major']}{props['minor']}",
+                platform="CUDA",
+                max_batch=_MAX_GRID_Z,
+                threads_per_cu=props["maxThreadsPerMultiProcessor"],
+                blocks_per_cu=props.get("maxBlocksPerMultiProcessor", 32),
+                local_mem_per_cu=props["sharedMemPerMultiprocessor"],
+                registers_per_cu=props["regsPerMultiprocessor"],
+                cc=props["major"] * 10 + props["minor"],
+            )
+        return info
+
+    def _compute_capability(self, dev: int) -> int:
+        return self.device_info(dev).cc
+
+    def planner_device(self, operand) -> DeviceInfo:
+        """The planner's description of the GPU ``operand`` (an Operand or a CuPy array) lives on."""
+        array = operand.buffer if isinstance(operand, Operand) else operand
+        return self.device_info(array.data.device_id)
+
+    # ---- host <-> device -----------------------------------------------------
     def from_numpy(self, x: np.ndarray):
         return self._cp.asarray(x)
 
     def to_numpy(self, x) -> np.ndarray:
         return self._cp.asnumpy(x)
 
+    def synchronize(self) -> None:
+        self._cp.cuda.get_current_stream().synchronize()
 
-class CUDABackend(CuPyBackend):
-    """polymm on NVIDIA GPUs through CuPy; kernels compiled once per device/dtype/variant."""
-
-    name = "cuda"
-    default_for = ("cupy",)
-
-    def __init__(self):
-        super().__init__()
-        self._sms: dict[int, int] = {}
-        self._ccs: dict[int, int] = {}
-
-    # ---- description -------------------------------------------------------
-    def devices(self) -> list[str]:
-        out = []
-        for i in range(self._count):
-            props = self._runtime.getDeviceProperties(i)
-            name = props["name"]
-            name = name.decode() if isinstance(name, bytes) else name
-            cc = 10 * props["major"] + props["minor"]
-            out.append(f"cuda:{i} {name} (sm_{cc}, {props['multiProcessorCount']} SMs; {tensorcore.describe(cc)})")
-        return out
-
-    # ---- host <-> device -----------------------------------------------------
     # ---- kernels -------------------------------------------------------------
-    def _sm_count(self, dev: int) -> int:
-        n = self._sms.get(dev)
-        if n is None:
-            n = self._sms[dev] = self._runtime.getDeviceProperties(dev)["multiProcessorCount"]
-        return n
-
-    def _shared_kernel(self, dev: int, dtype: np.dtype, kernel: str):
-        """``polymm_naive`` / ``polymm_image`` / ``polymm_tiled`` from the shared sources (compiled once)."""
-        key = (dev, dtype, kernel)
+    def compiled(self, dev: int, kernel: str, dtype, params, flags, external=None):
+        """The CuPy function for one rendered kernel, or a planner entry's ``external``
+        kernel (tensor cores), compiled once per device."""
+        if external is not None:
+            key = (dev, kernel, external["source"], external["options"])
+            fn = self._kernels.get(key)
+            if fn is None:
+                options = _NVRTC_OPTIONS + tuple(external["options"])
+                fn = self._cp.RawModule(code=tensorcore.source(external["source"]), options=options)
+                fn = self._kernels[key] = fn.get_function(kernel)
+            return fn
+        key = (dev, kernel, dtype, params, tuple(sorted(flags.items())))
         fn = self._kernels.get(key)
         if fn is None:
-            from polymm.kernels import kernel_name, render
-
-            src = render("cuda", kernel, dtype)
-            mod = self._cp.RawModule(code=src, options=_NVRTC_OPTIONS)
-            fn = self._kernels[key] = mod.get_function(kernel_name(kernel))
-        return fn
-
-    def _fast_kernel(self, dev: int, v: fastgemm.Variant):
-        key = (dev, v)
-        fn = self._kernels.get(key)
-        if fn is None:
-            expr = v.name_expression
-            mod = self._cp.RawModule(code=fastgemm.source(), options=_NVRTC_OPTIONS, name_expressions=(expr,))
-            fn = mod.get_function(expr)
-            if v.smem_bytes > 48 * 1024:
-                fn.max_dynamic_shared_size_bytes = v.smem_bytes
+            options = _NVRTC_OPTIONS
+            if params is not None and params.maxrreg:
+                options += (f"--maxrregcount={params.maxrreg}",)
+            src = render("cuda", kernel, dtype, params, **flags)
+            fn = self._cp.RawModule(code=src, options=options).get_function(kernel_name(kernel))
             self._kernels[key] = fn
         return fn
 
-    def _compute_capability(self, dev: int) -> int:
-        cc = self._ccs.get(dev)
-        if cc is None:
-            cc = self._ccs[dev] = int(self._cp.cuda.Device(dev).compute_capability)
-        return cc
+    def _shared_kernel(self, dev: int, dtype, kernel: str):
+        """A shared kernel without tile parameters (what :mod:`polymm_cuda.image` asks for)."""
+        return self.compiled(dev, kernel, dtype, None, {})
 
-    def _tensor_core_name(self, dev, dtype, shape, sa, sb, pa, pb) -> str | None:
-        cc = self._compute_capability(dev)
-        return tensorcore.choose(dtype, cc, shape, sa, sb, pa, pb)[0]
+    def _steps(self, dev, made) -> list:
+        steps = []
+        for launch in made.launches:
+            fn = self.compiled(dev, launch.kernel, made.dtype, launch.params, launch.flags, launch.external)
+            if launch.dynamic_local > 48 * 1024:
+                fn.max_dynamic_shared_size_bytes = launch.dynamic_local
+            grid = tuple(g // b for g, b in zip(launch.global_size, launch.local_size))
+            args = [t(v) if t is not None else None for t, v in zip(abi.scalar_types(launch.signature), launch.args)]
+            steps.append(_Step(fn, grid, launch.local_size, launch.dynamic_local, args, sorted(launch.buffers.items())))
+        return steps
 
-    def _tensor_core_kernel(self, dev: int, name: str, options=(), smem: int = 0, source: str = "tensorcore"):
-        """A kernel of ``kernels/<source>.cu`` built with ``options`` (compiled once)."""
-        key = (dev, name, options)
-        fn = self._kernels.get(key)
-        if fn is None:
-            mod = self._cp.RawModule(code=tensorcore.source(source), options=_NVRTC_OPTIONS + tuple(options))
-            fn = mod.get_function(name)
-            if smem > 48 * 1024:
-                fn.max_dynamic_shared_size_bytes = smem
-            self._kernels[key] = fn
-        return fn
-
-    def _plan(self, dev, dtype, algorithm, pa, pb, shape, sa, sb):
-        """(kernel, grid, block, shared bytes) for one call; memoised by the caller.
-
-        ``pa``, ``pb``: the operands' first-element addresses (the kernels'
-        vector loads depend on their alignment)."""
-        bt, m, n, k = shape
-        tc = self._tensor_core_name(dev, dtype, shape, sa, sb, pa, pb) if algorithm == "auto" else None
-        if tc is not None:
-            p = tensorcore.DEFAULT
-            grid, block = p.geometry(shape, _MAX_GRID_Z)
-            fn = self._tensor_core_kernel(dev, tc, p.options(), p.smem_bytes())
-            return fn, grid, block, p.smem_bytes(), _scalars(m, n, k, sa, sb)
-        dm = None
-        if algorithm == "auto" and tensorcore.DMMA_IN_AUTO:
-            dm = tensorcore.choose_dmma(dtype, self._compute_capability(dev), shape, sa, sb)[0]
-        if dm is not None:
-            fn = self._tensor_core_kernel(dev, dm, (), tensorcore.DMMA_SMEM, "dmma")
-            grid = (-(-n // tensorcore.DMMA_BN), -(-m // tensorcore.DMMA_BM), min(bt, _MAX_GRID_Z))
-            return fn, grid, (256, 1, 1), tensorcore.DMMA_SMEM, _scalars(m, n, k, sa, sb)
-        if algorithm == "auto" and is_bfloat16(dtype):  # no SIMT fast kernel for bfloat16: shared tiles
-            algorithm = "tiled"
-        if algorithm == "auto":
-            v = fastgemm.choose_variant(dtype, pa, sa, pb, sb, shape, self._sm_count(dev))
-            fn = self._fast_kernel(dev, v)
-            c = v.config
-            grid = (-(-m // c.bm) * -(-n // c.bn), 1, min(bt, _MAX_GRID_Z))
-            return fn, grid, (c.threads, 1, 1), v.smem_bytes, _scalars(m, n, k, sa, sb)
-        from polymm.kernels import launch_geometry
-
-        fn = self._shared_kernel(dev, dtype, algorithm)
-        glob, local = launch_geometry(algorithm, None, m, n, 1)
-        grid = (glob[0] // local[0], glob[1] // local[1], min(bt, _MAX_GRID_Z))
-        return fn, grid, local, 0, _scalars(m, n, k, sa, sb)
+    def plan(self, a: Operand, b: Operand, algorithm="auto", choice=None):
+        """The shared planner's :class:`~polymm.kernels.planner.Plan` for operands ``a``, ``b``,
+        with their element offsets counted from the 16-byte aligned address below each
+        (what the vector paths check); returns ``(plan, a_off, b_off)``."""
+        isz = a.dtype.itemsize
+        bt, m, k = a.shape
+        n = b.shape[2]
+        a_off, b_off = (_address(a) % 16) // isz, (_address(b) % 16) // isz
+        info = self.device_info(a.buffer.data.device_id)
+        made = planner.plan(info, a.dtype, (bt, m, n, k), (a_off, a.strides), (b_off, b.strides), 0, algorithm, choice)
+        return made, a_off, b_off
 
     # ---- compute ---------------------------------------------------------------
-    def _view(self, op):
-        """A CuPy view of operand ``op`` (for :func:`tensorcore.repack`, which copies CuPy arrays)."""
-        isz = op.dtype.itemsize
-        as_strided = self._cp.lib.stride_tricks.as_strided
-        # two elements `offset` apart, keeping the second: a view that starts there
-        start = as_strided(op.buffer, (2,), (op.offset * isz,))[1:] if op.offset else op.buffer
-        return as_strided(start, op.shape, tuple(s * isz for s in op.strides))
-
     def matmul(self, a, b, out, algorithm: str) -> None:
         """``a``, ``b``, ``out``: :class:`polymm.Operand` (CuPy arrays, from tests and benchmarks, are made operands)."""
         if type(out) is not Operand:
@@ -220,111 +205,102 @@ class CUDABackend(CuPyBackend):
                 "polymm cuda: operands on different GPUs: x1 on cuda:%d, x2 on cuda:%d, out on cuda:%d"
                 % (dev, b.buffer.data.device_id, out.buffer.data.device_id)
             )
-        if algorithm == "image":
+        if algorithm == "image":  # texture objects: its own launch (polymm_cuda.image)
             _image.matmul(self, dev, self._view(a), self._view(b), self._view(out))
             return
-        dtype = a.dtype
-        isz = dtype.itemsize
+        if algorithm == "auto" and a.dtype.name in tensorcore.LAYOUTS:
+            a, b = self._tensor_core_layout(a, b)
+        # The plan depends on shape, strides and the operands' alignment only.
+        key = (dev, a.dtype, algorithm, a.shape, b.shape, a.strides, b.strides, _address(a) & 15, _address(b) & 15)
+        found = self._plans.get(key)
+        if found is None:
+            found = self._prepare(dev, a, b, algorithm)
+            if len(self._plans) >= _PLAN_CACHE_SIZE:
+                self._plans.clear()
+            self._plans[key] = found
+        self._run(dev, found, a, b, out)
+
+    def _view(self, op: Operand):
+        """A CuPy view of operand ``op`` (for :func:`tensorcore.repack`, which copies CuPy arrays)."""
+        isz = op.dtype.itemsize
+        as_strided = self._cp.lib.stride_tricks.as_strided
+        # two elements `offset` apart, keeping the second: a view that starts there
+        start = as_strided(op.buffer, (2,), (op.offset * isz,))[1:] if op.offset else op.buffer
+        return as_strided(start, op.shape, tuple(s * isz for s in op.strides))
+
+    def _tensor_core_layout(self, a: Operand, b: Operand):
+        """Operands of a large product copied into a layout the tensor cores read, where they
+        cannot read it as it is (a copy costs far less than the SIMT kernel)."""
         bt, m, k = a.shape
         n = b.shape[2]
-        sa, sb = a.strides, b.strides
-        pa = a.buffer.data.ptr + a.offset * isz
-        pb = b.buffer.data.ptr + b.offset * isz
-        if (
-            algorithm == "auto"
-            and dtype.name in tensorcore.LAYOUTS
-            and m * n * k >= _REPACK_WORK
-            and tensorcore.shape_rule(dtype, self._compute_capability(dev), (bt, m, n, k)) is None
-            and self._tensor_core_name(dev, dtype, (bt, m, n, k), sa, sb, pa, pb) is None
-        ):
-            # a layout the tensor cores cannot read: a copy costs far less than the SIMT kernel
-            a, b = (as_operand(x) for x in tensorcore.repack(self._cp, self._view(a), self._view(b)))
-            sa, sb = a.strides, b.strides
-            pa = a.buffer.data.ptr + a.offset * isz
-            pb = b.buffer.data.ptr + b.offset * isz
-        # The plan depends on shape, strides and the operands' alignment only.
-        key = (dev, dtype, algorithm, bt, m, n, k, sa, sb, pa & 15, pb & 15)
-        plan = self._plans.get(key)
-        if plan is None:
-            if self._runtime.getDevice() != dev:
-                with self._cp.cuda.Device(dev):
-                    plan = self._plan(dev, dtype, algorithm, pa, pb, (bt, m, n, k), sa, sb)
-            else:
-                plan = self._plan(dev, dtype, algorithm, pa, pb, (bt, m, n, k), sa, sb)
-            if len(self._plans) > 4096:
-                self._plans.clear()
-            self._plans[key] = plan
-        self._launch(dev, plan, a, b, out, bt, m, n, k, sa, sb)
+        if m * n * k < _REPACK_WORK:
+            return a, b
+        cc = self._compute_capability(a.buffer.data.device_id)
+        if tensorcore.shape_rule(a.dtype, cc, (bt, m, n, k)) is not None:
+            return a, b  # no layout would let the tensor cores run it
+        if tensorcore.choose(a.dtype, cc, (bt, m, n, k), a.strides, b.strides, _address(a), _address(b))[0] is None:
+            return tuple(as_operand(x) for x in tensorcore.repack(self._cp, self._view(a), self._view(b)))
+        return a, b
 
-    def _launch(self, dev, plan, a, b, out, bt, m, n, k, sa, sb) -> None:
-        """Launch on operands ``a``, ``b``, ``out``: their buffers and element offsets go to the kernel as they are."""
-        fn, grid, block, smem = plan[:4]
-        i32, i64 = np.int32, np.int64
-        if bt <= _MAX_GRID_Z:
-            # Scalars were converted once per plan (np.int32 sizes, np.int64 offsets/strides).
-            mm, nn, kk, z, a0, a1, a2, b0, b1, b2 = plan[4]
-            oa = i64(a.offset) if a.offset else z
-            ob = i64(b.offset) if b.offset else z
-            oc = i64(out.offset) if out.offset else z
-            args = (mm, nn, kk, a.buffer, oa, a0, a1, a2, b.buffer, ob, b0, b1, b2, out.buffer, oc)
-            if self._runtime.getDevice() != dev:
-                with self._cp.cuda.Device(dev):
-                    fn(grid, block, args, shared_mem=smem)
-            else:
-                fn(grid, block, args, shared_mem=smem)
-            return
-        with self._cp.cuda.Device(dev):
-            for z0 in range(0, bt, _MAX_GRID_Z):
-                nz = min(_MAX_GRID_Z, bt - z0)
-                args = (
-                    i32(m),
-                    i32(n),
-                    i32(k),
-                    a.buffer,
-                    i64(a.offset + z0 * sa[0]),
-                    i64(sa[0]),
-                    i64(sa[1]),
-                    i64(sa[2]),
-                    b.buffer,
-                    i64(b.offset + z0 * sb[0]),
-                    i64(sb[0]),
-                    i64(sb[1]),
-                    i64(sb[2]),
-                    out.buffer,
-                    i64(out.offset + z0 * m * n),
-                )
-                fn((grid[0], grid[1], nz), block, args, shared_mem=smem)
+    def explain(self, a, b, out, algorithm: str) -> dict:
+        """The plan a call would run, with the compiler's registers, static shared and local
+        (spilled) memory per launch (for :func:`polymm.explain`)."""
+        a, b = as_operand(a), as_operand(b)
+        dev = a.buffer.data.device_id
+        if algorithm == "auto" and a.dtype.name in tensorcore.LAYOUTS:
+            with self._cp.cuda.Device(dev):
+                a, b = self._tensor_core_layout(a, b)
+        steps, _, _, _, made = self._prepare(dev, a, b, algorithm)
+        compiled = [
+            {
+                "registers": step.fn.num_regs,
+                "local_mem": step.fn.shared_size_bytes + step.smem,
+                "private_mem": step.fn.local_size_bytes,
+            }
+            for step in steps
+        ]
+        return {"device": self.device_info(dev), "plan": made, "compiled": compiled}
 
-    def run_fast_config(self, a, b, out, config: str, cp_async=None) -> fastgemm.Variant:
-        """Run the fast kernel with a named tile configuration (tests, benchmarks, tuning)."""
+    def launch(self, a, b, out, kernel: str, params):
+        """Run ``kernel`` with ``params`` as the product (tests, tuning); returns the plan."""
         a, b, out = as_operand(a), as_operand(b), as_operand(out)
         dev = a.buffer.data.device_id
-        dtype = a.dtype
-        isz = dtype.itemsize
-        bt, m, k = a.shape
-        n = b.shape[2]
-        sa, sb = a.strides, b.strides
-        size = fastgemm.DTYPE_TAGS[dtype.name][2]
+        found = self._prepare(dev, a, b, choice=planner.Choice(kernel, params, "explicit"))
+        self._run(dev, found, a, b, out)
+        return found[-1]
+
+    def _prepare(self, dev, a, b, algorithm="auto", choice=None) -> tuple:
+        """What :meth:`_run` takes: ``(steps, scratch bytes, a_off, b_off, plan)``, compiled on GPU ``dev``."""
         with self._cp.cuda.Device(dev):
-            v = fastgemm.choose_variant(
-                dtype,
-                a.buffer.data.ptr + a.offset * isz,
-                sa,
-                b.buffer.data.ptr + b.offset * isz,
-                sb,
-                (bt, m, n, k),
-                1,
-                config=fastgemm.CONFIG_BY_NAME[(size, config)],
-                cp_async=cp_async,
-            )
-            fn = self._fast_kernel(dev, v)
-            c = v.config
-            plan = (
-                fn,
-                (-(-m // c.bm) * -(-n // c.bn), 1, min(bt, _MAX_GRID_Z)),
-                (c.threads, 1, 1),
-                v.smem_bytes,
-                _scalars(m, n, k, sa, sb),
-            )
-            self._launch(dev, plan, a, b, out, bt, m, n, k, sa, sb)
-        return v
+            made, a_off, b_off = self.plan(a, b, algorithm, choice)
+            return self._steps(dev, made), made.scratch, a_off, b_off, made
+
+    def _run(self, dev, found, a, b, out) -> None:
+        steps, scratch, a_off, b_off, made = found
+        cp = self._cp
+        isz = a.dtype.itemsize
+        # Buffers as raw device pointers, A and B at the 16-byte-aligned address
+        # their plan's element offsets count from, C at its first element; scratch
+        # from CuPy's pool (stream-ordered: released after the launches are queued).
+        held = [cp.empty(nbytes, dtype=np.uint8) for nbytes in scratch]
+        buffers = [np.uint64(_address(a) - a_off * isz), np.uint64(_address(b) - b_off * isz), np.uint64(_address(out))]
+        buffers += [np.uint64(x.data.ptr) for x in held]
+        if self._runtime.getDevice() == dev:  # the usual case: no device switch to pay for
+            self._enqueue(steps, buffers)
+        else:
+            with cp.cuda.Device(dev):
+                self._enqueue(steps, buffers)
+        self.last_plan = made.choice
+
+    @staticmethod
+    def _enqueue(steps, buffers) -> None:
+        for step in steps:
+            args = list(step.args)
+            for pos, slot in step.buffers:
+                args[pos] = buffers[slot]
+            step.fn(step.grid, step.block, tuple(args), shared_mem=step.smem)
+
+
+def _address(op: Operand) -> int:
+    """Device address of element ``[0, 0, 0]`` of operand ``op``."""
+    return op.buffer.data.ptr + op.offset * op.dtype.itemsize

@@ -6,8 +6,8 @@
 ``kernels/dmma.cu`` multiplies float64 matrices on the FP64 tensor cores (``mma.sync.m8n8k4``).
 It copies 16-byte chunks straight from global memory, so it needs operands laid out for that;
 :func:`choose` says which kernel reads a call's layout or which rule it breaks; ``"auto"``
-repacks operands of large products that break one (:func:`repack`), and the SIMT kernel serves
-the rest.
+repacks operands of large products that break one (:func:`repack`). :func:`planner_entry` makes
+them a CUDA-only entry of the shared planner, whose SIMT kernels serve the rest.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ __all__ = [
     "CANDIDATES",
     "choose",
     "choose_dmma",
+    "external_launch",
+    "planner_entry",
     "shape_rule",
     "repack",
     "source",
@@ -188,6 +190,13 @@ def repack(xp, a, b):
     return k_contiguous(a, (0, 1, 2)), k_contiguous(b, (0, 2, 1))
 
 
+def external_launch(p: Params, shape) -> dict:
+    """The planner's description of a ``kernels/tensorcore.cu`` launch with parameters ``p``
+    (the batch is split by the planner where the grid cannot hold it)."""
+    grid, block = p.geometry(shape, 2**31 - 1)
+    return {"source": "tensorcore", "options": p.options(), "grid": grid, "block": block, "smem": p.smem_bytes()}
+
+
 def planner_entry(device, dtype, shape, a, b):
     """The tensor cores as a CUDA-only entry of the shared planner (:mod:`polymm.kernels.planner`):
     a :class:`~polymm.kernels.planner.Choice` with an external kernel when one reads these operands
@@ -198,16 +207,7 @@ def planner_entry(device, dtype, shape, a, b):
     (a_off, sa), (b_off, sb) = a, b
     name, why = choose(dtype, device.cc, shape, sa, sb, a_off * dtype.itemsize, b_off * dtype.itemsize)
     if name is not None:
-        p = DEFAULT
-        grid, block = p.geometry(shape, 2**31 - 1)
-        external = {
-            "source": "tensorcore",
-            "options": p.options(),
-            "grid": grid,
-            "block": block,
-            "smem": p.smem_bytes(),
-        }
-        return Choice(name, None, f"tensor cores (mma.sync): {why}", external=external)
+        return Choice(name, None, f"tensor cores (mma.sync): {why}", external=external_launch(DEFAULT, shape))
     if not DMMA_IN_AUTO:
         return None
     name, why = choose_dmma(dtype, device.cc, shape, sa, sb)

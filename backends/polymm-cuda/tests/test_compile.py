@@ -178,6 +178,23 @@ def test_tensor_cores_are_a_cuda_entry_of_the_planner():
     assert planner.plan(opencl, "float16", (1, 256, 256, 256), strides, strides).choice.external is None
 
 
+def test_dmma_is_planned_by_the_cuda_entry(monkeypatch):
+    """float64 reaches the FP64 tensor cores through the same planner entry, once they are on for
+    "auto"; a batch beyond CUDA's grid is split into launches it can hold."""
+    import dataclasses
+
+    from polymm_cuda import tensorcore
+
+    h100 = dataclasses.replace(H100, cc=90)
+    strides = (0, (256 * 256, 256, 1))
+    monkeypatch.setattr(tensorcore, "DMMA_IN_AUTO", False)
+    assert planner.plan(h100, "float64", (1, 256, 256, 256), strides, strides).choice.external is None
+    monkeypatch.setattr(tensorcore, "DMMA_IN_AUTO", True)
+    made = planner.plan(h100, "float64", (70000, 256, 256, 256), strides, strides)
+    assert made.choice.kernel == "polymm_dmma_ak_bn" and made.choice.external["source"] == "dmma"
+    assert [launch.global_size[2] for launch in made.launches] == [65535, 70000 - 65535]
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 def test_image_and_optional_dtype_kernels_compile():
     """The image kernel (texture fetches) for the dtypes images hold, and the shared kernels for the
@@ -202,49 +219,3 @@ def test_mma_tf32_kernel_assembles(split):
         rc, log = _compile(src, f"mma-tf32-{split}", tmp, ("-cubin", "-Xptxas", "-v", f"-DPM_MMA_SPLIT={split}"))
     assert rc == 0, log
     assert "polymm_mma_tf32" in log and " 0 bytes spill stores" in log, log
-
-
-# -- the kernels the `cuda` backend runs until `cuda-layer` has been validated on a GPU -------
-
-
-@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_fastgemm_variants_compile(dtype):
-    """Every instantiation of `cuda`'s register-blocked kernel (dtype x tile x access pattern)."""
-    from polymm_cuda import fastgemm
-
-    body = fastgemm.source() + "".join(fastgemm.explicit_instantiation(v) for v in fastgemm.all_variants(dtype))
-    with tempfile.TemporaryDirectory() as tmp:
-        rc, log = _compile(body, f"fast-{dtype}", tmp)
-    assert rc == 0, log
-
-
-@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
-@pytest.mark.parametrize("config,va,cp_async", [("128x128x16", 4, False), ("128x256x16", 1, True)])
-def test_fastgemm_hot_path_does_not_spill(config, va, cp_async):
-    """The float32 instantiations `cuda`'s "auto" runs on large aligned products keep all in registers."""
-    from polymm_cuda import fastgemm
-
-    hot = fastgemm.Variant("float32", fastgemm.CONFIG_BY_NAME[(4, config)], True, va, True, 4, cp_async)
-    with tempfile.TemporaryDirectory() as tmp:
-        rc, log = _compile(
-            fastgemm.source() + fastgemm.explicit_instantiation(hot), "hot", tmp, ("-cubin", "-Xptxas", "-v")
-        )
-    assert rc == 0, log
-    spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
-    assert spills and max(spills) == 0, f"{hot.name_expression} spills:\n{log}"
-
-
-def test_fastgemm_variants_are_consistent():
-    """The configurations satisfy the kernel's static assertions and fit an SM's shared memory."""
-    import numpy as np
-
-    from polymm_cuda import fastgemm
-
-    for dt in DTYPES:
-        w = fastgemm.vector_width(np.dtype(dt))
-        size = fastgemm.DTYPE_TAGS[dt][2]
-        for c in fastgemm.CONFIGS[size]:
-            c.check(sorted({1, w}))
-            for stages in (2, c.stages):
-                assert c.smem_bytes(size, True, False, stages) * c.minb <= 227 * 1024, c

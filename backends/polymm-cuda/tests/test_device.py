@@ -1,15 +1,13 @@
-"""Correctness of both CUDA backends on a real GPU (skipped cleanly without one): `cuda`, and
-`cuda-layer` (the same on the shared GPU kernel layer), for which this is what must pass before
-it replaces `cuda`.
+"""Correctness of the CUDA backend on a real GPU (skipped cleanly without one).
 
 Every dtype x algorithm x layout (contiguous, transposed, negative strides,
 broadcast batch, strided slices, misaligned starts) at odd sizes, against
 NumPy: integers and bool exactly (NumPy's own wrap-around is the reference),
 floating types against a float64/complex128 product by relative norm.  Outputs
-are poisoned first so an unwritten element fails.  Every tile configuration
-of `cuda`'s fast kernel is run directly, every path of the shared planner is
-reached on `cuda-layer` (and asserted to be the one planned), plus the 64-bit
-indexing and > 65535-batch paths on both.
+are poisoned first so an unwritten element fails.  Every path of the shared
+planner is reached (and asserted to be the one planned), the tensor-core,
+FP64 tensor-core and image kernels are run, plus the 64-bit indexing and
+> 65535-batch paths.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ pytestmark = pytest.mark.skipif(_NDEV < 1, reason="no CUDA device")
 
 from polymm.backend import CONTRACT_DTYPES, SizeLimitError  # noqa: E402
 from polymm.kernels import IMAGE_DTYPES  # noqa: E402
-from polymm_cuda import CUDABackend, CUDALayerBackend, fastgemm, tensorcore  # noqa: E402
+from polymm_cuda import CUDABackend, tensorcore  # noqa: E402
 from polymm.testing import assert_matches, random_array  # noqa: E402
 
 DTYPES = [d.name for d in CONTRACT_DTYPES]
@@ -44,9 +42,9 @@ SHAPES = [
 LAYOUTS = ("c", "at", "bt", "neg", "bcast", "slice", "misaligned", "padded", "padded-t")
 
 
-@pytest.fixture(scope="module", params=["cuda", "cuda-layer"])
-def backend(request):
-    return {"cuda": CUDABackend, "cuda-layer": CUDALayerBackend}[request.param]()
+@pytest.fixture(scope="module")
+def backend():
+    return CUDABackend()
 
 
 def _operands(rng, layout, bt, m, n, k, dtype):
@@ -125,31 +123,6 @@ def test_matmul(backend, dtype, algorithm, layout):
         _check(out, ha, hb, dtype)
 
 
-def _configs():
-    for dt in DTYPES:
-        for c in fastgemm.CONFIGS[fastgemm.DTYPE_TAGS[dt][2]]:
-            yield dt, c.name
-
-
-@pytest.mark.parametrize("dtype,config", list(_configs()))
-def test_every_fast_config(backend, dtype, config):
-    """Each tile configuration of `cuda`'s fast kernel, with vector and scalar loads along either axis."""
-    if backend.name != "cuda":
-        pytest.skip("fastgemm's tile configurations are the cuda backend's")
-    rng = np.random.default_rng(7)
-    bt, m, n, k = 2, 200, 190, 70
-    for layout in ("c", "at", "bt", "misaligned"):
-        da, db, ha, hb = _operands(rng, layout, bt, m, n, k, dtype)
-        out = _poisoned(bt, m, n, dtype)
-        backend.run_fast_config(da, db, out, config)
-        _check(out, ha, hb, dtype)
-    # Aligned multiples of every tile (the no-edge path).
-    da, db, ha, hb = _operands(rng, "c", 1, 256, 256, 64, dtype)
-    out = _poisoned(1, 256, 256, dtype)
-    backend.run_fast_config(da, db, out, config)
-    _check(out, ha, hb, dtype)
-
-
 #: (B, M, N, K, layout) -> what the planner's reason says: one per GPU path.
 PATHS = [
     ((1, 2000, 3, 700, "c"), "lanes along K"),
@@ -167,8 +140,6 @@ PATHS = [
 @pytest.mark.parametrize("case,reason", PATHS, ids=[f"{c[0]}x{c[1]}x{c[2]}x{c[3]}-{c[4]}" for c, _ in PATHS])
 def test_every_planner_path(backend, dtype, case, reason):
     """Each GPU path of the shared planner runs and is the one planned."""
-    if backend.name != "cuda-layer":
-        pytest.skip("the shared planner's paths are cuda-layer's")
     rng = np.random.default_rng(7)
     bt, m, n, k, layout = case
     da, db, ha, hb = _operands(rng, layout, bt, m, n, k, dtype)
