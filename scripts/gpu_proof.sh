@@ -2,16 +2,18 @@
 # Proof on the lent GPU machine: the conformance suite and the fuzzer on `cuda` and on `opencl`
 # (NVIDIA OpenCL driver), in one call.
 #
-#   . .device/setup.sh && bash scripts/gpu_proof.sh OUT_DIR [FUZZ_CASES_PER_PROCESS] [PROCESSES]
+#   . .device/setup.sh && bash scripts/gpu_proof.sh OUT_DIR [FUZZ_CASES_PER_PROCESS] [PROCESSES] [SECONDS]
 #
 # The fuzzer runs PROCESSES processes per backend side by side (the host side of a fuzz case is
 # Python; the GPU has room), process i with seed 20261124+i, FUZZ_CASES_PER_PROCESS cases each
-# (defaults 12500 x 4 = 50,000 per backend). Everything is written to OUT_DIR/proof/ and packed
+# (defaults 12500 x 4 = 50,000 per backend), each stopping early after SECONDS (default: no limit;
+# its summary line then says so and gives the cases it ran). Everything is written to OUT_DIR/proof/ and packed
 # into OUT_DIR/proof.tar.gz (the device tool brings back a few files only).
 set -uo pipefail
 out="${1:?usage: gpu_proof.sh OUT_DIR [FUZZ_CASES_PER_PROCESS] [PROCESSES]}"
 cases="${2:-12500}"
 procs="${3:-4}"
+budget=(${4:+--time-budget "$4"})
 dir="$out/proof"
 mkdir -p "$dir"
 status=0
@@ -29,7 +31,7 @@ for backend in cuda opencl; do
     pids=()
     for i in $(seq 1 "$procs"); do
         seed=$((20261124 + i))
-        POLYMM_OPENCL_DEVICE=NVIDIA polymm fuzz --backend "$backend" --cases "$cases" --seed "$seed" --json \
+        POLYMM_OPENCL_DEVICE=NVIDIA polymm fuzz --backend "$backend" --cases "$cases" --seed "$seed" "${budget[@]}" --json \
             > "$dir/fuzz-$backend-seed$seed.json" 2> "$dir/fuzz-$backend-seed$seed.txt" &
         pids+=($!)
     done
