@@ -310,7 +310,10 @@ class OpenCLBackend(Backend):
         self._programs: dict = {}
         self._facts: dict = {}
         self._plans: dict = {}
-        self._lock = threading.Lock()  # a cl.Kernel's arguments are shared state
+        # One thread at a time plans, uploads and enqueues (Dask runs tasks on threads): a cl.Kernel's
+        # arguments and the scratch MemoryPool are shared state, and the NVIDIA driver crashed
+        # (SIGSEGV in its own thread) under concurrent uploads, kernel creation and enqueues.
+        self._lock = threading.RLock()
         self._warned: set = set()  # (device, kernel variant) that failed to build, warned about once
         self.last_event = None
         self.last_choice = None
@@ -349,7 +352,8 @@ class OpenCLBackend(Backend):
                 )
 
     def from_numpy(self, x):
-        return _upload(default_queue(), np.asarray(x))
+        with self._lock:
+            return _upload(default_queue(), np.asarray(x))
 
     def to_numpy(self, x):
         return x.get()
@@ -438,6 +442,10 @@ class OpenCLBackend(Backend):
         """``a``, ``b``, ``out``: :class:`polymm.Operand` (arrays, from tests and benchmarks, are made operands)."""
         if type(out) is not Operand:
             a, b, out = as_operand(a), as_operand(b), as_operand(out)
+        with self._lock:
+            self._matmul(a, b, out, algorithm)
+
+    def _matmul(self, a, b, out, algorithm: str) -> None:
         queue = out.array.queue
         facts = self._facts.get(queue) or self._facts_for(queue)
         if algorithm == "image":
@@ -504,9 +512,10 @@ class OpenCLBackend(Backend):
         used exactly when :func:`polymm.kernels.fast_path` allows them.
         """
         a, b, out = as_operand(a), as_operand(b), as_operand(out)
-        facts = self._facts_for(out.array.queue)
-        plan = self._make_plan(facts, a, b, out, None, planner.Choice(kernel, params, "explicit"))
-        return self._run(facts, plan, a, b, out)
+        with self._lock:
+            facts = self._facts_for(out.array.queue)
+            plan = self._make_plan(facts, a, b, out, None, planner.Choice(kernel, params, "explicit"))
+            return self._run(facts, plan, a, b, out)
 
     def _run(self, facts, plan, a, b, out):
         from pyopencl import enqueue_nd_range_kernel as enqueue
