@@ -312,7 +312,7 @@ class OpenCLBackend(Backend):
         self._plans: dict = {}
         # One thread at a time plans, uploads and enqueues (Dask runs tasks on threads): a cl.Kernel's
         # arguments and the scratch MemoryPool are shared state, and the NVIDIA driver crashed
-        # (SIGSEGV in its own thread) under concurrent uploads, kernel creation and enqueues.
+        # (SIGSEGV) under concurrent downloads, uploads, kernel creation and enqueues.
         self._lock = threading.RLock()
         self._warned: set = set()  # (device, kernel variant) that failed to build, warned about once
         self.last_event = None
@@ -356,7 +356,8 @@ class OpenCLBackend(Backend):
             return _upload(default_queue(), np.asarray(x))
 
     def to_numpy(self, x):
-        return x.get()
+        with self._lock:
+            return x.get()
 
     def synchronize(self) -> None:
         if self.last_event is not None:
