@@ -111,14 +111,18 @@ def measure(fn, clock=None, *, samples=7, min_sample=2e-3, budget=1.5, warm=True
     return Timing(min(times), statistics.median(times), len(times))
 
 
-def interleaved(first, second, budget, block_seconds=BLOCK_SECONDS) -> tuple[tuple[Timing, Timing], int]:
+def interleaved(
+    first, second, budget, block_seconds=BLOCK_SECONDS, warm=(None, None)
+) -> tuple[tuple[Timing, Timing], int]:
     """Time two ``(fn, clock)`` sides in alternating blocks; returns their timings and the rounds.
 
     Each sample runs enough calls to last ~10 ms; each side runs a block of samples
-    (``block_seconds``), then the other; rounds alternate which side goes first.
+    (``block_seconds``), then the other; rounds alternate which side goes first.  ``warm``: the
+    seconds of a call a side has already made (its warm-up, and how long a call takes), or None
+    to make one here (a 4096 float64 product on PoCL takes seconds).
     """
     sides = (first, second)
-    once = [max(clock(fn, 1), 1e-7) for fn, clock in sides]  # warm-up included
+    once = [max(w if w is not None else clock(fn, 1), 1e-7) for w, (fn, clock) in zip(warm, sides)]
     inner = [max(1, int(0.01 / t)) for t in once]
     # at least two samples a block, however long a call: the first one after the other side's
     # block shares the cores with that side's still-spinning threads (OpenBLAS: ~0.1 s), so a
