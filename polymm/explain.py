@@ -278,7 +278,9 @@ def explain(
         if run:
             raise ValueError(f"cannot run on a model of {device}: explain it without run=True")
         from .kernels import planner
+        from .registry import backend_factory
 
+        backend_factory(backend)  # its module registers its planner entries (CUDA: the tensor cores)
         model = _model_device(device, backend)
         made = planner.plan(model, dtype, (batch, m, n, k), (0, (m * k, k, 1)), (0, (k * n, n, 1)), 0, algorithm)
         compiled = [_nvcc_registers(model, launch, dtype) for launch in made.launches]

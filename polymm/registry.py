@@ -294,6 +294,18 @@ def get_backend(name: str):
     return backend
 
 
+def backend_factory(name: str):
+    """The class (factory) registered as ``name``, imported but not instantiated (a backend's
+    module may register planner entries on import), or None when unknown or not importable."""
+    entry = _registry().get(name)
+    if entry is None:
+        return None
+    try:
+        return entry.load()
+    except Exception:  # noqa: BLE001 - a broken plugin is reported where it is used, not here
+        return None
+
+
 def backends() -> list[BackendInfo]:
     """Every known backend with its listing; nothing is imported beyond what listing needs.
 

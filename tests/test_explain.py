@@ -42,6 +42,18 @@ def test_model_h100_plans_without_a_gpu():
     assert gemv.path == "matvec" and "memory-bound" in str(gemv)
 
 
+def test_model_h100_plans_tensor_cores_in_a_fresh_process():
+    """The CUDA backend's planner entries (tensor cores) count for a model device even when
+    nothing has imported the backend yet."""
+    pytest.importorskip("polymm_cuda")
+    code = (
+        "import polymm; e = polymm.explain((4096, 4096), (4096, 4096), dtype='float16', backend='cuda', "
+        "device='H100'); print(e.reason)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "tensor cores" in out, out
+
+
 def test_model_device_refuses_what_it_cannot_do():
     with pytest.raises(ValueError, match="no model of device 'B200'"):
         polymm.explain((4, 4), (4, 4), backend="cuda", device="B200")
