@@ -32,7 +32,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True)
 class DeviceInfo:
     """What the planner needs to know about a device, asked once by its backend.
