@@ -23,6 +23,7 @@ from polymm.kernels.params import DeviceInfo
 
 from . import image as _image
 from . import tensorcore
+from . import wgmma as _wgmma
 
 __all__ = ["CUDABackend"]
 
@@ -40,12 +41,15 @@ _PLAN_CACHE_SIZE = 4096
 class _Step:
     """One launch: the compiled function, grid and block, dynamic shared
     memory, scalar arguments converted once, and the buffer positions
-    (position -> 0 = A, 1 = B, 2 = C, 3+ = scratch) filled per call."""
+    (position -> 0 = A, 1 = B, 2 = C, 3+ = scratch) filled per call;
+    ``tma``: the geometry of the tensor maps a ``wgmma`` launch takes first
+    (encoded per call: they hold the operands' addresses), else None."""
 
-    __slots__ = ("fn", "grid", "block", "smem", "args", "buffers")
+    __slots__ = ("fn", "grid", "block", "smem", "args", "buffers", "tma")
 
-    def __init__(self, fn, grid, block, smem, args, buffers):
+    def __init__(self, fn, grid, block, smem, args, buffers, tma=None):
         self.fn, self.grid, self.block, self.smem, self.args, self.buffers = fn, grid, block, smem, args, buffers
+        self.tma = tma
 
 
 class CUDABackend(Backend):
@@ -179,7 +183,9 @@ class CUDABackend(Backend):
                 fn.max_dynamic_shared_size_bytes = launch.dynamic_local
             grid = tuple(g // b for g, b in zip(launch.global_size, launch.local_size))
             args = [t(v) if t is not None else None for t, v in zip(abi.scalar_types(launch.signature), launch.args)]
-            steps.append(_Step(fn, grid, launch.local_size, launch.dynamic_local, args, sorted(launch.buffers.items())))
+            tma = launch.external.get("tma") if launch.external else None
+            buffers = sorted(launch.buffers.items())
+            steps.append(_Step(fn, grid, launch.local_size, launch.dynamic_local, args, buffers, tma))
         return steps
 
     def plan(self, a: Operand, b: Operand, algorithm="auto", choice=None):
@@ -298,6 +304,8 @@ class CUDABackend(Backend):
             args = list(step.args)
             for pos, slot in step.buffers:
                 args[pos] = buffers[slot]
+            if step.tma is not None:
+                args[:0] = _wgmma.tensor_maps(int(buffers[0]), int(buffers[1]), step.tma)
             step.fn(step.grid, step.block, tuple(args), shared_mem=step.smem)
 
 

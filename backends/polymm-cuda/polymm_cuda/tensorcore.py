@@ -203,9 +203,17 @@ def planner_entry(device, dtype, shape, a, b):
     (``a``/``b`` = (element offset from a 16-byte aligned base, strides)), else None."""
     from polymm.kernels.planner import Choice
 
+    from . import wgmma
+
     dtype = np.dtype(dtype)
     (a_off, sa), (b_off, sb) = a, b
-    name, why = choose(dtype, device.cc, shape, sa, sb, a_off * dtype.itemsize, b_off * dtype.itemsize)
+    a_ptr, b_ptr = a_off * dtype.itemsize, b_off * dtype.itemsize
+    if shape_rule(dtype, device.cc, shape) is None:
+        name, why = wgmma.choose(dtype, device.cc, shape, sa, sb, a_ptr, b_ptr)
+        if name is not None:
+            external = wgmma.external_launch(shape, sa, sb, name.rsplit("_", 1)[1], dtype.itemsize)
+            return Choice(name, None, f"tensor cores (wgmma, copy engine): {why}", external=external)
+    name, why = choose(dtype, device.cc, shape, sa, sb, a_ptr, b_ptr)
     if name is not None:
         return Choice(name, None, f"tensor cores (mma.sync): {why}", external=external_launch(DEFAULT, shape))
     if not DMMA_IN_AUTO:

@@ -160,14 +160,57 @@ def test_tensor_core_kernels_compile_without_spills(arch, source):
     assert spills and max(spills) == 0, log
 
 
-def test_tensor_cores_are_a_cuda_entry_of_the_planner():
-    """The tensor-core kernels plug into the shared planner as a CUDA-only entry: float16 on a
-    compute capability 9.0 device plans one external launch; float32 and OpenCL devices do not."""
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_wgmma_kernels_compile_without_spills():
+    """Hopper's wgmma kernels (float16 and bfloat16, B N- or K-major) assemble for sm_90a with
+    every accumulator in registers."""
+    from polymm_cuda import wgmma
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "wg.cu")
+        path.write_text(wgmma.source())
+        cubin = str(Path(tmp, "wg.cubin"))
+        defines = [o for o in wgmma.options() if o.startswith("-D")]
+        gencode = "-gencode=arch=compute_90a,code=sm_90a"
+        cmd = [NVCC, "-std=c++17", gencode, "-cubin", *defines, "-Xptxas", "-v", "-o", cubin, str(path)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log
+    for dtype in ("float16", "bfloat16"):
+        for layout in ("kn", "nk"):
+            assert wgmma.kernel_name(dtype, layout) in log, log
+    spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
+    assert len(spills) == 4 and max(spills) == 0, log
+
+
+def test_wgmma_is_planned_on_hopper_only():
+    """float16 on compute capability 9.0 plans the wgmma kernel (tensor maps described for the
+    backend to encode); 8.0 plans mma.sync; a misaligned row stride falls back to it too."""
     import dataclasses
 
     import polymm_cuda.backend  # noqa: F401  (registers the entry)
 
-    h100 = dataclasses.replace(H100, cc=90)
+    strides = (0, (512 * 512, 512, 1))
+    made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 512, 512, 512), strides, strides)
+    assert made.choice.kernel == "polymm_wgmma_float16_kn" and "wgmma" in made.choice.reason
+    (a_map, b_map) = made.choice.external["tma"]
+    assert a_map == ((512, 512, 1), (1024, 512 * 1024), (64, 128, 1))
+    assert b_map == ((512, 512, 1), (1024, 512 * 1024), (64, 64, 1))
+    ampere = planner.plan(dataclasses.replace(H100, cc=80), "float16", (1, 512, 512, 512), strides, strides)
+    assert ampere.choice.kernel.startswith("polymm_tc_float16")
+    odd = (0, (520 * 516, 516, 1))  # 1032-byte rows: not a multiple of 16 bytes
+    made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 520, 512, 512), odd, strides)
+    assert not made.choice.kernel.startswith("polymm_wgmma")
+
+
+def test_tensor_cores_are_a_cuda_entry_of_the_planner():
+    """The tensor-core kernels plug into the shared planner as a CUDA-only entry: float16 on a
+    compute capability 8.0 device plans one external mma.sync launch; float32 and OpenCL devices do not."""
+    import dataclasses
+
+    import polymm_cuda.backend  # noqa: F401  (registers the entry)
+
+    h100 = dataclasses.replace(H100, cc=80)
     strides = (0, (256 * 256, 256, 1))
     made = planner.plan(h100, "float16", (1, 256, 256, 256), strides, strides)
     (launch,) = made.launches

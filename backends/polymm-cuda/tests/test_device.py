@@ -274,6 +274,58 @@ def test_tensor_core_path(backend, dtype, layout):
         _check(out, ha, hb, dtype)
 
 
+WG_SHAPES = [  # (B, M, N, K): one tile, edges of every tile dimension and of K, batches, several tiles
+    (1, 128, 256, 64),
+    (1, 130, 264, 72),
+    (3, 200, 264, 520),
+    (1, 16, 16, 8),
+    (2, 257, 300, 136),
+    (1, 1000, 1030, 1032),
+]
+
+
+@pytest.mark.parametrize("layout", ("c", "bt", "bcast", "at", "padded", "misaligned"))
+def test_wgmma_path(backend, layout):
+    """float16 on Hopper's wgmma kernel (TMA copies, both B layouts, broadcast batches), at tile
+    edges and beyond one tile; layouts it cannot read go to another kernel, never to a wrong answer."""
+    from polymm_cuda import wgmma
+
+    rng = np.random.default_rng(17)
+    cc = backend._compute_capability(0)
+    for bt, m, n, k in WG_SHAPES:
+        da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "float16")
+        sa, sb = tuple(s // 2 for s in da.strides), tuple(s // 2 for s in db.strides)
+        name, why = wgmma.choose(np.dtype("float16"), cc, (bt, m, n, k), sa, sb, da.data.ptr, db.data.ptr)
+        out = _poisoned(bt, m, n, "float16")
+        backend.matmul(da, db, out, "auto")
+        _check(out, ha, hb, "float16")
+        if cc == wgmma.CC and layout in ("c", "bt", "bcast") and min(m, n) > tensorcore.FEW_COLUMNS:
+            assert name is not None, why
+            assert backend.last_plan.kernel == name, backend.last_plan
+
+
+def test_wgmma_bfloat16_through_torch(backend):
+    """bfloat16 CUDA tensors (DLPack) through polymm.matmul, B as stored and transposed."""
+    torch = pytest.importorskip("torch")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    import polymm
+
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    for bt, m, n, k in WG_SHAPES:
+        a = torch.randn(bt, m, k, device="cuda", generator=gen).to(torch.bfloat16)
+        for b in (
+            torch.randn(bt, k, n, device="cuda", generator=gen).to(torch.bfloat16),
+            torch.randn(bt, n, k, device="cuda", generator=gen).to(torch.bfloat16).transpose(1, 2),
+        ):
+            got = polymm.matmul(a, b, backend=backend.name)
+            assert got.dtype == torch.bfloat16 and got.shape == (bt, m, n)
+
+            def host(t):
+                return t.float().cpu().numpy().astype(ml_dtypes.bfloat16)
+
+            assert_matches(host(got), host(a), host(b))
+
+
 def test_int8_tensor_core_wraps_like_numpy(backend):
     """Full-range int8 operands with K = 4096: int32 sums far outside int8, truncated like NumPy."""
     rng = np.random.default_rng(5)

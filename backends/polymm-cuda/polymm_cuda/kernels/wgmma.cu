@@ -1,0 +1,230 @@
+// polymm CUDA-only Hopper path (sm_90a): float16 and bfloat16 products with float32 accumulation
+// on the warp-group tensor-core instruction `wgmma`, fed by the bulk tensor copy engine (TMA).
+//
+// One block of 384 threads = three warp groups computes a 128 x WG_BN tile of C:
+//   - warp group 0 is the producer: one thread walks K in slices of 64 and asks the copy engine
+//     for the A tile (128 x 64) and the B tile (64 x WG_BN) of each slice, into a ring of
+//     WG_STAGES shared-memory stages; each copy completes on the stage's "full" barrier;
+//   - warp groups 1 and 2 are the consumers: each multiplies its 64 rows of A by the whole B tile
+//     (four `wgmma.m64nWG_BNk16` per slice, accumulators in registers), then arrives on the stage's
+//     "empty" barrier so the producer may refill it.
+// The producer gives registers back (`setmaxnreg.dec`) and the consumers take them.
+//
+// Shared-memory layout. The copy engine writes 128-byte rows in the 128-byte swizzle (the 16-byte
+// chunk index XORed with the row index mod 8), the layout `wgmma` reads without bank conflicts.
+// A is K-major: 128 rows of 64 elements; its descriptor advances 32 bytes per k16 step. B is either
+// K-major too (WG_B_KMAJOR: B^T row-major, as for x1 @ x2.T; WG_BN rows of 64 elements) or N-major
+// as B is usually stored (WG_BN / 64 chunks of 64 k-rows x 64 columns, read with `wgmma`'s
+// transpose bit; a k16 step is 16 rows = 2048 bytes further, and the chunks are 8192 bytes apart).
+//
+// Edges: the copy engine zero-fills what lies outside the matrix (M, N and the K tail), so the
+// main loop has no bounds checks; the stores check rows and columns.
+//
+// Contract with the host (polymm_cuda.wgmma checks it, else another kernel runs): the tensor maps
+// describe A as (K, M, batch) and B as (N, K, batch) [or (K, N, batch) when K-major], 2-byte
+// elements, a box of 64 x 128 (A) and 64 x 64 [64 x WG_BN] (B), 128-byte swizzle; C is
+// C-contiguous (M x N per batch entry). After the two maps comes the argument list every polymm
+// CUDA kernel takes; only the sizes, the batch strides (0: a broadcast operand) and C are read.
+
+typedef unsigned short pm_u16;
+
+#ifndef WG_BN
+#define WG_BN 256
+#endif
+#ifndef WG_STAGES
+#define WG_STAGES 4
+#endif
+#ifndef WG_GROUP_M
+#define WG_GROUP_M 8
+#endif
+#define WG_BM 128
+#define WG_BK 64
+#define WG_THREADS 384
+#define WG_A_BYTES (WG_BM * WG_BK * 2)
+#define WG_B_BYTES (WG_BN * WG_BK * 2)
+#define WG_STAGE_BYTES (WG_A_BYTES + WG_B_BYTES)
+#define WG_ACC (WG_BN / 2)  // float32 accumulators per consumer thread: 64 x WG_BN / 128
+
+// A CUtensorMap (128 opaque bytes, 64-byte aligned), passed by value as a __grid_constant__.
+struct __align__(64) pm_tmap {
+    unsigned long long w[16];
+};
+
+__device__ __forceinline__ void wg_bar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void wg_bar_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile(
+            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(bar), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+__device__ __forceinline__ void wg_bar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Arrive, and tell the barrier that `bytes` more will land through the copy engine.
+__device__ __forceinline__ void wg_bar_expect(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// One box of a 3-D tensor map at coordinates (c0 innermost, c1, c2) into shared memory at `dst`.
+__device__ __forceinline__ void wg_tma_load(unsigned dst, const pm_tmap* map, unsigned bar, int c0, int c1, int c2) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
+        "[%2];\n" ::"r"(dst),
+        "l"((unsigned long long)map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+        : "memory");
+}
+
+// A shared-memory matrix descriptor: start address, leading and stride byte offsets, 128-byte swizzle.
+__device__ __forceinline__ unsigned long long wg_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+           ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wg_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Keeps the compiler from moving accumulator reads or writes across the asynchronous MMAs.
+__device__ __forceinline__ void wg_hold(float (&d)[WG_ACC]) {
+#pragma unroll
+    for (int i = 0; i < WG_ACC; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+__device__ __forceinline__ unsigned wg_pack_f16(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+__device__ __forceinline__ unsigned wg_pack_bf16(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+// wg_mma_<f16|bf16>_<transpose B>(d, desc A, desc B): d += A B for one 64 x WG_BN x 16 step; these
+// `wgmma.mma_async` wrappers (WG_BN / 2 accumulator operands) are written by polymm_cuda.wgmma
+// ahead of this text.
+
+template <bool BF16, bool B_KMAJOR>
+__device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, int M, int N, int K, pm_i64 a_sb,
+                                        pm_i64 b_sb, pm_u16* __restrict__ C, pm_i64 c_off) {
+    extern __shared__ unsigned char wg_raw[];
+    // 128-byte swizzle atoms are 1024 bytes: align the ring to that.
+    const unsigned raw = pm_smem_addr(wg_raw);
+    const unsigned ring = (raw + 1023u) & ~1023u;
+    const unsigned bars = ring + WG_STAGES * WG_STAGE_BYTES;  // full[s] at +8s, empty[s] at +8(WG_STAGES+s)
+
+    const int tid = threadIdx.x, wg = tid >> 7;
+    // Blocks in groups of WG_GROUP_M tile rows, so the blocks resident at once share panels in L2.
+    const int tiles_m = (M + WG_BM - 1) / WG_BM, tiles_n = (N + WG_BN - 1) / WG_BN;
+    const int pid = blockIdx.x, per_group = WG_GROUP_M * tiles_n, first = (pid / per_group) * WG_GROUP_M;
+    const int rows = min(tiles_m - first, WG_GROUP_M);
+    const int m0 = (first + (pid % per_group) % rows) * WG_BM, n0 = ((pid % per_group) / rows) * WG_BN;
+    const int z = blockIdx.z;
+    const int kt_count = (K + WG_BK - 1) / WG_BK;
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < WG_STAGES; ++s) {
+            wg_bar_init(bars + 8 * s, 1);
+            wg_bar_init(bars + 8 * (WG_STAGES + s), 2);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {  // producer
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (tid == 0) {
+            const int za = a_sb ? z : 0, zb = b_sb ? z : 0;
+            for (int kt = 0; kt < kt_count; ++kt) {
+                const int s = kt % WG_STAGES;
+                if (kt >= WG_STAGES) wg_bar_wait(bars + 8 * (WG_STAGES + s), ((kt / WG_STAGES) - 1) & 1);
+                const unsigned full = bars + 8 * s, a_dst = ring + s * WG_STAGE_BYTES, b_dst = a_dst + WG_A_BYTES;
+                wg_bar_expect(full, WG_STAGE_BYTES);
+                wg_tma_load(a_dst, ta, full, kt * WG_BK, m0, za);
+                if (B_KMAJOR) {
+                    wg_tma_load(b_dst, tb, full, kt * WG_BK, n0, zb);
+                } else {
+#pragma unroll
+                    for (int c = 0; c < WG_BN / 64; ++c) wg_tma_load(b_dst + c * 8192, tb, full, n0 + c * 64, kt * WG_BK, zb);
+                }
+            }
+        }
+        return;
+    }
+
+    // consumers
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    float d[WG_ACC];
+#pragma unroll
+    for (int i = 0; i < WG_ACC; ++i) d[i] = 0.f;
+    const int row0 = (wg - 1) * 64;
+    for (int kt = 0; kt < kt_count; ++kt) {
+        const int s = kt % WG_STAGES;
+        wg_bar_wait(bars + 8 * s, (kt / WG_STAGES) & 1);
+        const unsigned a_base = ring + s * WG_STAGE_BYTES + row0 * 128, b_base = ring + s * WG_STAGE_BYTES + WG_A_BYTES;
+        wg_hold(d);
+        wg_fence();
+#pragma unroll
+        for (int k = 0; k < WG_BK / 16; ++k) {
+            const unsigned long long da = wg_desc(a_base + k * 32, 16, 1024);
+            if (B_KMAJOR) {
+                const unsigned long long db = wg_desc(b_base + k * 32, 16, 1024);
+                if (BF16) wg_mma_bf16_0(d, da, db); else wg_mma_f16_0(d, da, db);
+            } else {
+                const unsigned long long db = wg_desc(b_base + k * 2048, 8192, 1024);
+                if (BF16) wg_mma_bf16_1(d, da, db); else wg_mma_f16_1(d, da, db);
+            }
+        }
+        wg_commit();
+        wg_wait<0>();
+        wg_hold(d);
+        if ((tid & 127) == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + s));
+    }
+
+    // Accumulator 4j + e: row 16 * warp + lane / 4 (+ 8 for e >= 2), column 8j + 2 (lane % 4) + e % 2.
+    const int t = tid & 127, warp = t >> 5, lane = t & 31;
+    C += c_off + (pm_i64)z * M * N;
+    const bool pairs = ((N & 1) == 0) && ((((unsigned long long)C) & 3) == 0);
+#pragma unroll
+    for (int j = 0; j < WG_BN / 8; ++j) {
+        const int col = n0 + 8 * j + 2 * (lane & 3);
+        if (col >= N) continue;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = m0 + row0 + 16 * warp + (lane >> 2) + 8 * h;
+            if (row >= M) continue;
+            pm_u16* dst = C + (pm_i64)row * N + col;
+            const float lo = d[4 * j + 2 * h], hi = d[4 * j + 2 * h + 1];
+            const unsigned two = BF16 ? wg_pack_bf16(lo, hi) : wg_pack_f16(lo, hi);
+            if (pairs) {
+                *(unsigned*)dst = two;
+            } else {
+                dst[0] = (pm_u16)(two & 0xffffu);
+                if (col + 1 < N) dst[1] = (pm_u16)(two >> 16);
+            }
+        }
+    }
+}
+
+// The two tensor maps, then the argument list every polymm CUDA kernel takes.
+#define WG_KERNEL(NAME, BF16, B_KMAJOR)                                                                      \
+    extern "C" __global__ void __launch_bounds__(WG_THREADS, 1)                                              \
+        NAME(const __grid_constant__ pm_tmap ta, const __grid_constant__ pm_tmap tb, int M, int N, int K,      \
+             const pm_u16* A, pm_i64 a_off, pm_i64 sa0, pm_i64 sa1, pm_i64 sa2, const pm_u16* B, pm_i64 b_off, \
+             pm_i64 sb0, pm_i64 sb1, pm_i64 sb2, pm_u16* __restrict__ C, pm_i64 c_off) {                     \
+        (void)A, (void)a_off, (void)sa1, (void)sa2, (void)B, (void)b_off, (void)sb1, (void)sb2;              \
+        wg_gemm<BF16, B_KMAJOR>(&ta, &tb, M, N, K, sa0, sb0, C, c_off);                                      \
+    }
+WG_KERNEL(polymm_wgmma_float16_kn, false, false)
+WG_KERNEL(polymm_wgmma_float16_nk, false, true)
+WG_KERNEL(polymm_wgmma_bfloat16_kn, true, false)
+WG_KERNEL(polymm_wgmma_bfloat16_nk, true, true)
