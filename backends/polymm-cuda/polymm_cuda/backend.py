@@ -157,7 +157,7 @@ class CUDABackend(Backend):
             fn = self._kernels.get(key)
             if fn is None:
                 options = _NVRTC_OPTIONS + tuple(external["options"])
-                fn = self._cp.RawModule(code=tensorcore.source(external["source"]), options=options)
+                fn = self._cp.RawModule(code=_external_source(external["source"]), options=options)
                 fn = self._kernels[key] = fn.get_function(kernel)
             return fn
         key = (dev, kernel, dtype, params, tuple(sorted(flags.items())))
@@ -307,6 +307,12 @@ class CUDABackend(Backend):
             if step.tma is not None:
                 args[:0] = _wgmma.tensor_maps(int(buffers[0]), int(buffers[1]), step.tma)
             step.fn(step.grid, step.block, tuple(args), shared_mem=step.smem)
+
+
+def _external_source(name: str) -> str:
+    """The text of a planner entry's CUDA-only kernel: ``wgmma`` (with its rendered wrappers), or
+    a file of ``kernels/`` (``tensorcore``, ``dmma``)."""
+    return _wgmma.source() if name == "wgmma" else tensorcore.source(name)
 
 
 def _address(op: Operand) -> int:
