@@ -211,7 +211,8 @@ def planner_entry(device, dtype, shape, a, b):
     if shape_rule(dtype, device.cc, shape) is None:
         name, why = wgmma.choose(dtype, device.cc, shape, sa, sb, a_ptr, b_ptr)
         if name is not None:
-            external = wgmma.external_launch(shape, sa, sb, name.rsplit("_", 1)[1], dtype.itemsize)
+            layout = name.rsplit("_", 1)[1]
+            external = wgmma.external_launch(shape, sa, sb, layout, dtype.itemsize, device.compute_units)
             return Choice(name, None, f"tensor cores (wgmma, copy engine): {why}", external=external)
     name, why = choose(dtype, device.cc, shape, sa, sb, a_ptr, b_ptr)
     if name is not None:

@@ -89,12 +89,13 @@ def options() -> tuple[str, ...]:
     return ("-arch=sm_90a", f"-DWG_BN={BN}", f"-DWG_STAGES={STAGES}")
 
 
-def external_launch(shape, sa, sb, layout: str, isz: int) -> dict:
-    """The planner's description of one launch: grid, block, shared memory, and the two tensor
-    maps' geometry (``tma``: per operand, dims, byte strides and box, innermost first), which the
-    backend encodes per call with the operands' addresses."""
+def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
+    """The planner's description of one launch: a persistent grid (at most one block per SM
+    of ``sms`` for each batch entry), block, shared memory, and the two tensor maps' geometry
+    (``tma``: per operand, dims, byte strides and box, innermost first), which the backend
+    encodes per call with the operands' addresses."""
     bt, m, n, k = shape
-    grid = (-(-m // BM) * -(-n // BN), 1, bt)
+    grid = (min(-(-m // BM) * -(-n // BN), sms), 1, bt)
 
     def geometry(inner, outer, s_outer, s_batch, box, batched):
         # a broadcast (or single) batch is one matrix; its stride is any legal value

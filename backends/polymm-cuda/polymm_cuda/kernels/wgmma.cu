@@ -1,7 +1,8 @@
 // polymm CUDA-only Hopper path (sm_90a): float16 and bfloat16 products with float32 accumulation
 // on the warp-group tensor-core instruction `wgmma`, fed by the bulk tensor copy engine (TMA).
 //
-// One block of 384 threads = three warp groups computes a 128 x WG_BN tile of C:
+// A persistent grid (one block per SM at most) of 384 threads = three warp groups; each block
+// computes 128 x WG_BN tiles of C in turn:
 //   - warp group 0 is the producer: one thread walks K in slices of 64 and asks the copy engine
 //     for the A tile (128 x 64) and the B tile (64 x WG_BN) of each slice, into a ring of
 //     WG_STAGES shared-memory stages; each copy completes on the stage's "full" barrier;
@@ -112,6 +113,15 @@ __device__ __forceinline__ unsigned wg_pack_bf16(float lo, float hi) {
 // `wgmma.mma_async` wrappers (WG_BN / 2 accumulator operands) are written by polymm_cuda.wgmma
 // ahead of this text.
 
+// Tile `tile` of C (row-major over the tile grid, in groups of WG_GROUP_M tile rows, so the tiles
+// computed at once share panels of A and B in L2): its first row and column.
+__device__ __forceinline__ void wg_tile(int tile, int tiles_m, int tiles_n, int& m0, int& n0) {
+    const int per_group = WG_GROUP_M * tiles_n, first = (tile / per_group) * WG_GROUP_M;
+    const int rows = min(tiles_m - first, WG_GROUP_M);
+    m0 = (first + (tile % per_group) % rows) * WG_BM;
+    n0 = ((tile % per_group) / rows) * WG_BN;
+}
+
 template <bool BF16, bool B_KMAJOR>
 __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, int M, int N, int K, pm_i64 a_sb,
                                         pm_i64 b_sb, pm_u16* __restrict__ C, pm_i64 c_off) {
@@ -122,11 +132,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     const unsigned bars = ring + WG_STAGES * WG_STAGE_BYTES;  // full[s] at +8s, empty[s] at +8(WG_STAGES+s)
 
     const int tid = threadIdx.x, wg = tid >> 7;
-    // Blocks in groups of WG_GROUP_M tile rows, so the blocks resident at once share panels in L2.
-    const int tiles_m = (M + WG_BM - 1) / WG_BM, tiles_n = (N + WG_BN - 1) / WG_BN;
-    const int pid = blockIdx.x, per_group = WG_GROUP_M * tiles_n, first = (pid / per_group) * WG_GROUP_M;
-    const int rows = min(tiles_m - first, WG_GROUP_M);
-    const int m0 = (first + (pid % per_group) % rows) * WG_BM, n0 = ((pid % per_group) / rows) * WG_BN;
+    const int tiles_m = (M + WG_BM - 1) / WG_BM, tiles_n = (N + WG_BN - 1) / WG_BN, tiles = tiles_m * tiles_n;
     const int z = blockIdx.z;
     const int kt_count = (K + WG_BK - 1) / WG_BK;
 
@@ -140,21 +146,31 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     }
     __syncthreads();
 
+    // Persistent blocks: block b takes tiles b, b + gridDim.x, ... of its batch entry. Both roles
+    // walk the same sequence of K slices, counted by `it` across tiles, so the ring's stage and
+    // phase carry on from one tile to the next, and the producer fills the next tile's first
+    // stages while the consumers store the last one.
     if (wg == 0) {  // producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (tid == 0) {
             const int za = a_sb ? z : 0, zb = b_sb ? z : 0;
-            for (int kt = 0; kt < kt_count; ++kt) {
-                const int s = kt % WG_STAGES;
-                if (kt >= WG_STAGES) wg_bar_wait(bars + 8 * (WG_STAGES + s), ((kt / WG_STAGES) - 1) & 1);
-                const unsigned full = bars + 8 * s, a_dst = ring + s * WG_STAGE_BYTES, b_dst = a_dst + WG_A_BYTES;
-                wg_bar_expect(full, WG_STAGE_BYTES);
-                wg_tma_load(a_dst, ta, full, kt * WG_BK, m0, za);
-                if (B_KMAJOR) {
-                    wg_tma_load(b_dst, tb, full, kt * WG_BK, n0, zb);
-                } else {
+            int it = 0;
+            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                int m0, n0;
+                wg_tile(tile, tiles_m, tiles_n, m0, n0);
+                for (int kt = 0; kt < kt_count; ++kt, ++it) {
+                    const int s = it % WG_STAGES;
+                    if (it >= WG_STAGES) wg_bar_wait(bars + 8 * (WG_STAGES + s), ((it / WG_STAGES) - 1) & 1);
+                    const unsigned full = bars + 8 * s, a_dst = ring + s * WG_STAGE_BYTES, b_dst = a_dst + WG_A_BYTES;
+                    wg_bar_expect(full, WG_STAGE_BYTES);
+                    wg_tma_load(a_dst, ta, full, kt * WG_BK, m0, za);
+                    if (B_KMAJOR) {
+                        wg_tma_load(b_dst, tb, full, kt * WG_BK, n0, zb);
+                    } else {
 #pragma unroll
-                    for (int c = 0; c < WG_BN / 64; ++c) wg_tma_load(b_dst + c * 8192, tb, full, n0 + c * 64, kt * WG_BK, zb);
+                        for (int c = 0; c < WG_BN / 64; ++c)
+                            wg_tma_load(b_dst + c * 8192, tb, full, n0 + c * 64, kt * WG_BK, zb);
+                    }
                 }
             }
         }
@@ -163,53 +179,62 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
 
     // consumers
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    float d[WG_ACC];
-#pragma unroll
-    for (int i = 0; i < WG_ACC; ++i) d[i] = 0.f;
-    const int row0 = (wg - 1) * 64;
-    for (int kt = 0; kt < kt_count; ++kt) {
-        const int s = kt % WG_STAGES;
-        wg_bar_wait(bars + 8 * s, (kt / WG_STAGES) & 1);
-        const unsigned a_base = ring + s * WG_STAGE_BYTES + row0 * 128, b_base = ring + s * WG_STAGE_BYTES + WG_A_BYTES;
-        wg_hold(d);
-        wg_fence();
-#pragma unroll
-        for (int k = 0; k < WG_BK / 16; ++k) {
-            const unsigned long long da = wg_desc(a_base + k * 32, 16, 1024);
-            if (B_KMAJOR) {
-                const unsigned long long db = wg_desc(b_base + k * 32, 16, 1024);
-                if (BF16) wg_mma_bf16_0(d, da, db); else wg_mma_f16_0(d, da, db);
-            } else {
-                const unsigned long long db = wg_desc(b_base + k * 2048, 8192, 1024);
-                if (BF16) wg_mma_bf16_1(d, da, db); else wg_mma_f16_1(d, da, db);
-            }
-        }
-        wg_commit();
-        wg_wait<0>();
-        wg_hold(d);
-        if ((tid & 127) == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + s));
-    }
-
-    // Accumulator 4j + e: row 16 * warp + lane / 4 (+ 8 for e >= 2), column 8j + 2 (lane % 4) + e % 2.
-    const int t = tid & 127, warp = t >> 5, lane = t & 31;
+    const int row0 = (wg - 1) * 64, t = tid & 127, warp = t >> 5, lane = t & 31;
     C += c_off + (pm_i64)z * M * N;
     const bool pairs = ((N & 1) == 0) && ((((unsigned long long)C) & 3) == 0);
+    int it = 0;
+    float d[WG_ACC];
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        int m0, n0;
+        wg_tile(tile, tiles_m, tiles_n, m0, n0);
 #pragma unroll
-    for (int j = 0; j < WG_BN / 8; ++j) {
-        const int col = n0 + 8 * j + 2 * (lane & 3);
-        if (col >= N) continue;
+        for (int i = 0; i < WG_ACC; ++i) d[i] = 0.f;
+        for (int kt = 0; kt < kt_count; ++kt, ++it) {
+            const int s = it % WG_STAGES;
+            wg_bar_wait(bars + 8 * s, (it / WG_STAGES) & 1);
+            const unsigned a_base = ring + s * WG_STAGE_BYTES + row0 * 128, b_base = ring + s * WG_STAGE_BYTES + WG_A_BYTES;
+            wg_hold(d);
+            wg_fence();
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int row = m0 + row0 + 16 * warp + (lane >> 2) + 8 * h;
-            if (row >= M) continue;
-            pm_u16* dst = C + (pm_i64)row * N + col;
-            const float lo = d[4 * j + 2 * h], hi = d[4 * j + 2 * h + 1];
-            const unsigned two = BF16 ? wg_pack_bf16(lo, hi) : wg_pack_f16(lo, hi);
-            if (pairs) {
-                *(unsigned*)dst = two;
-            } else {
-                dst[0] = (pm_u16)(two & 0xffffu);
-                if (col + 1 < N) dst[1] = (pm_u16)(two >> 16);
+            for (int k = 0; k < WG_BK / 16; ++k) {
+                const unsigned long long da = wg_desc(a_base + k * 32, 16, 1024);
+                if (B_KMAJOR) {
+                    const unsigned long long db = wg_desc(b_base + k * 32, 16, 1024);
+                    if (BF16) wg_mma_bf16_0(d, da, db); else wg_mma_f16_0(d, da, db);
+                } else {
+                    const unsigned long long db = wg_desc(b_base + k * 2048, 8192, 1024);
+                    if (BF16) wg_mma_bf16_1(d, da, db); else wg_mma_f16_1(d, da, db);
+                }
+            }
+            wg_commit();
+            // The MMAs of the slice before this one are done once at most one group is in
+            // flight: its stage goes back to the producer while this slice's run.
+            wg_wait<1>();
+            wg_hold(d);
+            if (kt > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
+        }
+        wg_wait<0>();
+        wg_hold(d);
+        if (kt_count > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
+
+        // Accumulator 4j + e: row 16 * warp + lane / 4 (+ 8 for e >= 2), column 8j + 2 (lane % 4) + e % 2.
+#pragma unroll
+        for (int j = 0; j < WG_BN / 8; ++j) {
+            const int col = n0 + 8 * j + 2 * (lane & 3);
+            if (col >= N) continue;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = m0 + row0 + 16 * warp + (lane >> 2) + 8 * h;
+                if (row >= M) continue;
+                pm_u16* dst = C + (pm_i64)row * N + col;
+                const float lo = d[4 * j + 2 * h], hi = d[4 * j + 2 * h + 1];
+                const unsigned two = BF16 ? wg_pack_bf16(lo, hi) : wg_pack_f16(lo, hi);
+                if (pairs) {
+                    *(unsigned*)dst = two;
+                } else {
+                    dst[0] = (pm_u16)(two & 0xffffu);
+                    if (col + 1 < N) dst[1] = (pm_u16)(two >> 16);
+                }
             }
         }
     }
