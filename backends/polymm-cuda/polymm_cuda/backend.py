@@ -34,6 +34,8 @@ _REPACK_WORK = 128**3
 _SUPPORTED = frozenset(CONTRACT_DTYPES)
 # The tensor cores: a CUDA-only entry of the shared planner, tried first for "auto".
 planner.register_entry("cuda", tensorcore.planner_entry)
+#: What the plan cache holds for operands that "auto" copies first (:meth:`CUDABackend._repacked`).
+_REPACK = "repack"
 #: Plans kept per backend; when full the cache starts again (shapes in a program are few).
 _PLAN_CACHE_SIZE = 4096
 
@@ -43,13 +45,14 @@ class _Step:
     memory, scalar arguments converted once, and the buffer positions
     (position -> 0 = A, 1 = B, 2 = C, 3+ = scratch) filled per call;
     ``tma``: the geometry of the tensor maps a ``wgmma`` launch takes first
-    (encoded per call: they hold the operands' addresses), else None."""
+    (encoded for each new pair of operand addresses; ``maps``: the last
+    ``(addresses, maps)``), else None."""
 
-    __slots__ = ("fn", "grid", "block", "smem", "args", "buffers", "tma")
+    __slots__ = ("fn", "grid", "block", "smem", "args", "buffers", "tma", "maps")
 
     def __init__(self, fn, grid, block, smem, args, buffers, tma=None):
         self.fn, self.grid, self.block, self.smem, self.args, self.buffers = fn, grid, block, smem, args, buffers
-        self.tma = tma
+        self.tma, self.maps = tma, None
 
 
 class CUDABackend(Backend):
@@ -214,17 +217,22 @@ class CUDABackend(Backend):
         if algorithm == "image":  # texture objects: its own launch (polymm_cuda.image)
             _image.matmul(self, dev, self._view(a), self._view(b), self._view(out))
             return
-        if algorithm == "auto" and a.dtype.name in tensorcore.LAYOUTS:
-            a, b = self._tensor_core_layout(a, b)
-        # The plan depends on shape, strides and the operands' alignment only.
+        self._run(dev, self._planned(dev, a, b, algorithm, repack=True), a, b, out)
+
+    def _planned(self, dev, a, b, algorithm, repack=False):
+        """What :meth:`_run` takes for these operands, from the plan cache: the plan depends on
+        shape, strides and the operands' alignment only (so does the decision to repack)."""
         key = (dev, a.dtype, algorithm, a.shape, b.shape, a.strides, b.strides, _address(a) & 15, _address(b) & 15)
         found = self._plans.get(key)
         if found is None:
-            found = self._prepare(dev, a, b, algorithm)
+            if repack and algorithm == "auto" and self._wants_tensor_core_layout(a, b):
+                found = _REPACK
+            else:
+                found = self._prepare(dev, a, b, algorithm)
             if len(self._plans) >= _PLAN_CACHE_SIZE:
                 self._plans.clear()
             self._plans[key] = found
-        self._run(dev, found, a, b, out)
+        return found
 
     def _view(self, op: Operand):
         """A CuPy view of operand ``op`` (for :func:`tensorcore.repack`, which copies CuPy arrays)."""
@@ -234,28 +242,29 @@ class CUDABackend(Backend):
         start = as_strided(op.buffer, (2,), (op.offset * isz,))[1:] if op.offset else op.buffer
         return as_strided(start, op.shape, tuple(s * isz for s in op.strides))
 
-    def _tensor_core_layout(self, a: Operand, b: Operand):
-        """Operands of a large product copied into a layout the tensor cores read, where they
-        cannot read it as it is (a copy costs far less than the SIMT kernel)."""
+    def _wants_tensor_core_layout(self, a: Operand, b: Operand) -> bool:
+        """Whether a large product should copy its operands into a layout the tensor cores read
+        (they cannot read it as it is; a copy costs far less than the SIMT kernel)."""
         bt, m, k = a.shape
         n = b.shape[2]
-        if m * n * k < _REPACK_WORK:
-            return a, b
+        if a.dtype.name not in tensorcore.LAYOUTS or m * n * k < _REPACK_WORK:
+            return False
         cc = self._compute_capability(a.buffer.data.device_id)
         if tensorcore.shape_rule(a.dtype, cc, (bt, m, n, k)) is not None:
-            return a, b  # no layout would let the tensor cores run it
-        if tensorcore.choose(a.dtype, cc, (bt, m, n, k), a.strides, b.strides, _address(a), _address(b))[0] is None:
-            return tuple(as_operand(x) for x in tensorcore.repack(self._cp, self._view(a), self._view(b)))
-        return a, b
+            return False  # no layout would let the tensor cores run it
+        return tensorcore.choose(a.dtype, cc, (bt, m, n, k), a.strides, b.strides, _address(a), _address(b))[0] is None
+
+    def _repacked(self, a: Operand, b: Operand):
+        return tuple(as_operand(x) for x in tensorcore.repack(self._cp, self._view(a), self._view(b)))
 
     def explain(self, a, b, out, algorithm: str) -> dict:
         """The plan a call would run, with the compiler's registers, static shared and local
         (spilled) memory per launch (for :func:`polymm.explain`)."""
         a, b = as_operand(a), as_operand(b)
         dev = a.buffer.data.device_id
-        if algorithm == "auto" and a.dtype.name in tensorcore.LAYOUTS:
+        if algorithm == "auto" and self._wants_tensor_core_layout(a, b):
             with self._cp.cuda.Device(dev):
-                a, b = self._tensor_core_layout(a, b)
+                a, b = self._repacked(a, b)
         steps, _, _, _, made = self._prepare(dev, a, b, algorithm)
         compiled = [
             {
@@ -282,6 +291,10 @@ class CUDABackend(Backend):
             return self._steps(dev, made), made.scratch, a_off, b_off, made
 
     def _run(self, dev, found, a, b, out) -> None:
+        if found is _REPACK:  # the copies have a plan of their own
+            with self._cp.cuda.Device(dev):
+                a, b = self._repacked(a, b)
+            found = self._planned(dev, a, b, "auto")
         steps, scratch, a_off, b_off, made = found
         cp = self._cp
         isz = a.dtype.itemsize
@@ -304,8 +317,12 @@ class CUDABackend(Backend):
             args = list(step.args)
             for pos, slot in step.buffers:
                 args[pos] = buffers[slot]
-            if step.tma is not None:
-                args[:0] = _wgmma.tensor_maps(int(buffers[0]), int(buffers[1]), step.tma)
+            if step.tma is not None:  # the maps of the last call are kept: encoding costs microseconds
+                addresses = (int(buffers[0]), int(buffers[1]))
+                maps = step.maps
+                if maps is None or maps[0] != addresses:
+                    maps = step.maps = (addresses, _wgmma.tensor_maps(*addresses, step.tma))
+                args[:0] = maps[1]
             step.fn(step.grid, step.block, tuple(args), shared_mem=step.smem)
 
 

@@ -163,18 +163,6 @@ def _encode(address: int, geometry) -> np.void:
     return np.frombuffer(bytes(tmap), dtype=TMAP_DTYPE)[0]
 
 
-_CACHE: dict = {}
-_CACHE_SIZE = 64
-
-
 def tensor_maps(a_address: int, b_address: int, tma) -> tuple:
-    """The two encoded maps for operands at these addresses (kept for the next call on the same
-    arrays: encoding costs microseconds)."""
-    key = (a_address, b_address, tma)
-    maps = _CACHE.get(key)
-    if maps is None:
-        maps = (_encode(a_address, tma[0]), _encode(b_address, tma[1]))
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.clear()
-        _CACHE[key] = maps
-    return maps
+    """The two encoded maps of a launch (``tma``: their geometry) for operands at these addresses."""
+    return _encode(a_address, tma[0]), _encode(b_address, tma[1])
