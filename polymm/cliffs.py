@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 import polymm
-from polymm.backend import CONTRACT_DTYPES
+from polymm.backend import CONTRACT_DTYPES, optional_dtypes
 from polymm import timing
 from polymm.bench import flops
 from polymm.shapes import matmul_shape
@@ -35,8 +35,9 @@ from polymm.testing.reference import assert_matches, poison, random_array
 __all__ = ["Case", "Floor", "CASES", "FLOORS", "Cell", "run", "summarise", "plot", "machine_info"]
 
 FLOAT_DTYPES = ("float32", "float64")
-#: The dtypes of the tensor-core cases (GPU backends only).
-TC_DTYPES = ("float16", "int8", "float64")
+#: The dtypes of the tensor-core cases (GPU backends only). bfloat16 cells run where a reference
+#: computes it: on CuPy backends through PyTorch (CuPy has no bfloat16), with ml_dtypes.
+TC_DTYPES = ("float16", "bfloat16", "int8", "float64")
 #: The rest of the contract's dtypes, measured on one square and one skinny case.
 OTHER_DTYPES = tuple(str(d) for d in CONTRACT_DTYPES if str(d) not in FLOAT_DTYPES)
 
@@ -243,16 +244,59 @@ class _Backend:
         """OpenCL: wait for everything on the operands' queue, whatever the backend tracks itself."""
         self.queue.finish()
 
+    def _torch_for(self, dtype) -> bool:
+        """bfloat16 on a CuPy backend: operands and reference are PyTorch CUDA tensors."""
+        return self.impl.array_library == "cupy" and np.dtype(dtype).name == "bfloat16"
+
+    def can_measure(self, dtype) -> bool:
+        """Whether the reference computes ``dtype`` here (bfloat16: PyTorch with CUDA, on CuPy
+        backends; CuPy, the reference of the OpenCL backend on NVIDIA, has no bfloat16)."""
+        if np.dtype(dtype).name != "bfloat16" or self.ref_xp is np:
+            return True
+        if not self._torch_for(dtype):
+            return False
+        try:
+            import torch
+        except ImportError:
+            return False
+        return torch.cuda.is_available()
+
+    def reference_name(self, dtype) -> str:
+        return "torch.matmul" if self._torch_for(dtype) else self.ref_name
+
+    def reference_xp(self, dtype):
+        if self._torch_for(dtype):
+            import torch
+
+            return torch
+        return self.ref_xp
+
+    def device(self, base):
+        """``base`` (host) on the device our operands live on, as the array type they have."""
+        if self._torch_for(base.dtype):
+            import torch
+
+            return torch.from_numpy(np.ascontiguousarray(base).view(np.int16)).view(torch.bfloat16).to("cuda")
+        return self.impl.from_numpy(base)
+
+    def host(self, x) -> np.ndarray:
+        if self.impl.array_library == "cupy" and type(x).__module__.startswith("torch"):
+            import torch
+
+            return x.view(torch.int16).cpu().numpy().view(optional_dtypes()[0])
+        return self.impl.to_numpy(x)
+
     def ours(self, base, layout):
-        """Our operand: CuPy views are made on the device; others are uploaded as host views."""
+        """Our operand: CuPy (or PyTorch) views are made on the device; others are uploaded as host views."""
         if self.impl.array_library == "cupy":
-            return _view(self.ref_xp, self.impl.from_numpy(base), layout)
+            return _view(self.reference_xp(base.dtype), self.device(base), layout)
         operand = self.impl.from_numpy(_view(np, base, layout))
         self.queue = getattr(operand, "queue", None)  # OpenCL: the queue every call of this cell runs on
         return operand
 
     def reference(self, base, layout):
-        return _view(self.ref_xp, self.ref_xp.asarray(base), layout)
+        xp = self.reference_xp(base.dtype)
+        return _view(xp, self.device(base) if xp is not self.ref_xp else xp.asarray(base), layout)
 
 
 # -- measuring -----------------------------------------------------------------------------------
@@ -297,18 +341,18 @@ def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8) -> 
     host = [random_array(rng, _base_shape(s, case.layout), dt) for s in (case.x1, case.x2)]
     a, b = (backend.ours(h, case.layout) for h in host)
     ra, rb = (backend.reference(h, case.layout) for h in host)
-    impl = backend.impl
     correct, error, warm = True, None, None
     try:
-        out = impl.from_numpy(poison(matmul_shape(case.x1, case.x2).result, dt))
+        out = backend.device(poison(matmul_shape(case.x1, case.x2).result, dt))
         # timed: for long cells also polymm's warm-up (see below)
         warm = backend.ours_clock(lambda: polymm.matmul(a, b, backend=backend.name, out=out), 1)
-        result = impl.to_numpy(out)
+        result = backend.host(out)
         _check(host, case.layout, result, dt, rng)
     except Exception as exc:  # noqa: BLE001 - a wrong or failing cell is reported, not raised
         correct, error = False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     ours = (lambda: polymm.matmul(a, b, backend=backend.name), backend.ours_clock)
-    ref = (lambda: backend.ref_xp.matmul(ra, rb), backend.ref_clock)
+    ref_xp = backend.reference_xp(dt)
+    ref = (lambda: ref_xp.matmul(ra, rb), backend.ref_clock)
     # The reference's warm-up; polymm's is its checked call above where the cell is long for the
     # reference too (else that call may have been mostly a kernel compile, a poor estimate).
     ref_warm = backend.ref_clock(ref[0], 1)
@@ -330,7 +374,7 @@ def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8) -> 
         ref_gflops=ops / ref_best / 1e9,
         seconds=best,
         ref_seconds=ref_best,
-        reference=backend.ref_name,
+        reference=backend.reference_name(dt),
         noisy=spread > 1.25 or ref_spread > 1.25,
         spread=spread,
         ref_spread=ref_spread,
@@ -366,6 +410,7 @@ def select(cases=None, dtypes=None) -> list[tuple[Case, str]]:
 def run(names, cases=None, dtypes=None, budget=0.8, progress=None, seed=2026, on_cell=None) -> list[Cell]:
     """Measure the selected cells on every backend in ``names``; ``on_cell(cell)`` hears of each as it ends."""
     pairs = select(cases, dtypes)
+    known = {d.name for d in CONTRACT_DTYPES + optional_dtypes()}
     cells = []
     task = progress.add_task("cliff suite", total=len(pairs) * len(names)) if progress else None
     for name in names:
@@ -378,6 +423,8 @@ def run(names, cases=None, dtypes=None, budget=0.8, progress=None, seed=2026, on
                 continue
             if progress:
                 progress.update(task, description=f"{name} {case.name} {dtype}")
+            if dtype not in known or not backend.can_measure(dtype):
+                continue  # bfloat16 without ml_dtypes, or without a reference that computes it
             try:
                 backend.impl.check_dtype(np.dtype(dtype), None)
             except TypeError:

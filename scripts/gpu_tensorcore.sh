@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The tensor-core kernels on the lent GPU machine: proof (device tests, the conformance suite on
+# `cuda` as "auto" plans it and with the FP64 tensor cores switched on, 100,000 fuzzed cases of
+# the tensor-core dtypes and 100,000 of float64 with the FP64 tensor cores) and the tensor-core
+# cells of the cliff suite (CUDA events around each whole call, interleaved with cupy.matmul, or
+# torch.matmul for bfloat16).
+#
+#   . .device/setup.sh && bash scripts/gpu_tensorcore.sh OUT_DIR LABEL [proof|bench|all]
+#
+# Everything goes to OUT_DIR/tc-LABEL/, packed into OUT_DIR/tc-LABEL.tar.gz (the device tool
+# brings back a few files only).
+set -uo pipefail
+out="${1:?usage: gpu_tensorcore.sh OUT_DIR LABEL [proof|bench|all]}"
+label="${2:?usage: gpu_tensorcore.sh OUT_DIR LABEL [proof|bench|all]}"
+what="${3:-all}"
+dir="$out/tc-$label"
+mkdir -p "$dir"
+unset CUPY_TF32
+status=0
+{
+    date -u +%FT%TZ
+    git log -1 --format='%H %s' 2>/dev/null || echo "(no git: tarball of a commit)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+} >> "$dir/machine.txt"
+
+fuzz() {  # fuzz TAG DTYPES [env...]: 8 processes x 12,500 cases
+    local tag="$1" dtypes="$2" pids=()
+    shift 2
+    for i in $(seq 1 8); do
+        seed=$((20261200 + i))
+        env "$@" polymm fuzz --backend cuda --dtypes "$dtypes" --cases 12500 --seed "$seed" --time-budget 240 --json \
+            > "$dir/fuzz-$tag-seed$seed.json" 2> "$dir/fuzz-$tag-seed$seed.txt" &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || status=1; done
+    grep -h "polymm fuzz:" "$dir"/fuzz-"$tag"-*.txt
+}
+
+if [[ "$what" == proof || "$what" == all ]]; then
+    python3 -m pytest -q -n 8 backends/polymm-cuda/tests/test_device.py > "$dir/device-tests.log" 2>&1 || status=1
+    python3 -m pytest -q -n 8 --pyargs polymm.testing --polymm-backend=cuda > "$dir/conformance-cuda.log" 2>&1 || status=1
+    POLYMM_CUDA_DMMA=1 python3 -m pytest -q -n 8 --pyargs polymm.testing --polymm-backend=cuda \
+        > "$dir/conformance-cuda-dmma.log" 2>&1 || status=1
+    tail -n 1 "$dir"/device-tests.log "$dir"/conformance-*.log
+    fuzz tensorcore float16,bfloat16,int8,uint8
+    fuzz dmma float64 POLYMM_CUDA_DMMA=1
+fi
+if [[ "$what" == bench || "$what" == all ]]; then
+    polymm bench --suite cliffs --backend cuda --cases 'tc-*' --dtype float16,bfloat16,int8 \
+        --json "$dir/cuda-tc-$label.json" --plot "$dir/cuda-tc-$label.png" > "$dir/cuda-tc-$label.log" 2>&1 || status=1
+    POLYMM_CUDA_DMMA=1 polymm bench --suite cliffs --backend cuda --cases 'tc-*' --dtype float64 \
+        --json "$dir/cuda-dmma-$label.json" > "$dir/cuda-dmma-$label.log" 2>&1 || status=1
+    tail -n 25 "$dir/cuda-tc-$label.log" "$dir/cuda-dmma-$label.log"
+fi
+tar -czf "$out/tc-$label.tar.gz" -C "$out" "tc-$label"
+exit $status
