@@ -36,7 +36,7 @@ __all__ = ["Case", "Floor", "CASES", "FLOORS", "Cell", "run", "summarise", "plot
 
 FLOAT_DTYPES = ("float32", "float64")
 #: The dtypes of the tensor-core cases (GPU backends only). bfloat16 cells run where a reference
-#: computes it: on CuPy backends through PyTorch (CuPy has no bfloat16), with ml_dtypes.
+#: computes it: on CuPy backends (CuPy arrays of ml_dtypes' bfloat16) against torch.matmul.
 TC_DTYPES = ("float16", "bfloat16", "int8", "float64")
 #: The rest of the contract's dtypes, measured on one square and one skinny case.
 OTHER_DTYPES = tuple(str(d) for d in CONTRACT_DTYPES if str(d) not in FLOAT_DTYPES)
@@ -245,7 +245,7 @@ class _Backend:
         self.queue.finish()
 
     def _torch_for(self, dtype) -> bool:
-        """bfloat16 on a CuPy backend: operands and reference are PyTorch CUDA tensors."""
+        """bfloat16 on a CuPy backend: CuPy has no bfloat16 matmul, so the reference is PyTorch's."""
         return self.impl.array_library == "cupy" and np.dtype(dtype).name == "bfloat16"
 
     def can_measure(self, dtype) -> bool:
@@ -272,31 +272,32 @@ class _Backend:
         return self.ref_xp
 
     def device(self, base):
-        """``base`` (host) on the device our operands live on, as the array type they have."""
+        """``base`` (host) on the device, as our operands' array type. bfloat16 travels as its
+        16-bit words (CuPy has no bfloat16 of its own) and is viewed as ml_dtypes' again."""
         if self._torch_for(base.dtype):
-            import torch
-
-            return torch.from_numpy(np.ascontiguousarray(base).view(np.int16)).view(torch.bfloat16).to("cuda")
+            return self.impl.from_numpy(np.ascontiguousarray(base).view(np.int16)).view(base.dtype)
         return self.impl.from_numpy(base)
 
     def host(self, x) -> np.ndarray:
-        if self.impl.array_library == "cupy" and type(x).__module__.startswith("torch"):
-            import torch
-
-            return x.view(torch.int16).cpu().numpy().view(optional_dtypes()[0])
+        if self._torch_for(x.dtype):
+            return self.impl.to_numpy(x.view(np.int16)).view(x.dtype)
         return self.impl.to_numpy(x)
 
     def ours(self, base, layout):
-        """Our operand: CuPy (or PyTorch) views are made on the device; others are uploaded as host views."""
+        """Our operand: CuPy views are made on the device; others are uploaded as host views."""
         if self.impl.array_library == "cupy":
-            return _view(self.reference_xp(base.dtype), self.device(base), layout)
+            return _view(self.ref_xp, self.device(base), layout)
         operand = self.impl.from_numpy(_view(np, base, layout))
         self.queue = getattr(operand, "queue", None)  # OpenCL: the queue every call of this cell runs on
         return operand
 
     def reference(self, base, layout):
-        xp = self.reference_xp(base.dtype)
-        return _view(xp, self.device(base) if xp is not self.ref_xp else xp.asarray(base), layout)
+        if self._torch_for(base.dtype):  # the same 16-bit words, as a PyTorch bfloat16 tensor
+            import torch
+
+            words = torch.from_numpy(np.ascontiguousarray(base).view(np.int16)).to("cuda")
+            return _view(torch, words.view(torch.bfloat16), layout)
+        return _view(self.ref_xp, self.ref_xp.asarray(base), layout)
 
 
 # -- measuring -----------------------------------------------------------------------------------
@@ -549,7 +550,8 @@ def plot(document: dict, path: str) -> None:
     cells = document["cells"]
     names = list(dict.fromkeys(c["backend"] for c in cells))
     cases = list(dict.fromkeys(c["case"] for c in cells))
-    dtypes = [d for d in FLOAT_DTYPES + OTHER_DTYPES if any(c["dtype"] == d for c in cells)]
+    order = FLOAT_DTYPES + OTHER_DTYPES + ("bfloat16",)
+    dtypes = [d for d in order if any(c["dtype"] == d for c in cells)]
     fig, axes = plt.subplots(
         1,
         len(names),

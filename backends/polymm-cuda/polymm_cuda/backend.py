@@ -327,9 +327,11 @@ class CUDABackend(Backend):
 
 
 def _external_source(name: str) -> str:
-    """The text of a planner entry's CUDA-only kernel: ``wgmma`` (with its rendered wrappers), or
-    a file of ``kernels/`` (``tensorcore``, ``dmma``)."""
-    return _wgmma.source() if name == "wgmma" else tensorcore.source(name)
+    """The text of a planner entry's CUDA-only kernel: ``wgmma-<tile width>`` (with its rendered
+    wrappers), or a file of ``kernels/`` (``tensorcore``, ``dmma``)."""
+    if name.startswith("wgmma-"):
+        return _wgmma.source(int(name.split("-")[1]))
+    return tensorcore.source(name)
 
 
 def _address(op: Operand) -> int:

@@ -26,9 +26,18 @@ __all__ = ["CC", "BN", "STAGES", "THREADS", "choose", "external_launch", "source
 
 #: The only compute capability the ``sm_90a`` instructions run on.
 CC = 90
-BM, BN, BK, STAGES, THREADS = 128, 256, 64, 4, 384
-#: Dynamic shared memory: the ring of stages, 1024 bytes to align it, its barriers.
-SMEM = STAGES * (BM + BN) * BK * 2 + 1024 + 16 * STAGES
+BM, BK, STAGES, THREADS = 128, 64, 4, 384
+#: Tile widths compiled (``-DWG_BN``): 256 for large products, 128 where 256 leaves SMs idle.
+WIDTHS = (256, 128)
+BN = WIDTHS[0]
+
+
+def smem_bytes(bn: int) -> int:
+    """Dynamic shared memory: the ring of stages, 1024 bytes to align it, its barriers."""
+    return STAGES * (BM + bn) * BK * 2 + 1024 + 16 * STAGES
+
+
+SMEM = smem_bytes(BN)
 _TYPES = {"float16": "f16", "bfloat16": "bf16"}
 _ALIGN = 16  # bytes: the copy engine's base address and stride granularity
 
@@ -63,30 +72,40 @@ def choose(dtype: np.dtype, cc: int, shape, sa, sb, a_ptr: int, b_ptr: int) -> t
     return None, "B must be contiguous along N or K with 16-byte aligned strides"
 
 
-def _mma_wrapper(ptx_type: str, tnsp_b: int) -> str:
-    """``wg_mma_<type>_<tnsp_b>(d, desc_a, desc_b)``: d += A B for one 64 x BN x 16 step."""
-    regs = ", ".join(f"%{i}" for i in range(BN // 2))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(BN // 2))
-    a, b, one = BN // 2, BN // 2 + 1, BN // 2 + 2
+def _mma_wrapper(ptx_type: str, tnsp_b: int, bn: int) -> str:
+    """``wg_mma_<type>_<tnsp_b>(d, desc_a, desc_b)``: d += A B for one 64 x bn x 16 step."""
+    regs = ", ".join(f"%{i}" for i in range(bn // 2))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(bn // 2))
+    a, b, one = bn // 2, bn // 2 + 1, bn // 2 + 2
     return (
-        f"__device__ __forceinline__ void wg_mma_{ptx_type}_{tnsp_b}(float (&d)[{BN // 2}], "
+        f"__device__ __forceinline__ void wg_mma_{ptx_type}_{tnsp_b}(float (&d)[{bn // 2}], "
         "unsigned long long da, unsigned long long db) {\n"
         f'    asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{one}, 0;\\n"\n'
-        f'                 "wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.{ptx_type}.{ptx_type} '
+        f'                 "wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{ptx_type}.{ptx_type} '
         f'{{{regs}}}, %{a}, %{b}, p, 1, 1, 0, {tnsp_b};\\n}}\\n"\n'
         f'                 : {outs}\n                 : "l"(da), "l"(db), "r"(1));\n}}\n'
     )
 
 
 @lru_cache(maxsize=None)
-def source() -> str:
-    """The kernel text: the ``wgmma.mma_async`` wrappers, then the asynchronous-copy helpers and
-    ``kernels/wgmma.cu``."""
-    return "".join(_mma_wrapper(t, tn) for t in _TYPES.values() for tn in (0, 1)) + _file_source("wgmma")
+def source(bn: int = BN) -> str:
+    """The kernel text for tiles ``bn`` wide: the ``wgmma.mma_async`` wrappers, then the
+    asynchronous-copy helpers and ``kernels/wgmma.cu``."""
+    wrappers = "".join(_mma_wrapper(t, tn, bn) for t in _TYPES.values() for tn in (0, 1))
+    return wrappers + _file_source("wgmma")
 
 
-def options() -> tuple[str, ...]:
-    return ("-arch=sm_90a", f"-DWG_BN={BN}", f"-DWG_STAGES={STAGES}")
+def options(bn: int = BN) -> tuple[str, ...]:
+    return ("-arch=sm_90a", f"-DWG_BN={bn}", f"-DWG_STAGES={STAGES}")
+
+
+def width(shape, sms: int) -> int:
+    """The tile width for a product: the one whose busiest SM computes the fewest columns
+    (tiles per SM, rounded up, times the width), the wider on a tie (fewer, larger tiles waste
+    less bandwidth). 2048 squares: 128 tiles of 256 or 256 of 128 on 132 SMs, a tie: 256; a
+    256-wide skinny product of 8192 rows: 64 tiles of 256 leave half the SMs idle: 128."""
+    bt, m, n, _ = shape
+    return min(WIDTHS, key=lambda bn: (-(-(bt * -(-m // BM) * -(-n // bn)) // sms) * bn, -bn))
 
 
 def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
@@ -95,7 +114,8 @@ def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
     (``tma``: per operand, dims, byte strides and box, innermost first), which the backend
     encodes per call with the operands' addresses."""
     bt, m, n, k = shape
-    grid = (min(-(-m // BM) * -(-n // BN), sms), 1, bt)
+    bn = width(shape, sms)
+    grid = (min(-(-m // BM) * -(-n // bn), sms), 1, bt)
 
     def geometry(inner, outer, s_outer, s_batch, box, batched):
         # a broadcast (or single) batch is one matrix; its stride is any legal value
@@ -107,13 +127,13 @@ def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
     if layout == "kn":
         b_map = geometry(n, k, sb[1], sb[0], (64, BK, 1), bt > 1 and sb[0] != 0)
     else:
-        b_map = geometry(k, n, sb[2], sb[0], (BK, BN, 1), bt > 1 and sb[0] != 0)
+        b_map = geometry(k, n, sb[2], sb[0], (BK, bn, 1), bt > 1 and sb[0] != 0)
     return {
-        "source": "wgmma",
-        "options": options(),
+        "source": f"wgmma-{bn}",
+        "options": options(bn),
         "grid": grid,
         "block": (THREADS, 1, 1),
-        "smem": SMEM,
+        "smem": smem_bytes(bn),
         "tma": (a_map, b_map),
     }
 

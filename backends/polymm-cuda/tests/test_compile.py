@@ -161,16 +161,18 @@ def test_tensor_core_kernels_compile_without_spills(arch, source):
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
-def test_wgmma_kernels_compile_without_spills():
-    """Hopper's wgmma kernels (float16 and bfloat16, B N- or K-major) assemble for sm_90a with
-    every accumulator in registers."""
+@pytest.mark.parametrize("bn", [256, 128])
+def test_wgmma_kernels_compile_without_spills(bn):
+    """Hopper's wgmma kernels (float16 and bfloat16, B N- or K-major, each tile width) assemble
+    for sm_90a with every accumulator in registers."""
     from polymm_cuda import wgmma
+    from polymm_cuda.backend import _external_source
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "wg.cu")
-        path.write_text(wgmma.source())
+        path.write_text(_external_source(f"wgmma-{bn}"))
         cubin = str(Path(tmp, "wg.cubin"))
-        defines = [o for o in wgmma.options() if o.startswith("-D")]
+        defines = [o for o in wgmma.options(bn) if o.startswith("-D")]
         gencode = "-gencode=arch=compute_90a,code=sm_90a"
         cmd = [NVCC, "-std=c++17", gencode, "-cubin", *defines, "-Xptxas", "-v", "-o", cubin, str(path)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -196,6 +198,10 @@ def test_wgmma_is_planned_on_hopper_only():
     (a_map, b_map) = made.choice.external["tma"]
     assert a_map == ((512, 512, 1), (1024, 512 * 1024), (64, 128, 1))
     assert b_map == ((512, 512, 1), (1024, 512 * 1024), (64, 64, 1))
+    assert made.choice.external["source"] == "wgmma-128"  # 8 tiles of 256 or 16 of 128 on 132 SMs
+    big = (0, (4096 * 4096, 4096, 1))
+    made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 4096, 4096, 4096), big, big)
+    assert made.choice.external["source"] == "wgmma-256" and made.launches[0].global_size[0] == 132 * 384
     ampere = planner.plan(dataclasses.replace(H100, cc=80), "float16", (1, 512, 512, 512), strides, strides)
     assert ampere.choice.kernel.startswith("polymm_tc_float16")
     odd = (0, (520 * 516, 516, 1))  # 1032-byte rows: not a multiple of 16 bytes

@@ -281,6 +281,8 @@ WG_SHAPES = [  # (B, M, N, K): one tile, edges of every tile dimension and of K,
     (1, 16, 16, 8),
     (2, 257, 300, 136),
     (1, 1000, 1030, 1032),
+    (1, 2048, 2048, 136),  # 256-wide tiles (the others take 128: more tiles for the SMs)
+    (4, 1024, 1024, 72),
 ]
 
 
