@@ -117,7 +117,9 @@ def _matmul_plain(kind, x1, x2, backend, algorithm):
     Returns None whenever any general rule might apply, so the general path decides.
     """
     dtype = x1.dtype
-    if x1.ndim != 2 or x2.ndim != 2 or x2.dtype != dtype or dtype not in promotion.SUPPORTED:
+    if x1.ndim != 2 or x2.ndim != 2 or x2.dtype != dtype:
+        return None
+    if dtype not in promotion.SUPPORTED and not is_bfloat16(dtype):
         return None
     m, k = x1.shape
     k2, n = x2.shape
@@ -218,9 +220,14 @@ def _matmul_foreign(x1, x2, backend, algorithm, out):
     """PyTorch, JAX, array-api-strict, ...: compute through DLPack, return the caller's kind."""
     import array_api_compat
 
+    native = kind_for_dlpack_device(x1.__dlpack_device__()[0])
+    if out is None and hasattr(native, "view_foreign"):  # e.g. PyTorch CUDA tensors seen by CuPy
+        result = _matmul_viewed(native, x1, x2, backend, algorithm)
+        if result is not None:
+            return result
     xp = array_api_compat.array_namespace(x1, x2)
     dtype = promotion.foreign_result_type(x1, x2)
-    to_native = kind_for_dlpack_device(x1.__dlpack_device__()[0]).from_dlpack
+    to_native = native.from_dlpack
     if out is not None and type(out) is not type(x1):
         raise TypeError(f"polymm.matmul: out must be a {_describe(x1)} like the inputs, got {_describe(out)}")
     a = _from_dlpack(to_native, xp, x1).astype(dtype, copy=False)
@@ -237,6 +244,23 @@ def _matmul_foreign(x1, x2, backend, algorithm, out):
         return xp.from_dlpack(result)
     except (AttributeError, TypeError, BufferError, RuntimeError):
         return xp.asarray(result)
+
+
+def _matmul_viewed(native, x1, x2, backend, algorithm):
+    """Two same-dtype arrays of a foreign library that ``native`` views in place (sharing memory
+    and, for GPUs, the stream): the result is allocated by that library and written through a
+    view. None whenever the general (DLPack) path must decide."""
+    if type(x2) is not type(x1) or x1.dtype != x2.dtype:
+        return None
+    a, b = native.view_foreign(x1), native.view_foreign(x2)
+    if a is None or b is None:
+        return None
+    result = native.new_foreign(x1, matmul_shape(tuple(a.shape), tuple(b.shape)).result)
+    view = native.view_foreign(result)
+    if view is None:
+        return None
+    matmul(a, b, backend=backend, algorithm=algorithm, out=view)
+    return result
 
 
 def _from_dlpack(to_native, xp, x):

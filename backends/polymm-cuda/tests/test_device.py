@@ -331,6 +331,35 @@ def test_wgmma_bfloat16_through_torch(backend):
             assert_matches(host(got), host(a), host(b))
 
 
+def test_torch_tensors_in_place_and_through_dlpack(backend):
+    """PyTorch CUDA tensors are viewed in place when PyTorch's stream is CuPy's; lazily conjugated
+    tensors, tensors that require grad and work on another PyTorch stream go through DLPack
+    (which orders the streams or refuses): right answers, or DLPack's own error."""
+    torch = pytest.importorskip("torch")
+    import polymm
+
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    x = torch.randn(2, 70, 40, dtype=torch.complex64, device="cuda", generator=gen)
+    y = torch.randn(40, 30, dtype=torch.complex64, device="cuda", generator=gen)
+    for a, b in ((x, y), (x.conj(), y), (x, -y.conj())):
+        got = polymm.matmul(a, b, backend=backend.name)
+        want = torch.matmul(
+            a.resolve_conj().resolve_neg().cpu().to(torch.complex128),
+            b.resolve_conj().resolve_neg().cpu().to(torch.complex128),
+        )
+        assert type(got) is torch.Tensor and got.dtype == torch.complex64
+        assert torch.allclose(got.cpu().to(torch.complex128), want, rtol=1e-4, atol=1e-4)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        big = torch.randn(1024, 1024, device="cuda", generator=gen)
+        got = polymm.matmul(big, big, backend=backend.name)
+    side.synchronize()
+    want = big.double().cpu() @ big.double().cpu()
+    assert torch.allclose(got.double().cpu(), want, rtol=1e-3, atol=1e-2)
+    with pytest.raises(Exception, match="grad"):
+        polymm.matmul(big.requires_grad_(), big, backend=backend.name)
+
+
 def test_int8_tensor_core_wraps_like_numpy(backend):
     """Full-range int8 operands with K = 4096: int32 sums far outside int8, truncated like NumPy."""
     rng = np.random.default_rng(5)
