@@ -110,12 +110,15 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
     return result
 
 
-def _matmul_plain(kind, x1, x2, backend, algorithm):
+def _matmul_plain(kind, x1, x2, backend, algorithm, out=None):
     """The common case -- two non-empty 2-D matrices of one library and dtype, computed by a backend of
     that library -- without the general machinery (it dominates the cost of small products).
+    ``out``: a fresh C-contiguous result of the right shape and dtype to write (internal callers).
 
     Returns None whenever any general rule might apply, so the general path decides.
     """
+    if kind is None:
+        return None
     dtype = x1.dtype
     if x1.ndim != 2 or x2.ndim != 2 or x2.dtype != dtype:
         return None
@@ -132,14 +135,14 @@ def _matmul_plain(kind, x1, x2, backend, algorithm):
         compute = plain_entry(selected_backend(backend, kind.name), kind, algorithm, dtype, x1)
         if compute is None:
             return None
-        result = kind.empty((m, n), dtype, like=x1)
+        result = kind.empty((m, n), dtype, like=x1) if out is None else out
         compute(x1, x2, result, algorithm)
         return result
     impl = get_backend(selected_backend(backend, kind.name))
     if impl.array_library != kind.name or algorithm not in impl.algorithms:
         return None
     impl.check_dtype(dtype, x1)
-    result = kind.empty((m, n), dtype, like=x1)
+    result = kind.empty((m, n), dtype, like=x1) if out is None else out
     # a device library: kernel-ready operands, as batches of one
     size = dtype.itemsize
     impl.matmul(
@@ -230,8 +233,7 @@ def _matmul_foreign(x1, x2, backend, algorithm, out):
     to_native = native.from_dlpack
     if out is not None and type(out) is not type(x1):
         raise TypeError(f"polymm.matmul: out must be a {_describe(x1)} like the inputs, got {_describe(out)}")
-    a = _from_dlpack(to_native, xp, x1).astype(dtype, copy=False)
-    b = _from_dlpack(to_native, xp, x2).astype(dtype, copy=False)
+    a, b = (_from_dlpack(to_native, xp, _resolved(x)).astype(dtype, copy=False) for x in (x1, x2))
     result = matmul(
         a, b, backend=backend, algorithm=algorithm, out=None if out is None else _from_dlpack(to_native, xp, out)
     )
@@ -250,7 +252,7 @@ def _matmul_viewed(native, x1, x2, backend, algorithm):
     """Two same-dtype arrays of a foreign library that ``native`` views in place (sharing memory
     and, for GPUs, the stream): the result is allocated by that library and written through a
     view. None whenever the general (DLPack) path must decide."""
-    if type(x2) is not type(x1) or x1.dtype != x2.dtype:
+    if type(x2) is not type(x1) or x1.dtype != x2.dtype or not native.same_stream(x1):
         return None
     a, b = native.view_foreign(x1), native.view_foreign(x2)
     if a is None or b is None:
@@ -259,8 +261,16 @@ def _matmul_viewed(native, x1, x2, backend, algorithm):
     view = native.view_foreign(result)
     if view is None:
         return None
-    matmul(a, b, backend=backend, algorithm=algorithm, out=view)
+    if _matmul_plain(PLAIN_TYPES.get(type(a)), a, b, backend, algorithm, out=view) is None:
+        matmul(a, b, backend=backend, algorithm=algorithm, out=view)
     return result
+
+
+def _resolved(x):
+    """An operand with PyTorch's lazy conjugation or negation applied (DLPack refuses those views)."""
+    if hasattr(x, "is_conj") and (x.is_conj() or x.is_neg()):
+        return x.resolve_conj().resolve_neg()
+    return x
 
 
 def _from_dlpack(to_native, xp, x):

@@ -549,6 +549,17 @@ def test_torch_cpu_tensors_in_and_out(polymm_backend, rng):
     assert_matches(out.numpy(), x1, x2.astype(np.float32))
 
 
+def test_torch_lazy_conjugates_are_resolved(polymm_backend, rng):
+    """PyTorch's conj() and neg views (a bit on the tensor, data untouched) multiply as what they show."""
+    torch = pytest.importorskip("torch")
+    x1 = random_array(rng, (2, 6, 5), "complex64")
+    x2 = random_array(rng, (5, 3), "complex64")
+    t1, t2 = torch.from_numpy(x1), torch.from_numpy(x2)
+    result = polymm.matmul(t1.conj(), -t2.conj(), backend=polymm_backend)
+    assert result.dtype == torch.complex64
+    assert_matches(result.numpy(), x1.conj(), -x2.conj())
+
+
 @pytest.mark.skipif(not OPTIONAL, reason="bfloat16 needs ml_dtypes")
 def test_torch_bfloat16_tensors_in_and_out(polymm_backend, rng):
     torch = pytest.importorskip("torch")

@@ -35,26 +35,32 @@ class CupyKind(ArrayKind):
     def from_dlpack(self, x):
         return self.cp.from_dlpack(x)
 
-    def view_foreign(self, x):
-        """A CuPy view sharing the memory of ``x``, a PyTorch CUDA tensor, when PyTorch's current
-        stream is CuPy's (so the work stays ordered without DLPack's stream handshake, which
-        costs a PyTorch call about 0.1 ms); else None, and DLPack takes it."""
-        if type(x).__module__.split(".")[0] != "torch" or not x.is_cuda or x.numel() == 0:
-            return None
-        if x.is_conj() or x.is_neg() or x.requires_grad:  # lazy conjugates, autograd: DLPack decides
-            return None
-        dtype = _torch_dtypes().get(x.dtype)
-        if dtype is None:
-            return None
+    def same_stream(self, x) -> bool:
+        """Whether ``x`` is a PyTorch CUDA tensor on CuPy's current device whose current PyTorch
+        stream is CuPy's current stream: work on it stays ordered without DLPack's stream
+        handshake (which costs a PyTorch call about 0.1 ms)."""
+        if type(x).__module__.split(".")[0] != "torch" or not x.is_cuda:
+            return False
         import torch
 
         device = x.device.index
         if device != self.cp.cuda.runtime.getDevice():
+            return False
+        return torch.cuda.current_stream(device).cuda_stream == self.cp.cuda.get_current_stream().ptr
+
+    def view_foreign(self, x):
+        """A CuPy view sharing the memory of ``x``, a PyTorch CUDA tensor (after
+        :meth:`same_stream`), or None (empty, autograd, a dtype polymm does not compute: the
+        DLPack path decides). Lazily conjugated or negated tensors are resolved first."""
+        if x.numel() == 0 or x.requires_grad:
             return None
-        if torch.cuda.current_stream(device).cuda_stream != self.cp.cuda.get_current_stream().ptr:
+        dtype = _torch_dtypes().get(x.dtype)
+        if dtype is None:
             return None
+        if x.is_conj() or x.is_neg():
+            x = x.resolve_conj().resolve_neg()
         storage = x.untyped_storage()
-        memory = self.cp.cuda.UnownedMemory(storage.data_ptr(), storage.nbytes(), x, device)
+        memory = self.cp.cuda.UnownedMemory(storage.data_ptr(), storage.nbytes(), x, x.device.index)
         pointer = self.cp.cuda.MemoryPointer(memory, x.storage_offset() * dtype.itemsize)
         strides = tuple(s * dtype.itemsize for s in x.stride())
         return self.cp.ndarray(tuple(x.shape), dtype, pointer, strides)

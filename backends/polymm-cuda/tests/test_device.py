@@ -332,9 +332,9 @@ def test_wgmma_bfloat16_through_torch(backend):
 
 
 def test_torch_tensors_in_place_and_through_dlpack(backend):
-    """PyTorch CUDA tensors are viewed in place when PyTorch's stream is CuPy's; lazily conjugated
-    tensors, tensors that require grad and work on another PyTorch stream go through DLPack
-    (which orders the streams or refuses): right answers, or DLPack's own error."""
+    """PyTorch CUDA tensors are viewed in place when PyTorch's stream is CuPy's (lazy conjugates
+    resolved first); work on another PyTorch stream goes through DLPack, which orders the
+    streams; tensors that require grad get DLPack's own error."""
     torch = pytest.importorskip("torch")
     import polymm
 
