@@ -95,6 +95,8 @@ def source(name: str = "tensorcore") -> str:
 DMMA_IN_AUTO = os.environ.get("POLYMM_CUDA_DMMA", "1") != "0"
 #: The float64 kernels (``kernels/dmma.cu``): 64 x 128 tiles, 3 stages of 16-deep K slices.
 DMMA_BM, DMMA_BN = 64, 128
+#: Shallower products stay on the SIMT kernel.
+DMMA_MIN_K = 64
 DMMA_SMEM = 3 * (DMMA_BM * 20 + 16 * (DMMA_BN + 4)) * 8
 
 
@@ -111,6 +113,8 @@ def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb) -> tuple[str | None, st
     bt, m, n, k = shape
     if min(m, n) < 32 or m * n * k < 64**3:
         return None, "too small for 64 x 128 tiles"
+    if k < DMMA_MIN_K:  # H100, 2026-11-23: 4096 x 32 @ 32 x 4096 at 0.55x cuBLAS on DMMA, 0.84x on SIMT
+        return None, f"K = {k} < {DMMA_MIN_K}: writing C dominates, the SIMT kernel's stores are faster"
     if k >= DEEP_K * max(m, n) and bt * -(-m // DMMA_BM) * -(-n // DMMA_BN) < DEEP_TILES:
         return None, f"deep K = {k} on few tiles: split-K on the SIMT cores"
     if -(-m // DMMA_BM) > 65535:

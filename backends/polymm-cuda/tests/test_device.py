@@ -149,9 +149,13 @@ def test_every_planner_path(backend, dtype, case, reason):
     if reason == "packed" and dtype not in ("float32", "float64"):
         reason = "tiles"  # only the vector dtypes pack for the vector path
     got = backend.last_plan.reason
-    # the CUDA-only tensor-core entry may claim what its kernels take, never what its shape rule declines
-    tensor_cores = tensorcore.shape_rule(np.dtype(dtype), backend._compute_capability(0), (bt, m, n, k)) is None
-    assert reason in got or (tensor_cores and got.startswith("tensor cores")), backend.last_plan
+    # the CUDA-only tensor-core entry may claim what its kernels take, never what its rules decline
+    cc, shape = backend._compute_capability(0), (bt, m, n, k)
+    sa, sb = (tuple(s // da.itemsize for s in x.strides) for x in (da, db))
+    tensor_cores = tensorcore.shape_rule(np.dtype(dtype), cc, shape) is None or (
+        tensorcore.DMMA_IN_AUTO and tensorcore.choose_dmma(np.dtype(dtype), cc, shape, sa, sb)[0] is not None
+    )
+    assert reason in got or (tensor_cores and "tensor cores" in got), backend.last_plan
 
 
 def test_large_batch_is_split(backend):
@@ -383,7 +387,7 @@ def test_dmma_kernel(backend, layout, monkeypatch):
         sa = tuple(s // isz for s in da.strides)
         sb = tuple(s // isz for s in db.strides)
         name, why = tensorcore.choose_dmma(np.dtype("float64"), cc, (bt, m, n, k), sa, sb)
-        if cc >= tensorcore.MIN_CC and min(m, n) >= 32 and m * n * k >= 64**3:
+        if cc >= tensorcore.MIN_CC and min(m, n) >= 32 and m * n * k >= 64**3 and k >= tensorcore.DMMA_MIN_K:
             assert name is not None, why
         out = _poisoned(bt, m, n, "float64")
         backend.matmul(da, db, out, "auto")
