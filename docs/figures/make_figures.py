@@ -497,6 +497,86 @@ def fig_tensorcore():
     save(fig, "tensorcore.png")
 
 
+def fig_wgmma():
+    """Hopper's kernel: a producer warp group feeding two consumer warp groups through a ring of
+    shared-memory stages (copy engine, mbarriers), and the 128-byte swizzle it reads."""
+    fig, ax = canvas(13, 5.2, 46, 17)
+    # 1. The block tile: 128 x 256 of C, rows 0-63 to warp group 1, rows 64-127 to warp group 2.
+    u = 1 / 16
+    box(ax, 0, 1, 256 * u, 64 * u, LIGHT["C"], lw=1.2)
+    box(ax, 0, 1 + 64 * u, 256 * u, 64 * u, "#a8d5b5", lw=1.2)
+    ax.text(
+        8,
+        1 + 32 * u,
+        "warp group 1: rows 0-63\n128 float32 accumulators / thread",
+        ha="center",
+        va="center",
+        fontsize=8,
+    )
+    ax.text(8, 1 + 96 * u, "warp group 2: rows 64-127", ha="center", va="center", fontsize=8)
+    ax.text(8, 0.2, "block: 128 x 256 of C (persistent: one tile after another)", ha="center", fontsize=9)
+    box(ax, 0, 10.2, 16, 1.6, LIGHT["A"], lw=1.2)
+    ax.text(
+        8, 11.0, "warp group 0: the producer (one thread asks the copy engine)", ha="center", va="center", fontsize=8
+    )
+    # 2. The ring of stages, each an A tile and a B tile, with its two barriers.
+    x0 = 21.5
+    for s_ in range(4):
+        y = 1 + s_ * 3.0
+        box(ax, x0, y, 3.0, 2.2, LIGHT["A"], lw=1)
+        ax.text(x0 + 1.5, y + 1.1, "A\n128 x 64", ha="center", va="center", fontsize=7)
+        box(ax, x0 + 3.2, y, 6.0, 2.2, LIGHT["B"], lw=1)
+        ax.text(x0 + 6.2, y + 1.1, "B  64 x 256", ha="center", va="center", fontsize=7)
+        ax.text(x0 + 9.5, y + 0.55, f"full[{s_}]", fontsize=7, va="center", color=A_COLOR)
+        ax.text(x0 + 9.5, y + 1.65, f"empty[{s_}]", fontsize=7, va="center", color=C_COLOR)
+    ax.text(x0 + 5.5, 0.2, "ring of 4 stages (48 KiB each)", ha="center", fontsize=9)
+    arrow(ax, (16.2, 11.0), (x0 - 0.2, 2.1), color=A_COLOR, rad=0.25)
+    ax.text(18.7, 9.3, "TMA: tiles land,\nbytes counted\non full[s]", fontsize=7.5, color=A_COLOR, ha="center")
+    arrow(ax, (x0 - 0.2, 5.1), (16.2, 4.0), color=C_COLOR, rad=0.1)
+    ax.text(18.7, 3.6, "wgmma reads\nthe stage", fontsize=7.5, color=C_COLOR, ha="center")
+    ax.text(
+        x0 - 1.5,
+        14.2,
+        "consumers: wait full[s] -> 4 x wgmma.m64n256k16 -> commit;\n"
+        "once the next slice's MMAs are issued, the last one is done:\n"
+        "arrive on empty[s]. producer: wait empty[s] -> refill it.",
+        fontsize=8,
+        va="center",
+    )
+    # 3. The 128-byte swizzle: 8 rows of 8 chunks of 16 bytes, chunk c of row r stored at c XOR r.
+    x1 = 35.5
+    cell = 1.1
+    colors = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c"]
+    for r in range(8):
+        for slot in range(8):
+            chunk = slot ^ r
+            ax.add_patch(
+                Rectangle(
+                    (x1 + slot * cell, 1 + r * cell), cell, cell, facecolor=colors[chunk], edgecolor="white", lw=0.8
+                )
+            )
+            ax.text(
+                x1 + (slot + 0.5) * cell,
+                1 + (r + 0.5) * cell,
+                str(chunk),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white",
+            )
+    ax.text(x1 + 4 * cell, 0.2, "128-byte swizzle atom (1 KiB)", ha="center", fontsize=9)
+    ax.text(
+        x1 + 4 * cell,
+        1 + 8 * cell + 0.6,
+        "row r = 64 K-elements of one row of A;\n16-byte chunk c stored in slot c XOR r:\n"
+        "a k16 step (chunks 2j, 2j+1) of 8 rows\nhits 8 different slots, all 32 banks",
+        ha="center",
+        va="top",
+        fontsize=8,
+    )
+    save(fig, "wgmma.png")
+
+
 FIGURES = [
     fig_naive,
     fig_tiled,
@@ -508,6 +588,7 @@ FIGURES = [
     fig_cpu_blocking,
     fig_precision,
     fig_tensorcore,
+    fig_wgmma,
 ]
 
 

@@ -7,7 +7,8 @@
 It copies 16-byte chunks straight from global memory, so it needs operands laid out for that;
 :func:`choose` says which kernel reads a call's layout or which rule it breaks; ``"auto"``
 repacks operands of large products that break one (:func:`repack`). :func:`planner_entry` makes
-them a CUDA-only entry of the shared planner, whose SIMT kernels serve the rest.
+them a CUDA-only entry of the shared planner, whose SIMT kernels serve the rest; on Hopper it
+tries :mod:`polymm_cuda.wgmma` (float16, bfloat16) first.
 """
 
 from __future__ import annotations
