@@ -149,6 +149,11 @@ NARROW_SPLITK_ACC = 32 * 1024
 #: register tile cost more than they save).
 SMALL_PRODUCT = 32 * 32 * 32
 
+#: Per-product work up to which a single product runs as column slabs, one per thread, in one
+#: parallel launch (``auto_slabs``), when it has at least SLABS_MIN_COLUMNS columns per thread.
+SLABS_WORK = 320 * 320 * 320
+SLABS_MIN_COLUMNS = 32
+
 #: Split-K: K at least this deep (and at least 4x M and N), output at most
 #: this many elements -- too few row/column tasks for the threads, and K steps
 #: that would each need a parallel launch.  K is cut into chunks of
