@@ -436,11 +436,16 @@ def _block_regs(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp):
 
 
 def _one_serial(a, b, out, bi, mc, nc, kc):
+    _columns(a, b, out, bi, 0, b.shape[2], mc, nc, kc)
+
+
+def _columns(a, b, out, bi, j_lo, j_hi, mc, nc, kc):
+    """Columns ``j_lo:j_hi`` of product ``bi`` on one thread: GotoBLAS's loops (B panels packed
+    per ``nc`` x ``kc`` block, then row blocks of ``mc`` against them)."""
     M = a.shape[1]
     K = a.shape[2]
-    N = b.shape[2]
-    for j0 in range(0, N, nc):
-        nb = min(nc, N - j0)
+    for j0 in range(j_lo, j_hi, nc):
+        nb = min(nc, j_hi - j0)
         npan = (nb + NR - 1) // NR
         for p0 in range(0, K, kc):
             kb = min(kc, K - p0)
@@ -509,8 +514,6 @@ def auto_slabs(a, b, out, mc, nc, kc, nth):
     computing, no panel packed twice) and walks the row blocks itself; ``nc`` is unused (a slab
     is N / nth columns). :func:`auto_parallel`'s two launches per K block cost more than they
     save below a few hundred cubed (square-256 float32: 246 us on 2 threads, 395 on one)."""
-    M = a.shape[1]
-    K = a.shape[2]
     N = b.shape[2]
     panels = (N + NR - 1) // NR
     per = (panels + nth - 1) // nth
@@ -518,16 +521,8 @@ def auto_slabs(a, b, out, mc, nc, kc, nth):
     for bi in range(a.shape[0]):
         for s in prange(nsl):
             j0 = s * per * NR
-            nb = min(N, j0 + per * NR) - j0
-            npan = (nb + NR - 1) // NR
-            for p0 in range(0, K, kc):
-                kb = min(kc, K - p0)
-                bp = np.empty(npan * NR * kb, b.dtype)
-                for jp in range(npan):
-                    jj = jp * NR
-                    _pack_b(b, bi, p0, kb, j0 + jj, min(NR, nb - jj), bp[jj * kb : (jj + NR) * kb])
-                for i0 in range(0, M, mc):
-                    _block(a, out, bi, i0, min(mc, M - i0), j0, nb, 0, npan, p0, kb, bp)
+            j1 = min(N, j0 + per * NR)
+            _columns(a, b, out, bi, j0, j1, mc, j1 - j0, kc)
 
 
 def auto_splitk(a, b, out, mc, nc, kc, ks):
@@ -590,6 +585,7 @@ def specialise(mr: int, nr: int, regs: bool) -> dict:
         g[name] = numba.njit(**JIT)(copy(name))
     if regs:
         g["_block"] = g["_block_regs"]
+    g["_columns"] = numba.njit(**JIT)(copy("_columns"))
     g["_one_serial"] = numba.njit(**JIT)(copy("_one_serial"))
     return {name: copy(name) for name in AUTO_DRIVERS}
 
