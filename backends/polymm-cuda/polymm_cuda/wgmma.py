@@ -22,7 +22,7 @@ import numpy as np
 
 from .tensorcore import source as _file_source
 
-__all__ = ["CC", "BN", "STAGES", "THREADS", "choose", "external_launch", "source", "tensor_maps"]
+__all__ = ["CC", "WIDTHS", "choose", "width", "external_launch", "source", "options", "tensor_maps"]
 
 #: The only compute capability the ``sm_90a`` instructions run on.
 CC = 90
@@ -37,7 +37,6 @@ def smem_bytes(bn: int) -> int:
     return STAGES * (BM + bn) * BK * 2 + 1024 + 16 * STAGES
 
 
-SMEM = smem_bytes(BN)
 _TYPES = {"float16": "f16", "bfloat16": "bf16"}
 _ALIGN = 16  # bytes: the copy engine's base address and stride granularity
 
@@ -58,8 +57,10 @@ def choose(dtype: np.dtype, cc: int, shape, sa, sb, a_ptr: int, b_ptr: int) -> t
         return None, "a batch beyond one grid"
     isz = dtype.itemsize
 
-    def aligned(*strides):
-        return all((s * isz) % _ALIGN == 0 and s >= 0 for s in strides)
+    def aligned(batch, row):
+        # the copy engine takes positive strides that are multiples of 16 bytes (a batch stride
+        # of 0, a broadcast operand, is described as one matrix)
+        return (batch * isz) % _ALIGN == 0 and batch >= 0 and (row * isz) % _ALIGN == 0 and row > 0
 
     if sa[2] != 1 or not aligned(sa[0], sa[1]) or a_ptr % _ALIGN:
         return None, "A must be K-contiguous with 16-byte aligned base and strides"

@@ -207,6 +207,9 @@ def test_wgmma_is_planned_on_hopper_only():
     odd = (0, (520 * 516, 516, 1))  # 1032-byte rows: not a multiple of 16 bytes
     made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 520, 512, 512), odd, strides)
     assert not made.choice.kernel.startswith("polymm_wgmma")
+    repeated = (0, (0, 0, 1))  # one row of A seen M times (a broadcast view): no tensor map has stride 0
+    made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 512, 512, 512), repeated, strides)
+    assert not made.choice.kernel.startswith("polymm_wgmma")
 
 
 def test_tensor_cores_are_a_cuda_entry_of_the_planner():

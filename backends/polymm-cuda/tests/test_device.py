@@ -313,6 +313,19 @@ def test_wgmma_path(backend, layout):
         assert ran >= 4, f"wgmma ran {ran} of {len(WG_SHAPES)} shapes"
 
 
+def test_wgmma_declines_zero_row_strides(backend):
+    """One row of A seen 300 times (a broadcast view, row stride 0): no tensor map describes it,
+    so another kernel computes it, right."""
+    rng = np.random.default_rng(19)
+    row = random_array(rng, (1, 1, 136), "float16")
+    ha, hb = np.broadcast_to(row, (1, 300, 136)), random_array(rng, (1, 136, 264), "float16")
+    da = cp.broadcast_to(cp.asarray(row), (1, 300, 136))
+    out = _poisoned(1, 300, 264, "float16")
+    backend.matmul(da, cp.asarray(hb), out, "auto")
+    assert not backend.last_plan.kernel.startswith("polymm_wgmma"), backend.last_plan
+    _check(out, ha, hb, "float16")
+
+
 def test_wgmma_bfloat16_through_torch(backend):
     """bfloat16 CUDA tensors (DLPack) through polymm.matmul, B as stored and transposed."""
     torch = pytest.importorskip("torch")
