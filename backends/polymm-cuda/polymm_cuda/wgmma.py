@@ -149,10 +149,16 @@ class _TensorMap(ctypes.Structure):
 
 @lru_cache(maxsize=1)
 def _encoder():
-    lib = ctypes.CDLL("libcuda.so.1")
-    fn = lib.cuTensorMapEncodeTiled
-    fn.restype = ctypes.c_int
-    return fn
+    """The driver's ``cuTensorMapEncodeTiled`` (CUDA 12 and later: every driver CuPy's CUDA 12
+    and 13 builds run on)."""
+    for name in ("libcuda.so.1", "nvcuda.dll"):
+        try:
+            fn = ctypes.CDLL(name).cuTensorMapEncodeTiled
+        except (OSError, AttributeError):
+            continue
+        fn.restype = ctypes.c_int
+        return fn
+    raise RuntimeError("polymm cuda: the CUDA driver's cuTensorMapEncodeTiled could not be loaded (CUDA 12 or later)")
 
 
 #: NumPy type CuPy passes by value (128 bytes) for a CUtensorMap argument.
