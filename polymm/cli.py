@@ -317,12 +317,15 @@ def _fuzz(args) -> int:
             time_budget=args.time_budget,
             max_failures=args.max_failures,
             on_case=on_case,
+            precision=args.precision,
         )
     if args.case is not None:
         for name in names:
-            drawn = fuzz.draw_case(args.seed, args.case, dtypes, polymm.get_backend(name).algorithms)
+            algorithms = polymm.get_backend(name).algorithms
+            drawn = fuzz.draw_case(args.seed, args.case, dtypes, algorithms, large=args.precision != "default")
             report.print(f"case {args.case} of seed {args.seed} on {name}: {drawn.describe()}", markup=False)
-            report.print(fuzz.case_code(drawn, name, polymm.get_backend(name).algorithms), markup=False)
+            code = fuzz.case_code(drawn, name, polymm.get_backend(name).algorithms, precision=args.precision)
+            report.print(code, markup=False)
     for f in summary.failures:
         report.print(f"[red]FAIL[/] {f.backend} case {f.index} (seed {f.seed}): {f.check}: ", end="")
         report.print(f.message, markup=False)
@@ -345,6 +348,15 @@ def _fuzz(args) -> int:
     if args.json:
         print(json.dumps(summary.as_dict(), indent=2))
     return 1 if summary.failures else 0
+
+
+def _precision_name(text: str) -> str:
+    from .precision import check_precision
+
+    try:
+        return check_precision(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -462,6 +474,12 @@ def main(argv=None) -> int:
         help="stop drawing new cases after this many seconds",
     )
     fz.add_argument("--max-failures", type=int, default=10, help="stop after this many failures (default 10)")
+    fz.add_argument(
+        "--precision",
+        default="default",
+        type=_precision_name,
+        help="compute and check every case in this precision mode (default, tf32x3, tf32; see polymm.precision)",
+    )
     fz.add_argument("--json", action="store_true", help="print the summary as JSON (the report goes to stderr)")
     fz.set_defaults(func=_fuzz)
     args = parser.parse_args(argv)

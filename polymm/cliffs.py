@@ -20,6 +20,7 @@ import fnmatch
 import math
 import os
 import platform
+import sys
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
@@ -47,8 +48,9 @@ class Case:
     """One product as a user writes it: operand shapes (1-D allowed) and how the operands are laid out.
 
     ``layout`` is ``"c"``, ``"transposed"`` (both operands are ``.T`` of C arrays),
-    ``"fortran"``, ``"negative"`` (rows reversed: negative strides) or ``"step"``
-    (every other column of a twice-as-wide array).
+    ``"fortran"``, ``"negative"`` (rows reversed: negative strides), ``"step"``
+    (every other column of a twice-as-wide array) or ``"bt"`` (``x1 @ y.T``: only the
+    second operand transposed).
     """
 
     name: str
@@ -58,6 +60,13 @@ class Case:
     layout: str = "c"
     dtypes: tuple[str, ...] = FLOAT_DTYPES
     gpu_only: bool = False  # sizes a host backend would spend minutes on
+    #: the precision mode of the call (:mod:`polymm.precision`); a reduced one is measured on
+    #: CuPy backends only, against cuBLAS with TF32 ("tf32") or in float32 ("tf32x3")
+    precision: str = "default"
+
+    @property
+    def operand_layouts(self) -> tuple[str, str]:
+        return ("c", "transposed") if self.layout == "bt" else (self.layout, self.layout)
 
     def multiply_adds(self) -> int:
         shape = matmul_shape(self.x1, self.x2)
@@ -100,6 +109,16 @@ CASES: tuple[Case, ...] = (
     ),
     Case("tc-skinny", "tensor-core", (8192, 4096), (4096, 256), dtypes=TC_DTYPES, gpu_only=True),
     Case("tc-batched", "tensor-core", (64, 512, 512), (64, 512, 512), dtypes=TC_DTYPES, gpu_only=True),
+    # GPU only: float32 in the precision modes, squares, B as stored and as a transposed view
+    *(
+        Case(f"{mode}-square-{n}", "precision", (n, n), (n, n), dtypes=("float32",), gpu_only=True, precision=mode)
+        for mode in ("tf32", "tf32x3")
+        for n in (1024, 2048, 4096, 8192)
+    ),
+    *(
+        Case(f"{mode}-bt-4096", "precision", (4096, 4096), (4096, 4096), "bt", ("float32",), True, mode)
+        for mode in ("tf32", "tf32x3")
+    ),
 )
 
 
@@ -153,6 +172,7 @@ class Cell:
     correct: bool
     error: str | None = None
     clblast_ratio: float | None = None
+    precision: str = "default"
 
 
 # -- operands ------------------------------------------------------------------------------------
@@ -166,6 +186,11 @@ def _base_shape(shape, layout):
     if layout == "step":
         return shape[:-1] + (2 * shape[-1],)
     raise ValueError(f"unknown layout {layout!r}")
+
+
+def _cupy():
+    """CuPy if it is imported (a CuPy backend is measured), else None."""
+    return sys.modules.get("cupy")
 
 
 def _view(xp, base, layout):
@@ -261,8 +286,29 @@ class _Backend:
             return False
         return torch.cuda.is_available()
 
-    def reference_name(self, dtype) -> str:
+    def reference_name(self, dtype, precision="default") -> str:
+        if precision == "tf32":
+            return "cupy.matmul (TF32)"
         return "torch.matmul" if self._torch_for(dtype) else self.ref_name
+
+    def reference_call(self, dtype, precision, a, b):
+        """The reference product of ``a`` and ``b``: for precision ``"tf32"`` cuBLAS with TF32
+        compute (CuPy's compute type for float32, set around the call), else the plain one
+        (``"tf32x3"`` promises float32's accuracy: its reference is cuBLAS in float32)."""
+        xp = self.reference_xp(dtype)
+        if precision != "tf32":
+            return lambda: xp.matmul(a, b)
+        from cupy._core import _routines_linalg as cublas_types
+
+        def tf32():
+            old = cublas_types.get_compute_type(xp.float32)
+            cublas_types.set_compute_type(xp.float32, cublas_types.COMPUTE_TYPE_TF32)
+            try:
+                return xp.matmul(a, b)
+            finally:
+                cublas_types.set_compute_type(xp.float32, old)
+
+        return tf32
 
     def reference_xp(self, dtype):
         if self._torch_for(dtype):
@@ -339,21 +385,22 @@ def _clblast_ratio(backend, a, b, seconds, budget):
 def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8) -> Cell:
     """Check one cell's answer (into a poisoned ``out``, sampled rows), then time it interleaved."""
     dt = np.dtype(dtype)
-    host = [random_array(rng, _base_shape(s, case.layout), dt) for s in (case.x1, case.x2)]
-    a, b = (backend.ours(h, case.layout) for h in host)
-    ra, rb = (backend.reference(h, case.layout) for h in host)
+    layouts = case.operand_layouts
+    host = [random_array(rng, _base_shape(s, lay), dt) for s, lay in zip((case.x1, case.x2), layouts)]
+    a, b = (backend.ours(h, lay) for h, lay in zip(host, layouts))
+    ra, rb = (backend.reference(h, lay) for h, lay in zip(host, layouts))
     correct, error, warm = True, None, None
+    mode = case.precision
     try:
         out = backend.device(poison(matmul_shape(case.x1, case.x2).result, dt))
         # timed: for long cells also polymm's warm-up (see below)
-        warm = backend.ours_clock(lambda: polymm.matmul(a, b, backend=backend.name, out=out), 1)
+        warm = backend.ours_clock(lambda: polymm.matmul(a, b, backend=backend.name, out=out, precision=mode), 1)
         result = backend.host(out)
-        _check(host, case.layout, result, dt, rng)
+        _check(host, layouts, result, dt, rng, mode)
     except Exception as exc:  # noqa: BLE001 - a wrong or failing cell is reported, not raised
         correct, error = False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    ours = (lambda: polymm.matmul(a, b, backend=backend.name), backend.ours_clock)
-    ref_xp = backend.reference_xp(dt)
-    ref = (lambda: ref_xp.matmul(ra, rb), backend.ref_clock)
+    ours = (lambda: polymm.matmul(a, b, backend=backend.name, precision=mode), backend.ours_clock)
+    ref = (backend.reference_call(dt, mode, ra, rb), backend.ref_clock)
     # The reference's warm-up; polymm's is its checked call above where the cell is long for the
     # reference too (else that call may have been mostly a kernel compile, a poor estimate).
     ref_warm = backend.ref_clock(ref[0], 1)
@@ -375,7 +422,7 @@ def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8) -> 
         ref_gflops=ops / ref_best / 1e9,
         seconds=best,
         ref_seconds=ref_best,
-        reference=backend.reference_name(dt),
+        reference=backend.reference_name(dt, mode),
         noisy=spread > 1.25 or ref_spread > 1.25,
         spread=spread,
         ref_spread=ref_spread,
@@ -383,13 +430,14 @@ def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8) -> 
         correct=correct,
         error=error,
         clblast_ratio=_clblast_ratio(backend, a, b, best, budget / 2),
+        precision=mode,
     )
 
 
-def _check(host, layout, result, dt, rng):
-    x1, x2 = (_view(np, h, layout) for h in host)
+def _check(host, layouts, result, dt, rng, precision="default"):
+    x1, x2 = (_view(np, h, lay) for h, lay in zip(host, layouts))
     s1, s2, sr = _sampled_rows(x1, x2, result, rng)
-    assert_matches(sr, s1, s2, dt)
+    assert_matches(sr, s1, s2, dt, precision)
 
 
 def select(cases=None, dtypes=None) -> list[tuple[Case, str]]:
@@ -418,7 +466,9 @@ def run(names, cases=None, dtypes=None, budget=0.8, progress=None, seed=2026, on
         backend = _Backend(name)
         rng = np.random.default_rng(seed)
         for case, dtype in pairs:
-            if case.gpu_only and not backend.on_gpu:
+            if (case.gpu_only and not backend.on_gpu) or (
+                case.precision != "default" and backend.ref_xp is not _cupy()
+            ):
                 if progress:
                     progress.advance(task)
                 continue
@@ -472,7 +522,11 @@ def summarise(cells: list[Cell]) -> dict:
         key = floor_key(name, polymm.get_backend(name))
         floor = FLOORS.get(key)
         if floor is not None:
-            gated = [c for c in mine if c.dtype in floor.dtypes and c.ref_seconds >= floor.min_ref_seconds]
+            gated = [
+                c
+                for c in mine
+                if c.dtype in floor.dtypes and c.ref_seconds >= floor.min_ref_seconds and c.precision == "default"
+            ]
             if gated:
                 f = _worst(gated)
                 f.update(

@@ -3,9 +3,11 @@
 # `cuda` as "auto" plans it and with the FP64 tensor cores switched on, 100,000 fuzzed cases of
 # the tensor-core dtypes and 100,000 of float64 with the FP64 tensor cores) and the tensor-core
 # cells of the cliff suite (CUDA events around each whole call, interleaved with cupy.matmul, or
-# torch.matmul for bfloat16).
+# torch.matmul for bfloat16); and the same for float32 in the "tf32" and "tf32x3" precision
+# modes (precision-proof: device tests, the conformance suite in each mode; precision-fuzz:
+# 100,000 cases of float32 and complex64 per mode; precision-bench: the "tf32*" cells).
 #
-#   . .device/setup.sh && bash scripts/gpu_tensorcore.sh OUT_DIR LABEL [proof|bench|all]
+#   . .device/setup.sh && bash scripts/gpu_tensorcore.sh OUT_DIR LABEL [proof|bench|all|precision-proof|precision-fuzz|precision-bench]
 #
 # Everything goes to OUT_DIR/tc-LABEL/, packed into OUT_DIR/tc-LABEL.tar.gz (the device tool
 # brings back a few files only).
@@ -23,12 +25,14 @@ status=0
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 } >> "$dir/machine.txt"
 
-fuzz() {  # fuzz TAG DTYPES [env...]: 8 processes x 12,500 cases
-    local tag="$1" dtypes="$2" pids=()
+fuzz() {  # fuzz TAG DTYPES [env... | fuzz options...]: 8 processes x 12,500 cases
+    local tag="$1" dtypes="$2" pids=() envs=() opts=()
     shift 2
+    for x in "$@"; do if [[ "$x" == *=* && "$x" != -* ]]; then envs+=("$x"); else opts+=("$x"); fi; done
     for i in $(seq 1 8); do
         seed=$((20261200 + i))
-        env "$@" polymm fuzz --backend cuda --dtypes "$dtypes" --cases 12500 --seed "$seed" --time-budget 240 --json \
+        env "${envs[@]}" polymm fuzz --backend cuda --dtypes "$dtypes" --cases 12500 --seed "$seed" --time-budget 200 \
+            "${opts[@]}" --json \
             > "$dir/fuzz-$tag-seed$seed.json" 2> "$dir/fuzz-$tag-seed$seed.txt" &
         pids+=($!)
     done
@@ -44,6 +48,25 @@ if [[ "$what" == proof || "$what" == all ]]; then
     tail -n 1 "$dir"/device-tests.log "$dir"/conformance-*.log
     fuzz tensorcore float16,bfloat16,int8,uint8
     fuzz dmma float64 POLYMM_CUDA_DMMA=1
+fi
+if [[ "$what" == precision-proof ]]; then
+    python3 -m pytest -q -n 8 backends/polymm-cuda/tests/test_device.py -k "tf32 or wgmma" \
+        > "$dir/device-tests-precision.log" 2>&1 || status=1
+    for mode in tf32 tf32x3; do
+        python3 -m pytest -q -n 8 --pyargs polymm.testing --polymm-backend=cuda --polymm-precision=$mode \
+            > "$dir/conformance-cuda-$mode.log" 2>&1 || status=1
+    done
+    tail -n 1 "$dir"/device-tests-precision.log "$dir"/conformance-cuda-tf32*.log
+fi
+if [[ "$what" == precision-fuzz ]]; then
+    fuzz tf32 float32,complex64 --precision tf32
+    fuzz tf32x3 float32,complex64 --precision tf32x3
+fi
+if [[ "$what" == precision-bench ]]; then
+    polymm bench --suite cliffs --backend cuda --cases 'tf32*' \
+        --json "$dir/cuda-precision-$label.json" --plot "$dir/cuda-precision-$label.png" \
+        > "$dir/cuda-precision-$label.log" 2>&1 || status=1
+    tail -n 25 "$dir/cuda-precision-$label.log"
 fi
 if [[ "$what" == bench || "$what" == all ]]; then
     polymm bench --suite cliffs --backend cuda --cases 'tc-*' --dtype float16,bfloat16,int8 \

@@ -41,12 +41,14 @@ def test_gpu_only_cases_skip_host_backends():
 def test_layouts_give_the_named_shape(case):
     rng = np.random.default_rng(0)
     small = tuple(min(s, 5) for s in case.x1), tuple(min(s, 5) for s in case.x2)
-    for shape in small:
-        base = cliffs.random_array(rng, cliffs._base_shape(shape, case.layout), "float32")
-        view = cliffs._view(np, base, case.layout)
+    for shape, layout in zip(small, case.operand_layouts):
+        base = cliffs.random_array(rng, cliffs._base_shape(shape, layout), "float32")
+        view = cliffs._view(np, base, layout)
         assert view.shape == shape
-        if case.layout in ("transposed", "negative", "step") and len(shape) > 1 and min(shape[-2:]) > 1:
+        if layout in ("transposed", "negative", "step") and len(shape) > 1 and min(shape[-2:]) > 1:
             assert not view.flags.c_contiguous
+    if case.layout == "bt":
+        assert case.operand_layouts == ("c", "transposed")
 
 
 def test_multiply_adds():

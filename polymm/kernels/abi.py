@@ -26,27 +26,28 @@ __all__ = [
     "batch_step",
 ]
 
+# C[b, m, n] = sum_k A[a_off + b*a_sb + m*a_sm + k*a_sk] * B[b_off + b*b_sb + k*b_sk + n*b_sn];
+# C contiguous (batch, M, N) from c_off.
+_GEMM = (
+    ("M", "size"),
+    ("N", "size"),
+    ("K", "size"),
+    ("A", "in"),
+    ("a_off", "index"),
+    ("a_sb", "index"),
+    ("a_sm", "index"),
+    ("a_sk", "index"),
+    ("B", "in"),
+    ("b_off", "index"),
+    ("b_sb", "index"),
+    ("b_sk", "index"),
+    ("b_sn", "index"),
+    ("C", "out"),
+    ("c_off", "index"),
+)
 #: name of the argument list -> ((argument, kind), ...), in launch order.
 SIGNATURES = {
-    # C[b, m, n] = sum_k A[a_off + b*a_sb + m*a_sm + k*a_sk] * B[b_off + b*b_sb + k*b_sk + n*b_sn];
-    # C contiguous (batch, M, N) from c_off.
-    "gemm": (
-        ("M", "size"),
-        ("N", "size"),
-        ("K", "size"),
-        ("A", "in"),
-        ("a_off", "index"),
-        ("a_sb", "index"),
-        ("a_sm", "index"),
-        ("a_sk", "index"),
-        ("B", "in"),
-        ("b_off", "index"),
-        ("b_sb", "index"),
-        ("b_sk", "index"),
-        ("b_sn", "index"),
-        ("C", "out"),
-        ("c_off", "index"),
-    ),
+    "gemm": _GEMM,
     # dst[d_off + b*RP*LD + r*LD + c] = src[s_off + b*s_sb + r*s_sr + c*s_sc] for r < R, c < NC,
     # and 0 in the padding (R <= r < RP or NC <= c < LD).
     "pack": (
@@ -64,6 +65,34 @@ SIGNATURES = {
     ),
     # C[c_off + i] = W[i] + W[count + i] + ... (S slices, in slice order).
     "sum": (("S", "size"), ("count", "index"), ("W", "in"), ("C", "out"), ("c_off", "index")),
+    # CUDA only (polymm_cuda/kernels/tf32_split.cu, not rendered): float32 operand X (R rows of KK
+    # along K, any strides) as TF32 parts, K-major: part p of row r of batch entry b at
+    # P[p*part_stride + (b*R + r)*ld + k]; with 2 parts, F[f_off + (b*R + r)*nkc + k / 512] flags
+    # rows holding Inf or NaN.
+    "tf32-split": (
+        ("R", "size"),
+        ("KK", "size"),
+        ("parts", "size"),
+        ("nkc", "size"),
+        ("X", "in"),
+        ("x_off", "index"),
+        ("x_sb", "index"),
+        ("x_sr", "index"),
+        ("x_sk", "index"),
+        ("P", "out"),
+        ("ld", "index"),
+        ("part_stride", "index"),
+        ("F", "out"),
+        ("f_off", "index"),
+    ),
+    # CUDA only: the "gemm" list, then the flags of tf32-split (A's rows from 0, B's columns from
+    # fb_off): the flagged rows and columns of C recomputed in float32.
+    "tf32-fixup": (
+        *_GEMM,
+        ("F", "in"),
+        ("fb_off", "index"),
+        ("nkc", "size"),
+    ),
 }
 #: kernel -> its argument list.
 ABI_OF = {
@@ -74,6 +103,8 @@ ABI_OF = {
     "matvec": "gemm",
     "pack": "pack",
     "sum-slices": "sum",
+    "tf32-split": "tf32-split",
+    "tf32-fixup": "tf32-fixup",
 }
 _MACROS = {"gemm": "PM_ARGS", "pack": "PM_PACK_ARGS", "sum": "PM_SUM_ARGS"}
 _ELEMENT = {"gemm": "ELEM_T", "pack": "COPY_T", "sum": "ELEM_T"}

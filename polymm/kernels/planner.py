@@ -62,7 +62,11 @@ class Choice:
     splits: int = 1
     pad: int = 1
     #: A dialect-only kernel outside this package (a planner entry's): its
-    #: ``source`` and ``options`` to compile, ``grid``/``block``, ``smem`` bytes.
+    #: ``source`` and ``options`` to compile, ``grid``/``block``, ``smem`` bytes;
+    #: optionally ``scratch`` (bytes per buffer, slots 3 and on), ``before`` and
+    #: ``after`` (launches around it, see :func:`_extra_launch`), ``operands``
+    #: (what it reads, as ``(slot, offset, strides...)``, when not A and B) and
+    #: whatever its backend needs (``tma``: CUDA tensor maps).
     external: dict | None = None
 
     def __iter__(self):
@@ -92,8 +96,9 @@ class Launch:
 
     @property
     def signature(self) -> str:
-        """The kernel whose ABI entry gives the argument list (external kernels take the products')."""
-        return "regblock" if self.external is not None else self.kernel
+        """The kernel whose ABI entry gives the argument list (external kernels take the products'
+        unless they name their own)."""
+        return self.external.get("abi", "regblock") if self.external is not None else self.kernel
 
     @property
     def local_mem(self) -> int:
@@ -115,7 +120,7 @@ class Plan:
     @property
     def product(self) -> Launch:
         """The (first) launch of the product kernel itself."""
-        return next(x for x in self.launches if x.kernel not in ("pack", "sum-slices"))
+        return next(x for x in self.launches if abi.ABI_OF[x.signature] == "gemm")
 
     @property
     def reason(self) -> str:
@@ -390,24 +395,18 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
     if choice is None:
         choice = choose(device, algorithm, dtype, M, N, K, batch, A[2:], B[2:])
     out = Plan(choice, dtype=dtype)
-    if choice.external is not None:  # one launch of a dialect-only kernel on the operands as they are
+    if choice.external is not None:  # a dialect-only kernel, with the launches its entry puts around it
         ext = choice.external
+        out.scratch.extend(ext.get("scratch", ()))
+        out.launches.extend(_extra_launch(x, dtype, c_off) for x in ext.get("before", ()))
+        A, B = ext.get("operands", (A, B))  # what the kernel reads: the operands, or scratch made before
         args = abi.gemm_arguments(M, N, K, A[1:], B[1:], c_off)
         pos = abi.buffer_positions("regblock")
         glob = tuple(g * b for g, b in zip(ext["grid"], ext["block"]))
-        launch = Launch(
-            choice.kernel,
-            None,
-            {},
-            args,
-            {pos["A"]: 0, pos["B"]: 1, pos["C"]: 2},
-            glob,
-            tuple(ext["block"]),
-            ext["smem"],
-            dtype,
-            ext,
-        )
+        buffers = {pos["A"]: A[0], pos["B"]: B[0], pos["C"]: 2}
+        launch = Launch(choice.kernel, None, {}, args, buffers, glob, tuple(ext["block"]), ext["smem"], dtype, ext)
         out.launches.extend(_split_batch(launch, device.max_batch))
+        out.launches.extend(_extra_launch(x, dtype, c_off) for x in ext.get("after", ()))
         return out
 
     def new_scratch(elements):
@@ -488,6 +487,16 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
     else:
         product(A, B, 2, c_off, batch, K)
     return out
+
+
+def _extra_launch(desc: dict, dtype, c_off: int) -> Launch:
+    """A launch an entry asks for before or after its kernel (e.g. operands split into parts):
+    kernel, argument list (``abi``) and its ``values``, buffer name -> slot, grid, block, smem."""
+    args = abi.arguments(desc["abi"], c_off=c_off, **desc["values"])
+    pos = abi.buffer_positions(desc["abi"])
+    glob = tuple(g * b for g, b in zip(desc["grid"], desc["block"]))
+    buffers = {pos[name]: slot for name, slot in desc["buffers"].items()}
+    return Launch(desc["kernel"], None, {}, args, buffers, glob, tuple(desc["block"]), desc["smem"], dtype, desc)
 
 
 def _split_batch(launch: Launch, most: int):

@@ -198,9 +198,16 @@ def _promotes(dtype1: str, dtype2: str) -> bool:
     return True
 
 
-def draw_case(seed: int, index: int, dtypes=None, algorithms=("auto",)) -> Case:
-    """Case ``index`` of the run with ``seed``: a pure function of its arguments."""
+#: Sizes and cost are this many times larger in a run of a reduced precision mode (its tensor-core
+#: paths start where products are no longer tiny).
+LARGE = 4
+
+
+def draw_case(seed: int, index: int, dtypes=None, algorithms=("auto",), large: bool = False) -> Case:
+    """Case ``index`` of the run with ``seed``: a pure function of its arguments (``large``: sizes
+    up to ``LARGE`` times the usual, for the precision modes)."""
     rng = case_rng(seed, index)
+    cap = 129 * (LARGE if large else 1)
     dtypes = [str(np.dtype(d)) for d in (dtypes or CONTRACT_DTYPES + optional_dtypes())]
     kind = "valid" if rng.random() < 0.85 else _pick(rng, INVALID_KINDS)
     dtype1 = _pick(rng, dtypes)
@@ -209,7 +216,7 @@ def draw_case(seed: int, index: int, dtypes=None, algorithms=("auto",)) -> Case:
         dtype2 = dtype1
     r1, r2 = (_pick(rng, (1, 2, 3, 4), (12, 50, 25, 13)) for _ in range(2))
     shape_class = _pick(rng, ("plain", "gemv", "gevm", "deep-k", "tiny-batch"), (92, 2.5, 1.5, 2, 2))
-    m, k, n = _size(rng), _size(rng), _size(rng)
+    m, k, n = _size(rng, cap), _size(rng, cap), _size(rng, cap)
     if shape_class == "tiny-batch":
         r1, r2 = _pick(rng, ((3, 3), (3, 2), (2, 3), (4, 4), (4, 3)))
         m, k, n = (int(rng.integers(1, 5)) for _ in range(3))
@@ -252,7 +259,7 @@ def draw_case(seed: int, index: int, dtypes=None, algorithms=("auto",)) -> Case:
         _pick(rng, tuple(algorithms)),
         int(rng.integers(2**31)),
     )
-    budget = BIG_COST if shape_class != "plain" else COST
+    budget = (BIG_COST if shape_class != "plain" else COST) * (LARGE**2 if large else 1)
     case = _bound(case, budget)
     specials = lambda: int(rng.integers(1, 4)) if rng.random() < 0.15 else 0  # noqa: E731
     case = replace(case, specials1=specials(), specials2=specials())
@@ -493,8 +500,18 @@ def expected_error(case: Case, algorithms=()) -> tuple[type, list[str]]:
     raise AssertionError(kind)
 
 
-def case_code(case: Case, backend: str, algorithms=(), check: str | None = None) -> str:
-    """A short runnable Python snippet: builds the case, calls polymm, asserts the contract."""
+def case_code(case: Case, backend: str, algorithms=(), check: str | None = None, precision: str = "default") -> str:
+    """A short runnable Python snippet: builds the case, calls polymm, asserts the contract
+    (in ``precision``'s scope when it is not the default)."""
+    code = _case_lines(case, backend, algorithms, check)
+    if precision == "default":
+        return code
+    head, body = code.split("\n\n", 1)
+    body = "".join(f"    {line}\n" if line else "\n" for line in body.rstrip("\n").split("\n"))
+    return f"{head}\n\nwith polymm.use_precision({precision!r}):\n{body}"
+
+
+def _case_lines(case: Case, backend: str, algorithms=(), check: str | None = None) -> str:
     lines = [
         "import numpy as np",
         *(
@@ -782,6 +799,7 @@ class Summary:
     failures: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
     stopped: str = ""  # why the run ended early ("time budget", "max failures"), if it did
+    precision: str = "default"  # the mode every case was computed and checked in
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -789,10 +807,12 @@ class Summary:
         return d
 
 
-def _replay_command(backend, seed, index, dtypes) -> str:
+def _replay_command(backend, seed, index, dtypes, precision="default") -> str:
     cmd = f"polymm fuzz --backend {backend} --seed {seed} --case {index}"
     if dtypes:
         cmd += " --dtypes " + ",".join(str(np.dtype(d)) for d in dtypes)
+    if precision != "default":
+        cmd += f" --precision {precision}"
     return cmd
 
 
@@ -807,15 +827,24 @@ def run(
     max_failures: int = 10,
     shrink_failures: int = 3,
     on_case=None,
+    precision: str = "default",
 ) -> Summary:
-    """Fuzz each backend with ``cases`` cases of run ``seed`` (or only case number ``case``).
+    """Fuzz each backend with ``cases`` cases of run ``seed`` (or only case number ``case``),
+    computed and checked in ``precision`` (:mod:`polymm.precision`).
 
     ``on_case(backend, index, outcome)`` is called after every case (for progress bars).
     The first ``shrink_failures`` failures are shrunk into reproducers.
     """
     import polymm
 
-    summary = Summary(seed, list(backends))
+    with polymm.use_precision(precision):
+        return _run(backends, cases, seed, dtypes, case, time_budget, max_failures, shrink_failures, on_case, precision)
+
+
+def _run(backends, cases, seed, dtypes, case, time_budget, max_failures, shrink_failures, on_case, precision):
+    import polymm
+
+    summary = Summary(seed, list(backends), precision=precision)
     start = time.perf_counter()
     indices = range(cases) if case is None else [case]
     for name in backends:
@@ -829,7 +858,7 @@ def run(
             if failed >= max_failures:  # per backend: one broken backend does not hide the others
                 summary.stopped = "max failures"
                 break
-            drawn = draw_case(seed, index, dtypes, algorithms)
+            drawn = draw_case(seed, index, dtypes, algorithms, large=precision != "default")
             try:
                 outcome = check_case(drawn, name)
             except Exception:
@@ -851,14 +880,14 @@ def run(
                     outcome.check,
                     outcome.message,
                     drawn.describe(),
-                    replay=_replay_command(name, seed, index, dtypes),
+                    replay=_replay_command(name, seed, index, dtypes, precision),
                 )
                 if failed < shrink_failures:
                     small, small_outcome, _ = shrink(drawn, name, outcome)
                     failure.shrunk = small.describe()
                     failure.shrunk_case = dataclasses.asdict(small)
                     failure.message = small_outcome.message if small is not drawn else failure.message
-                    failure.reproducer = case_code(small, name, algorithms, small_outcome.check)
+                    failure.reproducer = case_code(small, name, algorithms, small_outcome.check, precision)
                     failure.replays = replays(failure.reproducer)
                 summary.failures.append(failure)
                 failed += 1

@@ -28,6 +28,13 @@ _DEFAULT = "all"
 
 def pytest_addoption(parser):
     parser.addoption(
+        "--polymm-precision",
+        default=None,
+        help="run the conformance suite in this precision mode (default, tf32x3, tf32; or "
+        "$POLYMM_TEST_PRECISION): every call without precision= computes in it, and results are "
+        "checked against the error bound it documents",
+    )
+    parser.addoption(
         "--polymm-backend",
         default=None,
         help="polymm backend(s) to run the conformance suite against: a name, a comma list, or 'all' "
@@ -77,6 +84,23 @@ def _chosen(config) -> list[str]:
     return names
 
 
+@pytest.fixture(autouse=True)
+def _polymm_precision(request):
+    """The suite's tests inside ``use_precision(--polymm-precision)`` when one is asked for."""
+    mode = request.config.getoption("--polymm-precision") or os.environ.get("POLYMM_TEST_PRECISION")
+    if not mode or "polymm_backend" not in request.fixturenames:
+        yield
+        return
+    import polymm
+
+    try:
+        scope = polymm.use_precision(mode)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--polymm-precision: {exc}") from None
+    with scope:
+        yield
+
+
 def pytest_generate_tests(metafunc):
     if "polymm_backend" not in metafunc.fixturenames:
         return
@@ -121,6 +145,9 @@ def pytest_report_collectionfinish(config, start_path, items):
     if getattr(config, "_polymm_chosen", None) is None:
         return []
     lines = [f"polymm conformance suite: testing backend(s) {', '.join(config._polymm_chosen)}"]
+    mode = config.getoption("--polymm-precision") or os.environ.get("POLYMM_TEST_PRECISION")
+    if mode:
+        lines.append(f"polymm conformance suite: in precision {mode!r}")
     for name, reason in config._polymm_left_out.items():
         lines.append(f"polymm backend {name} left out (unavailable): {reason}")
     return lines

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..backend import is_bfloat16
 from ..precision import REDUCED_DTYPES, error_bound
+from ..precision import current as current_precision
 
 INTEGER_KINDS = "biu"
 
@@ -80,9 +81,11 @@ def tolerance(x1: np.ndarray, x2: np.ndarray, dtype, k: int, precision: str = "d
 
 
 @np.errstate(all="ignore")
-def assert_matches(result, x1: np.ndarray, x2: np.ndarray, dtype=None, precision: str = "default") -> None:
+def assert_matches(result, x1: np.ndarray, x2: np.ndarray, dtype=None, precision: str | None = None) -> None:
     """Check ``result`` against the reference of ``x1 @ x2`` (shape, dtype, values, NaN/Inf placement),
-    within the error bound of ``precision`` (:mod:`polymm.precision`)."""
+    within the error bound of ``precision`` (:mod:`polymm.precision`; default: the mode in scope,
+    which is what a call without ``precision=`` computes in)."""
+    precision = precision or current_precision()
     x1, x2 = np.asarray(x1), np.asarray(x2)
     expected_dtype = np.dtype(dtype) if dtype is not None else np.result_type(x1, x2)
     result = np.asarray(result)

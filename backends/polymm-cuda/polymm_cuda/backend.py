@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from polymm import precision as _precision
 from polymm.arrays import as_operand
 from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand, optional_dtypes
 from polymm.kernels import abi, kernel_name, planner, render
@@ -44,9 +45,9 @@ class _Step:
     """One launch: the compiled function, grid and block, dynamic shared
     memory, scalar arguments converted once, and the buffer positions
     (position -> 0 = A, 1 = B, 2 = C, 3+ = scratch) filled per call;
-    ``tma``: the geometry of the tensor maps a ``wgmma`` launch takes first
-    (encoded for each new pair of operand addresses; ``maps``: the last
-    ``(addresses, maps)``), else None."""
+    ``tma``: the tensor maps a ``wgmma`` launch takes first, as (buffer slot,
+    geometry) pairs (encoded for each new set of buffer addresses; ``maps``: the
+    last ``(addresses, maps)``), else None."""
 
     __slots__ = ("fn", "grid", "block", "smem", "args", "buffers", "tma", "maps")
 
@@ -94,6 +95,15 @@ class CUDABackend(Backend):
         from polymm.kernels import IMAGE_DTYPES
 
         return {"image": IMAGE_DTYPES}
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        """The precision modes some GPU here accelerates (TF32 ``wgmma``: compute capability 9.0)."""
+        return (
+            tuple(_wgmma.TF32_PRODUCTS)
+            if any(self._compute_capability(i) == _wgmma.CC for i in range(self._count))
+            else ()
+        )
 
     def check_dtype(self, dtype, operand) -> None:
         # Every contract dtype runs on every CUDA device (float64 included).
@@ -221,8 +231,10 @@ class CUDABackend(Backend):
 
     def _planned(self, dev, a, b, algorithm, repack=False):
         """What :meth:`_run` takes for these operands, from the plan cache: the plan depends on
-        shape, strides and the operands' alignment only (so does the decision to repack)."""
+        shape, strides, the operands' alignment and the precision mode only (so does the decision
+        to repack)."""
         key = (dev, a.dtype, algorithm, a.shape, b.shape, a.strides, b.strides, _address(a) & 15, _address(b) & 15)
+        key += (_precision.current(),)
         found = self._plans.get(key)
         if found is None:
             if repack and algorithm == "auto" and self._wants_tensor_core_layout(a, b):
@@ -318,17 +330,17 @@ class CUDABackend(Backend):
             for pos, slot in step.buffers:
                 args[pos] = buffers[slot]
             if step.tma is not None:  # the maps of the last call are kept: encoding costs microseconds
-                addresses = (int(buffers[0]), int(buffers[1]))
+                addresses = tuple(int(buffers[slot]) for slot, _ in step.tma)
                 maps = step.maps
                 if maps is None or maps[0] != addresses:
-                    maps = step.maps = (addresses, _wgmma.tensor_maps(*addresses, step.tma))
+                    maps = step.maps = (addresses, _wgmma.tensor_maps(addresses, step.tma))
                 args[:0] = maps[1]
             step.fn(step.grid, step.block, tuple(args), shared_mem=step.smem)
 
 
 def _external_source(name: str) -> str:
     """The text of a planner entry's CUDA-only kernel: ``wgmma-<tile width>`` (with its rendered
-    wrappers), or a file of ``kernels/`` (``tensorcore``, ``dmma``)."""
+    wrappers), or a file of ``kernels/`` (``tensorcore``, ``dmma``, ``tf32_split``)."""
     if name.startswith("wgmma-"):
         return _wgmma.source(int(name.split("-")[1]))
     return tensorcore.source(name)

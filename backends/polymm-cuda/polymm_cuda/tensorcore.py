@@ -131,7 +131,10 @@ def describe(cc: int) -> str:
         return "tensor cores: none used (needs sm_80)"
     float64 = "float64 (mma.sync m8n8k4)" if DMMA_IN_AUTO else "float64 off (POLYMM_CUDA_DMMA=0: SIMT)"
     if cc == 90:
-        return f"tensor cores: float16, bfloat16 (wgmma); int8, uint8 (mma.sync); {float64}"
+        return (
+            f"tensor cores: float16, bfloat16 (wgmma); float32 in precision 'tf32' and 'tf32x3' (wgmma); "
+            f"int8, uint8 (mma.sync); {float64}"
+        )
     return f"tensor cores: {', '.join(LAYOUTS)} (mma.sync); {float64}"
 
 
@@ -214,6 +217,8 @@ def planner_entry(device, dtype, shape, a, b):
     from . import wgmma
 
     dtype = np.dtype(dtype)
+    if dtype.name == "float32":
+        return _tf32_entry(device, shape, a, b)
     (a_off, sa), (b_off, sb) = a, b
     a_ptr, b_ptr = a_off * dtype.itemsize, b_off * dtype.itemsize
     if shape_rule(dtype, device.cc, shape) is None:
@@ -234,3 +239,46 @@ def planner_entry(device, dtype, shape, a, b):
     grid = (-(-n // DMMA_BN), -(-m // DMMA_BM), bt)
     external = {"source": "dmma", "options": (), "grid": grid, "block": (256, 1, 1), "smem": DMMA_SMEM}
     return Choice(name, None, f"FP64 tensor cores (mma.sync m8n8k4): {why}", external=external)
+
+
+#: Multiply-adds from which a float32 product in a TF32 precision mode runs on the tensor cores
+#: (smaller ones are latency-bound: the SIMT kernels, at full precision, serve them).
+TF32_MIN_WORK = 64**3
+
+
+def tf32_rule(mode: str, cc: int, shape) -> str | None:
+    """Why a float32 product in precision ``mode`` stays on the SIMT kernels (at full
+    precision, which every mode accepts), or None."""
+    from . import wgmma
+
+    if mode not in wgmma.TF32_PRODUCTS:
+        return f"precision {mode!r}: float32 in float32"
+    if cc != wgmma.CC:
+        return f"TF32 products run on wgmma (compute capability 9.0; this is {cc / 10:.1f})"
+    bt, m, n, k = shape
+    if bt > 65535:
+        return "a batch beyond one grid"
+    if m * n * k < TF32_MIN_WORK:
+        return f"{m * n * k} multiply-adds per matrix < {TF32_MIN_WORK}: latency-bound"
+    if min(m, n) <= FEW_COLUMNS:
+        return f"min(M, N) = {min(m, n)} <= {FEW_COLUMNS}: memory-bound, the SIMT matrix-vector paths"
+    if k >= DEEP_K * max(m, n) and bt * -(-m // BM) * -(-n // DEFAULT.bn) < DEEP_TILES:
+        return f"deep K = {k} on few tiles: split-K on the SIMT cores"
+    return None
+
+
+def _tf32_entry(device, shape, a, b):
+    """float32 in the ``"tf32"``/``"tf32x3"`` precision modes (:func:`polymm_cuda.wgmma.tf32_launch`)."""
+    from polymm.kernels.planner import Choice
+    from polymm.precision import current
+
+    from . import wgmma
+
+    mode = current()
+    if tf32_rule(mode, device.cc, shape) is not None:
+        return None
+    external = wgmma.tf32_launch(mode, shape, a, b, device.compute_units)
+    what = "split into hi and lo parts, three products" if mode == "tf32x3" else "one product"
+    return Choice(
+        f"polymm_wgmma_{mode}_nk", None, f"TF32 tensor cores (wgmma), precision {mode!r}: {what}", external=external
+    )

@@ -1,12 +1,15 @@
-"""Hopper's path for float16 and bfloat16: ``kernels/wgmma.cu`` (``wgmma`` fed by the copy engine).
+"""Hopper's path for float16, bfloat16 and TF32: ``kernels/wgmma.cu`` (``wgmma`` fed by the copy engine).
 
 What this module decides and builds, and nothing else:
 
 - :func:`choose`: whether the kernel reads a call's operands as they lie (the copy engine needs
   16-byte aligned bases and row strides, and unit stride along K for A, along N or K for B);
+- :func:`tf32_launch`: float32 products in the ``"tf32"`` and ``"tf32x3"`` precision modes:
+  the operands split into TF32 parts where needed (``kernels/tf32_split.cu``), one product
+  (three for ``tf32x3``), and the repair of rows and columns that hold Inf or NaN;
 - :func:`source`: the kernel text, after the ``wgmma.mma_async`` wrappers it calls (128
   accumulator registers each: written here rather than by hand);
-- :func:`tensor_maps`: the two ``CUtensorMap`` a launch takes by value, encoded by the driver's
+- :func:`tensor_maps`: the ``CUtensorMap`` a launch takes by value, encoded by the driver's
   ``cuTensorMapEncodeTiled`` (through ``ctypes``: the one driver call CuPy does not wrap).
 
 It runs only on compute capability 9.0 (``sm_90a`` code runs on no other chip); elsewhere
@@ -22,11 +25,22 @@ import numpy as np
 
 from .tensorcore import source as _file_source
 
-__all__ = ["CC", "WIDTHS", "choose", "width", "external_launch", "source", "options", "tensor_maps"]
+__all__ = [
+    "CC",
+    "WIDTHS",
+    "TF32_PRODUCTS",
+    "choose",
+    "width",
+    "external_launch",
+    "tf32_launch",
+    "source",
+    "options",
+    "tensor_maps",
+]
 
 #: The only compute capability the ``sm_90a`` instructions run on.
 CC = 90
-BM, BK, STAGES, THREADS = 128, 64, 4, 384
+BM, ROW, STAGES, THREADS = 128, 128, 4, 384  # ROW: bytes of K per pipeline slice
 #: Tile widths compiled (``-DWG_BN``): 256 for large products, 128 where 256 leaves SMs idle.
 WIDTHS = (256, 128)
 BN = WIDTHS[0]
@@ -34,10 +48,12 @@ BN = WIDTHS[0]
 
 def smem_bytes(bn: int) -> int:
     """Dynamic shared memory: the ring of stages, 1024 bytes to align it, its barriers."""
-    return STAGES * (BM + bn) * BK * 2 + 1024 + 16 * STAGES
+    return STAGES * (BM + bn) * ROW + 1024 + 16 * STAGES
 
 
 _TYPES = {"float16": "f16", "bfloat16": "bf16"}
+#: precision mode -> products of TF32 parts per output (``kernels/wgmma.cu``'s SEGMENTS).
+TF32_PRODUCTS = {"tf32": 1, "tf32x3": 3}
 _ALIGN = 16  # bytes: the copy engine's base address and stride granularity
 
 
@@ -74,16 +90,18 @@ def choose(dtype: np.dtype, cc: int, shape, sa, sb, a_ptr: int, b_ptr: int) -> t
 
 
 def _mma_wrapper(ptx_type: str, tnsp_b: int, bn: int) -> str:
-    """``wg_mma_<type>_<tnsp_b>(d, desc_a, desc_b)``: d += A B for one 64 x bn x 16 step."""
+    """``wg_mma_<type>_<tnsp_b>(d, desc_a, desc_b)``: d += A B for one 64 x bn x (32 bytes of K)
+    step: k16 for the 2-byte types; k8 for TF32, which has no transpose operands."""
     regs = ", ".join(f"%{i}" for i in range(bn // 2))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(bn // 2))
     a, b, one = bn // 2, bn // 2 + 1, bn // 2 + 2
+    k, layout = (8, "") if ptx_type == "tf32" else (16, f", 0, {tnsp_b}")
     return (
         f"__device__ __forceinline__ void wg_mma_{ptx_type}_{tnsp_b}(float (&d)[{bn // 2}], "
         "unsigned long long da, unsigned long long db) {\n"
         f'    asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{one}, 0;\\n"\n'
-        f'                 "wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{ptx_type}.{ptx_type} '
-        f'{{{regs}}}, %{a}, %{b}, p, 1, 1, 0, {tnsp_b};\\n}}\\n"\n'
+        f'                 "wgmma.mma_async.sync.aligned.m64n{bn}k{k}.f32.{ptx_type}.{ptx_type} '
+        f'{{{regs}}}, %{a}, %{b}, p, 1, 1{layout};\\n}}\\n"\n'
         f'                 : {outs}\n                 : "l"(da), "l"(db), "r"(1));\n}}\n'
     )
 
@@ -93,7 +111,7 @@ def source(bn: int = BN) -> str:
     """The kernel text for tiles ``bn`` wide: the ``wgmma.mma_async`` wrappers, then the
     asynchronous-copy helpers and ``kernels/wgmma.cu``."""
     wrappers = "".join(_mma_wrapper(t, tn, bn) for t in _TYPES.values() for tn in (0, 1))
-    return wrappers + _file_source("wgmma")
+    return wrappers + _mma_wrapper("tf32", 0, bn) + _file_source("wgmma")
 
 
 def options(bn: int = BN) -> tuple[str, ...]:
@@ -109,38 +127,152 @@ def width(shape, sms: int) -> int:
     return min(WIDTHS, key=lambda bn: (-(-(bt * -(-m // BM) * -(-n // bn)) // sms) * bn, -bn))
 
 
-def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
-    """The planner's description of one launch: a persistent grid (at most one block per SM
-    of ``sms`` for each batch entry), block, shared memory, and the two tensor maps' geometry
-    (``tma``: per operand, dims, byte strides and box, innermost first), which the backend
-    encodes per call with the operands' addresses."""
-    bt, m, n, k = shape
-    bn = width(shape, sms)
+def _map(dims, strides, box, isz: int):
+    """One tensor map's geometry, innermost first: dims in elements, the byte strides of the two
+    outer dims, the box in elements and the element size."""
+    return tuple(dims), tuple(strides), tuple(box), isz
+
+
+def _operand_map(inner, outer, s_outer, s_batch, isz, box, batch):
+    """The map of an operand read in place: ``inner`` (K, or N) contiguous, ``outer`` rows
+    ``s_outer`` elements apart, ``batch`` matrices ``s_batch`` apart (one matrix when 1; its
+    third stride is then any legal value)."""
+    stride_batch = s_batch * isz if batch > 1 else -(-outer * s_outer * isz // _ALIGN) * _ALIGN
+    return _map((inner, outer, batch), (s_outer * isz, max(stride_batch, _ALIGN)), box, isz)
+
+
+def _geometry(shape, bn: int, sms: int) -> dict:
+    bt, m, n, _ = shape
     grid = (min(-(-m // BM) * -(-n // bn), sms), 1, bt)
-
-    def geometry(inner, outer, s_outer, s_batch, box, batched):
-        # a broadcast (or single) batch is one matrix; its stride is any legal value
-        dims = (inner, outer, bt if batched else 1)
-        stride_batch = s_batch * isz if batched else -(-outer * s_outer * isz // _ALIGN) * _ALIGN
-        return dims, (s_outer * isz, max(stride_batch, _ALIGN)), box
-
-    a_map = geometry(k, m, sa[1], sa[0], (BK, BM, 1), bt > 1 and sa[0] != 0)
-    if layout == "kn":
-        b_map = geometry(n, k, sb[1], sb[0], (64, BK, 1), bt > 1 and sb[0] != 0)
-    else:
-        b_map = geometry(k, n, sb[2], sb[0], (BK, bn, 1), bt > 1 and sb[0] != 0)
     return {
         "source": f"wgmma-{bn}",
         "options": options(bn),
         "grid": grid,
         "block": (THREADS, 1, 1),
         "smem": smem_bytes(bn),
-        "tma": (a_map, b_map),
+    }
+
+
+def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
+    """The planner's description of one launch: a persistent grid (at most one block per SM
+    of ``sms`` for each batch entry), block, shared memory, and the two tensor maps (``tma``:
+    per map, the buffer slot it describes and its geometry, see :func:`_map`), which the backend
+    encodes per call with the buffers' addresses."""
+    bt, m, n, k = shape
+    bn = width(shape, sms)
+    entries = lambda s_batch: bt if bt > 1 and s_batch != 0 else 1  # noqa: E731
+    a_map = _operand_map(k, m, sa[1], sa[0], isz, (ROW // isz, BM, 1), entries(sa[0]))
+    if layout == "kn":  # 64 x 64 chunks of B as stored
+        b_map = _operand_map(n, k, sb[1], sb[0], isz, (64, 64, 1), entries(sb[0]))
+    else:
+        b_map = _operand_map(k, n, sb[2], sb[0], isz, (ROW // isz, bn, 1), entries(sb[0]))
+    return {**_geometry(shape, bn, sms), "tma": ((0, a_map), (1, b_map))}
+
+
+#: K per block of ``polymm_tf32_split`` (``SP_KC``): the Inf/NaN flags have one entry per row
+#: and such chunk of K.
+SPLIT_KC = 512
+
+
+def _k_major(s_row: int, s_k: int, s_batch: int, ptr: int) -> bool:
+    """Whether the copy engine reads an operand (float32) as K-major rows where it lies."""
+    return (
+        s_k == 1
+        and s_row > 0
+        and (s_row * 4) % _ALIGN == 0
+        and s_batch >= 0
+        and (s_batch * 4) % _ALIGN == 0
+        and ptr % _ALIGN == 0
+    )
+
+
+def tf32_launch(mode: str, shape, a, b, sms: int) -> dict:
+    """The launches of a float32 product in precision ``mode`` (``"tf32"``, ``"tf32x3"``) on
+    ``wgmma``, as a planner entry's ``external`` (``a``/``b``: element offset from a 16-byte
+    aligned base, strides).
+
+    TF32 ``wgmma`` reads both operands K-major. ``"tf32"`` reads an operand that is K-major
+    where it lies (the tensor cores take the top 19 bits of each float32) and otherwise copies
+    it into scratch, rounded to TF32 and K-major (``polymm_tf32_split``, one part);
+    ``"tf32x3"`` always splits both operands into hi and lo parts, multiplies three times
+    (``polymm_wgmma_tf32x3_nk``), then repairs the rows and columns whose inputs held Inf or
+    NaN (``polymm_tf32_fixup``). Scratch slots: 3 and on, in the order A's parts, B's parts,
+    the flags.
+    """
+    bt, m, n, k = shape
+    products = TF32_PRODUCTS[mode]
+    parts = 2 if products == 3 else 1
+    bn = width(shape, sms)
+    ldk = -(-k // 4) * 4  # split rows padded to 16 bytes (the padding is never read)
+    nkc = -(-k // SPLIT_KC)
+    (a_off, sa), (b_off, sb) = a, b
+    ea, eb = (bt if bt > 1 and s[0] != 0 else 1 for s in (sa, sb))  # matrices per operand
+    split_a = products == 3 or not _k_major(sa[1], sa[2], sa[0], a_off * 4)
+    split_b = products == 3 or not _k_major(sb[2], sb[1], sb[0], b_off * 4)
+    flags = 3 + split_a + split_b  # the Inf/NaN flags' slot ("tf32x3"): A's rows, then B's columns
+    fb_off = ea * m * nkc
+    scratch, before, after = [], [], []
+
+    def split(src, rows, off, strides, e, f_off, box_rows):
+        """The next scratch slot := operand ``src``'s parts as ``rows`` K-major rows (``strides``:
+        batch, row, K); returns (slot, batch stride, its map)."""
+        slot = 3 + len(scratch)
+        scratch.append(parts * e * rows * ldk * 4)
+        s_batch, s_row, s_k = strides
+        values = dict(R=rows, KK=k, parts=parts, nkc=nkc, x_off=off, x_sb=s_batch if e > 1 else 0, x_sr=s_row)
+        values.update(x_sk=s_k, ld=ldk, part_stride=e * rows * ldk, f_off=f_off)
+        buffers = {"X": src, "P": slot, "F": flags if products == 3 else slot}  # F unused with one part
+        before.append(_launch("polymm_tf32_split", "tf32-split", values, buffers, (-(-rows // 32), nkc, e), (32, 8, 1)))
+        tma = _map((k, rows, parts * e), (ldk * 4, rows * ldk * 4), (ROW // 4, box_rows, 1), 4)
+        return slot, rows * ldk if e > 1 else 0, tma
+
+    if split_a:
+        slot, s_batch, a_map = split(0, m, a_off, sa, ea, 0, BM)
+        a_op = (slot, 0, s_batch, ldk, 1)
+    else:
+        a_op, a_map = (0, a_off, *sa), _operand_map(k, m, sa[1], sa[0], 4, (ROW // 4, BM, 1), ea)
+    if split_b:
+        slot, s_batch, b_map = split(1, n, b_off, (sb[0], sb[2], sb[1]), eb, fb_off, bn)
+        b_op = (slot, 0, s_batch, 1, ldk)
+    else:
+        b_op, b_map = (1, b_off, *sb), _operand_map(k, n, sb[2], sb[0], 4, (ROW // 4, bn, 1), eb)
+    if products == 3:
+        scratch.append((fb_off + eb * n * nkc) * 4)
+        values = dict(M=m, N=n, K=k, a_off=a_off, a_sb=sa[0], a_sm=sa[1], a_sk=sa[2], b_off=b_off, b_sb=sb[0])
+        values.update(b_sk=sb[1], b_sn=sb[2], fb_off=fb_off, nkc=nkc)  # c_off: the planner's
+        grid = (min(m + n, 2 * sms), 1, bt)
+        after.append(
+            _launch("polymm_tf32_fixup", "tf32-fixup", values, {"A": 0, "B": 1, "C": 2, "F": flags}, grid, (256, 1, 1))
+        )
+    return {
+        **_geometry(shape, bn, sms),
+        "tma": ((a_op[0], a_map), (b_op[0], b_map)),
+        "operands": (a_op, b_op),
+        "scratch": scratch,
+        "before": before,
+        "after": after,
+    }
+
+
+def _launch(kernel: str, abi: str, values: dict, buffers: dict, grid, block) -> dict:
+    """A launch of a ``kernels/tf32_split.cu`` kernel, as the planner's ``before``/``after`` entries."""
+    return {
+        "kernel": kernel,
+        "abi": abi,
+        "values": values,
+        "buffers": buffers,
+        "source": "tf32_split",
+        "options": (),
+        "grid": grid,
+        "block": block,
+        "smem": 0,
     }
 
 
 # ---- tensor maps ----------------------------------------------------------------
-_UINT16, _SWIZZLE_128B, _L2_256B = 1, 3, 3  # CUtensorMapDataType / Swizzle / L2promotion values
+_SWIZZLE_128B, _L2_256B = 3, 3  # CUtensorMapSwizzle / CUtensorMapL2promotion values
+#: element size -> CUtensorMapDataType: raw 16- and 32-bit words (the kernels interpret them)
+_DATA_TYPE = {2: 1, 4: 2}
 
 
 class _TensorMap(ctypes.Structure):
@@ -166,11 +298,11 @@ TMAP_DTYPE = np.dtype([("words", "<u8", (16,))], align=True)
 
 
 def _encode(address: int, geometry) -> np.void:
-    dims, strides, box = geometry
+    dims, strides, box, isz = geometry
     tmap = _TensorMap()
     rc = _encoder()(
         ctypes.byref(tmap),
-        _UINT16,
+        _DATA_TYPE[isz],
         3,
         ctypes.c_void_p(address),
         (ctypes.c_uint64 * 3)(*dims),
@@ -190,6 +322,6 @@ def _encode(address: int, geometry) -> np.void:
     return np.frombuffer(bytes(tmap), dtype=TMAP_DTYPE)[0]
 
 
-def tensor_maps(a_address: int, b_address: int, tma) -> tuple:
-    """The two encoded maps of a launch (``tma``: their geometry) for operands at these addresses."""
-    return _encode(a_address, tma[0]), _encode(b_address, tma[1])
+def tensor_maps(addresses, tma) -> tuple:
+    """The encoded maps of a launch (``tma``: their slots and geometry) for buffers at these addresses."""
+    return tuple(_encode(address, geometry) for address, (_, geometry) in zip(addresses, tma))

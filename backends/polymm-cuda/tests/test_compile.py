@@ -163,8 +163,8 @@ def test_tensor_core_kernels_compile_without_spills(arch, source):
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 @pytest.mark.parametrize("bn", [256, 128])
 def test_wgmma_kernels_compile_without_spills(bn):
-    """Hopper's wgmma kernels (float16 and bfloat16, B N- or K-major, each tile width) assemble
-    for sm_90a with every accumulator in registers."""
+    """Hopper's wgmma kernels (float16 and bfloat16, B N- or K-major; TF32 with one and with three
+    products; each tile width) assemble for sm_90a with every accumulator in registers."""
     from polymm_cuda import wgmma
     from polymm_cuda.backend import _external_source
 
@@ -181,8 +181,10 @@ def test_wgmma_kernels_compile_without_spills(bn):
     for dtype in ("float16", "bfloat16"):
         for layout in ("kn", "nk"):
             assert wgmma.kernel_name(dtype, layout) in log, log
+    for mode in wgmma.TF32_PRODUCTS:
+        assert wgmma.kernel_name(mode, "nk") in log, log
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
-    assert len(spills) == 4 and max(spills) == 0, log
+    assert len(spills) == 6 and max(spills) == 0, log
 
 
 def test_wgmma_is_planned_on_hopper_only():
@@ -195,9 +197,9 @@ def test_wgmma_is_planned_on_hopper_only():
     strides = (0, (512 * 512, 512, 1))
     made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 512, 512, 512), strides, strides)
     assert made.choice.kernel == "polymm_wgmma_float16_kn" and "wgmma" in made.choice.reason
-    (a_map, b_map) = made.choice.external["tma"]
-    assert a_map == ((512, 512, 1), (1024, 512 * 1024), (64, 128, 1))
-    assert b_map == ((512, 512, 1), (1024, 512 * 1024), (64, 64, 1))
+    (a_map, b_map) = made.choice.external["tma"]  # (buffer slot, (dims, byte strides, box, element size))
+    assert a_map == (0, ((512, 512, 1), (1024, 512 * 1024), (64, 128, 1), 2))
+    assert b_map == (1, ((512, 512, 1), (1024, 512 * 1024), (64, 64, 1), 2))
     assert made.choice.external["source"] == "wgmma-128"  # 8 tiles of 256 or 16 of 128 on 132 SMs
     big = (0, (4096 * 4096, 4096, 1))
     made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 4096, 4096, 4096), big, big)
@@ -210,6 +212,58 @@ def test_wgmma_is_planned_on_hopper_only():
     repeated = (0, (0, 0, 1))  # one row of A seen M times (a broadcast view): no tensor map has stride 0
     made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 512, 512, 512), repeated, strides)
     assert not made.choice.kernel.startswith("polymm_wgmma")
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_tf32_split_kernels_compile():
+    """The split and repair kernels of the TF32 modes assemble for sm_80 (what runs them is any
+    GPU that runs wgmma)."""
+    from polymm_cuda.backend import _external_source
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "split.cu")
+        path.write_text(_external_source("tf32_split"))
+        cmd = [NVCC, "-std=c++17", "-arch=sm_80", "-cubin", "-Xptxas", "-v", "-o", str(Path(tmp, "s.cubin")), str(path)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log
+    assert "polymm_tf32_split" in log and "polymm_tf32_fixup" in log, log
+
+
+def test_tf32_modes_plan_split_wgmma_and_repair():
+    """float32 in "tf32x3" on Hopper: both operands split (slots 3 and 4), three products, the
+    repair after; "tf32" reads K-major operands in place and splits only what is not (B as stored);
+    "default" and non-Hopper GPUs keep float32 on the SIMT kernels."""
+    import dataclasses
+
+    import polymm
+    import polymm_cuda.backend  # noqa: F401  (registers the entry)
+
+    hopper = dataclasses.replace(H100, cc=90)
+    row = (0, (1024 * 1024, 1024, 1))  # C-contiguous 1024 x 1024
+    col = (0, (1024 * 1024, 1, 1024))  # a transposed view: B K-major
+    with polymm.use_precision("tf32x3"):
+        made = planner.plan(hopper, "float32", (1, 1024, 1024, 1024), row, row)
+        assert [x.kernel for x in made.launches] == [
+            "polymm_tf32_split",
+            "polymm_tf32_split",
+            "polymm_wgmma_tf32x3_nk",
+            "polymm_tf32_fixup",
+        ]
+        assert made.product.kernel == "polymm_wgmma_tf32x3_nk" and "tf32x3" in made.reason
+        (slot_a, a_map), (slot_b, b_map) = made.choice.external["tma"]
+        assert (slot_a, slot_b) == (3, 4) and a_map[0] == (1024, 1024, 2) and a_map[3] == 4  # hi and lo parts
+        assert made.scratch == [2 * 1024 * 1024 * 4] * 2 + [(1024 + 1024) * 2 * 4]  # parts, then the flags
+        ampere = planner.plan(dataclasses.replace(H100, cc=80), "float32", (1, 1024, 1024, 1024), row, row)
+        assert "wgmma" not in ampere.choice.kernel
+    with polymm.use_precision("tf32"):
+        made = planner.plan(hopper, "float32", (1, 1024, 1024, 1024), row, row)
+        assert [x.kernel for x in made.launches] == ["polymm_tf32_split", "polymm_wgmma_tf32_nk"]
+        assert [slot for slot, _ in made.choice.external["tma"]] == [0, 3]  # A in place, B split
+        made = planner.plan(hopper, "float32", (1, 1024, 1024, 1024), row, col)
+        assert [x.kernel for x in made.launches] == ["polymm_wgmma_tf32_nk"] and made.scratch == []
+    made = planner.plan(hopper, "float32", (1, 1024, 1024, 1024), row, row)
+    assert "wgmma" not in made.choice.kernel  # the default precision: float32 in float32
 
 
 def test_tensor_cores_are_a_cuda_entry_of_the_planner():

@@ -313,6 +313,68 @@ def test_wgmma_path(backend, layout):
         assert ran >= 4, f"wgmma ran {ran} of {len(WG_SHAPES)} shapes"
 
 
+@pytest.mark.parametrize("mode", ["tf32", "tf32x3"])
+@pytest.mark.parametrize("layout", ("c", "bt", "at", "bcast", "neg", "slice", "misaligned", "padded"))
+def test_tf32_modes_on_wgmma(backend, mode, layout):
+    """float32 in the "tf32" and "tf32x3" precision modes: on Hopper, wgmma reads the operands
+    in place or as split copies (any layout); every result within the mode's bound, "tf32x3"
+    within float32's too, and "tf32" measurably less precise (the tensor cores really ran)."""
+    import polymm
+    from polymm.precision import error_bound
+    from polymm_cuda import tensorcore
+
+    rng = np.random.default_rng(23)
+    cc = backend._compute_capability(0)
+    ran, worst = 0, 0.0
+    for bt, m, n, k in WG_SHAPES:
+        da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "float32")
+        out = _poisoned(bt, m, n, "float32")
+        with polymm.use_precision(mode):
+            backend.matmul(da, db, out, "auto")
+        got = cp.asnumpy(out)
+        assert_matches(got, ha, hb, precision=mode)
+        if mode == "tf32x3":
+            assert_matches(got, ha, hb)
+        if tensorcore.tf32_rule(mode, cc, (bt, m, n, k)) is None:
+            assert backend.last_plan.kernel == f"polymm_wgmma_{mode}_nk", backend.last_plan
+            ran += 1
+            exact = np.matmul(ha.astype(np.float64), hb.astype(np.float64))
+            scale = np.matmul(np.abs(ha).astype(np.float64), np.abs(hb).astype(np.float64))
+            worst = max(worst, float(np.max(np.abs(got - exact) / scale / error_bound("default", k, 2.0**-23))))
+    if cc == 90:
+        assert ran >= 5, f"wgmma ran {ran} of {len(WG_SHAPES)} shapes"
+        if mode == "tf32":
+            assert worst > 1, "a TF32 product should exceed float32's error bound somewhere"
+
+
+def test_tf32x3_keeps_inf_nan_and_huge_values(backend):
+    """Inf and NaN cannot be split into TF32 parts: the rows and columns that hold them are
+    recomputed in float32, so every special lands where a float32 product puts it; values near
+    float32's largest stay finite (they round down, not to Inf)."""
+    import polymm
+
+    rng = np.random.default_rng(29)
+    for bt, m, n, k in [(1, 300, 260, 200), (2, 130, 264, 1100)]:
+        a = rng.standard_normal((bt, m, k)).astype(np.float32)
+        b = rng.standard_normal((bt, k, n)).astype(np.float32)
+        a[0, 3, 5], a[-1, m - 1, k - 1], b[0, 7, 11], b[-1, k - 2, n - 1] = np.inf, np.nan, -np.inf, np.nan
+        b[0, :, 21] = 0.0  # Inf * 0: NaN, as in float32
+        a[0, :, 0], b[0, 0, 20] = 1e-3, np.finfo(np.float32).max  # past TF32's largest: must stay finite
+        for mode in ("tf32x3", "tf32"):
+            out = _poisoned(bt, m, n, "float32")
+            with polymm.use_precision(mode):
+                backend.matmul(cp.asarray(a), cp.asarray(b), out, "auto")
+            got = cp.asnumpy(out)
+            with np.errstate(all="ignore"):
+                want = np.matmul(a, b)  # NumPy's float32 product: where the specials belong
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=mode)
+            np.testing.assert_array_equal(np.isposinf(got), np.isposinf(want), err_msg=mode)
+            np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want), err_msg=mode)
+            finite = np.isfinite(want)
+            scale = np.matmul(np.abs(a).astype(np.float64), np.abs(b).astype(np.float64))
+            assert np.all(np.abs(got[finite] - want[finite]) <= 4e-3 * scale[finite]), mode
+
+
 def test_wgmma_declines_zero_row_strides(backend):
     """One row of A seen 300 times (a broadcast view, row stride 0): no tensor map describes it,
     so another kernel computes it, right."""

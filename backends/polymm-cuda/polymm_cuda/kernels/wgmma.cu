@@ -1,31 +1,43 @@
-// polymm CUDA-only Hopper path (sm_90a): float16 and bfloat16 products with float32 accumulation
-// on the warp-group tensor-core instruction `wgmma`, fed by the bulk tensor copy engine (TMA).
+// polymm CUDA-only Hopper path (sm_90a): float16 and bfloat16 products with float32 accumulation,
+// and float32 products read as TF32 (the "tf32" and "tf32x3" precision modes), on the warp-group
+// tensor-core instruction `wgmma`, fed by the bulk tensor copy engine (TMA).
 //
 // A persistent grid (one block per SM at most) of 384 threads = three warp groups; each block
 // computes 128 x WG_BN tiles of C in turn:
-//   - warp group 0 is the producer: one thread walks K in slices of 64 and asks the copy engine
-//     for the A tile (128 x 64) and the B tile (64 x WG_BN) of each slice, into a ring of
+//   - warp group 0 is the producer: one thread walks K in slices of 128 bytes (64 half-precision
+//     or 32 float32 elements) and asks the copy engine for the A tile (128 rows) and the B tile
+//     (WG_BN columns) of each slice, into a ring of
 //     WG_STAGES shared-memory stages; each copy completes on the stage's "full" barrier;
 //   - warp groups 1 and 2 are the consumers: each multiplies its 64 rows of A by the whole B tile
-//     (four `wgmma.m64nWG_BNk16` per slice, accumulators in registers), then arrives on the stage's
+//     (four `wgmma.m64nWG_BNk16`, or `k8` for TF32, per slice, accumulators in registers), then
+//     arrives on the stage's
 //     "empty" barrier so the producer may refill it.
 // The producer gives registers back (`setmaxnreg.dec`) and the consumers take them.
 //
 // Shared-memory layout. The copy engine writes 128-byte rows in the 128-byte swizzle (the 16-byte
 // chunk index XORed with the row index mod 8), the layout `wgmma` reads without bank conflicts.
-// A is K-major: 128 rows of 64 elements; its descriptor advances 32 bytes per k16 step. B is either
-// K-major too (WG_B_KMAJOR: B^T row-major, as for x1 @ x2.T; WG_BN rows of 64 elements) or N-major
-// as B is usually stored (WG_BN / 64 chunks of 64 k-rows x 64 columns, read with `wgmma`'s
-// transpose bit; a k16 step is 16 rows = 2048 bytes further, and the chunks are 8192 bytes apart).
+// A is K-major: 128 rows of 128 bytes; its descriptor advances 32 bytes per k step. B is either
+// K-major too (B_KMAJOR: B^T row-major, as for x1 @ x2.T; WG_BN rows of 128 bytes) or, for 2-byte
+// types only, N-major as B is usually stored (WG_BN / 64 chunks of 64 k-rows x 64 columns, read
+// with `wgmma`'s transpose bit; a k16 step is 16 rows = 2048 bytes further, and the chunks are
+// 8192 bytes apart). TF32 has no transpose bit: the host hands it K-major copies where needed.
+//
+// TF32 (KIND 2). "tf32": one product of the float32 operands; the tensor cores read their top 19
+// bits. "tf32x3" (SEGMENTS 3): the host has split each operand x into parts hi = tf32(x) and
+// lo = tf32(x - hi) (kernels/tf32_split.cu), stored one after the other along the maps' third
+// dimension (part p of batch entry z at p * entries + z); the K loop runs three times over,
+// a_hi b_lo, then a_lo b_hi, then a_hi b_hi, into the same accumulators (the small products
+// first, polymm.testing.emulation's order).
 //
 // Edges: the copy engine zero-fills what lies outside the matrix (M, N and the K tail), so the
 // main loop has no bounds checks; the stores check rows and columns.
 //
 // Contract with the host (polymm_cuda.wgmma checks it, else another kernel runs): the tensor maps
-// describe A as (K, M, batch) and B as (N, K, batch) [or (K, N, batch) when K-major], 2-byte
-// elements, a box of 64 x 128 (A) and 64 x 64 [64 x WG_BN] (B), 128-byte swizzle; C is
-// C-contiguous (M x N per batch entry). After the two maps comes the argument list every polymm
-// CUDA kernel takes; only the sizes, the batch strides (0: a broadcast operand) and C are read.
+// describe A as (K, M, parts x batch) and B as (N, K, batch) [or (K, N, parts x batch) when
+// K-major], a box of 128 bytes x 128 rows (A) and 64 x 64 [128 bytes x WG_BN] (B), 128-byte
+// swizzle; C is C-contiguous (M x N per batch entry). After the two maps comes the argument list
+// every polymm CUDA kernel takes; only the sizes, the batch strides (0: a broadcast operand, one
+// entry in the map) and C are read.
 
 typedef unsigned short pm_u16;
 
@@ -39,10 +51,10 @@ typedef unsigned short pm_u16;
 #define WG_GROUP_M 8
 #endif
 #define WG_BM 128
-#define WG_BK 64
+#define WG_ROW 128  // bytes of K per slice: one 128-byte swizzle span
 #define WG_THREADS 384
-#define WG_A_BYTES (WG_BM * WG_BK * 2)
-#define WG_B_BYTES (WG_BN * WG_BK * 2)
+#define WG_A_BYTES (WG_BM * WG_ROW)
+#define WG_B_BYTES (WG_BN * WG_ROW)
 #define WG_STAGE_BYTES (WG_A_BYTES + WG_B_BYTES)
 #define WG_ACC (WG_BN / 2)  // float32 accumulators per consumer thread: 64 x WG_BN / 128
 
@@ -122,9 +134,13 @@ __device__ __forceinline__ void wg_tile(int tile, int tiles_m, int tiles_n, int&
     n0 = ((tile % per_group) / rows) * WG_BN;
 }
 
-template <bool BF16, bool B_KMAJOR>
+// KIND: 0 float16, 1 bfloat16, 2 TF32 (float32 storage); SEGMENTS: 1, or 3 for "tf32x3".
+template <int KIND, bool B_KMAJOR, int SEGMENTS, typename T>
 __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, int M, int N, int K, pm_i64 a_sb,
-                                        pm_i64 b_sb, pm_u16* __restrict__ C, pm_i64 c_off) {
+                                        pm_i64 b_sb, T* __restrict__ C, pm_i64 c_off) {
+    static_assert(KIND != 2 || B_KMAJOR, "TF32 wgmma reads K-major B only");
+    static_assert(SEGMENTS == 1 || KIND == 2, "three products are the TF32 split");
+    constexpr int BK = WG_ROW / sizeof(T);  // elements of K per slice
     extern __shared__ unsigned char wg_raw[];
     // 128-byte swizzle atoms are 1024 bytes: align the ring to that.
     const unsigned raw = pm_smem_addr(wg_raw);
@@ -134,7 +150,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     const int tid = threadIdx.x, wg = tid >> 7;
     const int tiles_m = (M + WG_BM - 1) / WG_BM, tiles_n = (N + WG_BN - 1) / WG_BN, tiles = tiles_m * tiles_n;
     const int z = blockIdx.z;
-    const int kt_count = (K + WG_BK - 1) / WG_BK;
+    const int kt_count = (K + BK - 1) / BK, slices = SEGMENTS * kt_count;
 
     if (tid == 0) {
 #pragma unroll
@@ -154,22 +170,26 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (tid == 0) {
             const int za = a_sb ? z : 0, zb = b_sb ? z : 0;
+            // entries per part along the maps' third dimension (the split parts of "tf32x3")
+            const int a_entries = a_sb ? gridDim.z : 1, b_entries = b_sb ? gridDim.z : 1;
             int it = 0;
             for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
                 int m0, n0;
                 wg_tile(tile, tiles_m, tiles_n, m0, n0);
-                for (int kt = 0; kt < kt_count; ++kt, ++it) {
+                for (int j = 0; j < slices; ++j, ++it) {
+                    const int seg = SEGMENTS == 1 ? 0 : j / kt_count, kt = j - seg * kt_count;
+                    const int ca = (seg == 1) * a_entries + za, cb = (SEGMENTS == 3 && seg == 0) * b_entries + zb;
                     const int s = it % WG_STAGES;
                     if (it >= WG_STAGES) wg_bar_wait(bars + 8 * (WG_STAGES + s), ((it / WG_STAGES) - 1) & 1);
                     const unsigned full = bars + 8 * s, a_dst = ring + s * WG_STAGE_BYTES, b_dst = a_dst + WG_A_BYTES;
                     wg_bar_expect(full, WG_STAGE_BYTES);
-                    wg_tma_load(a_dst, ta, full, kt * WG_BK, m0, za);
+                    wg_tma_load(a_dst, ta, full, kt * BK, m0, ca);
                     if (B_KMAJOR) {
-                        wg_tma_load(b_dst, tb, full, kt * WG_BK, n0, zb);
+                        wg_tma_load(b_dst, tb, full, kt * BK, n0, cb);
                     } else {
 #pragma unroll
                         for (int c = 0; c < WG_BN / 64; ++c)
-                            wg_tma_load(b_dst + c * 8192, tb, full, n0 + c * 64, kt * WG_BK, zb);
+                            wg_tma_load(b_dst + c * 8192, tb, full, n0 + c * 64, kt * BK, zb);
                     }
                 }
             }
@@ -181,7 +201,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int row0 = (wg - 1) * 64, t = tid & 127, warp = t >> 5, lane = t & 31;
     C += c_off + (pm_i64)z * M * N;
-    const bool pairs = ((N & 1) == 0) && ((((unsigned long long)C) & 3) == 0);
+    const bool pairs = ((N & 1) == 0) && ((((unsigned long long)C) & (2 * sizeof(T) - 1)) == 0);
     int it = 0;
     float d[WG_ACC];
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -189,21 +209,23 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
         wg_tile(tile, tiles_m, tiles_n, m0, n0);
 #pragma unroll
         for (int i = 0; i < WG_ACC; ++i) d[i] = 0.f;
-        for (int kt = 0; kt < kt_count; ++kt, ++it) {
+        for (int j = 0; j < slices; ++j, ++it) {
             const int s = it % WG_STAGES;
             wg_bar_wait(bars + 8 * s, (it / WG_STAGES) & 1);
             const unsigned a_base = ring + s * WG_STAGE_BYTES + row0 * 128, b_base = ring + s * WG_STAGE_BYTES + WG_A_BYTES;
             wg_hold(d);
             wg_fence();
 #pragma unroll
-            for (int k = 0; k < WG_BK / 16; ++k) {
+            for (int k = 0; k < 4; ++k) {  // four steps of 32 bytes: k16 (2-byte types) or k8 (TF32)
                 const unsigned long long da = wg_desc(a_base + k * 32, 16, 1024);
-                if (B_KMAJOR) {
+                if (KIND == 2) {
+                    wg_mma_tf32_0(d, da, wg_desc(b_base + k * 32, 16, 1024));
+                } else if (B_KMAJOR) {
                     const unsigned long long db = wg_desc(b_base + k * 32, 16, 1024);
-                    if (BF16) wg_mma_bf16_0(d, da, db); else wg_mma_f16_0(d, da, db);
+                    if (KIND == 1) wg_mma_bf16_0(d, da, db); else wg_mma_f16_0(d, da, db);
                 } else {
                     const unsigned long long db = wg_desc(b_base + k * 2048, 8192, 1024);
-                    if (BF16) wg_mma_bf16_1(d, da, db); else wg_mma_f16_1(d, da, db);
+                    if (KIND == 1) wg_mma_bf16_1(d, da, db); else wg_mma_f16_1(d, da, db);
                 }
             }
             wg_commit();
@@ -211,11 +233,11 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
             // flight: its stage goes back to the producer while this slice's run.
             wg_wait<1>();
             wg_hold(d);
-            if (kt > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
+            if (j > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
         }
         wg_wait<0>();
         wg_hold(d);
-        if (kt_count > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
+        if (slices > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
 
         // Accumulator 4j + e: row 16 * warp + lane / 4 (+ 8 for e >= 2), column 8j + 2 (lane % 4) + e % 2.
 #pragma unroll
@@ -226,14 +248,23 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
             for (int h = 0; h < 2; ++h) {
                 const int row = m0 + row0 + 16 * warp + (lane >> 2) + 8 * h;
                 if (row >= M) continue;
-                pm_u16* dst = C + (pm_i64)row * N + col;
+                T* dst = C + (pm_i64)row * N + col;
                 const float lo = d[4 * j + 2 * h], hi = d[4 * j + 2 * h + 1];
-                const unsigned two = BF16 ? wg_pack_bf16(lo, hi) : wg_pack_f16(lo, hi);
+                if (KIND == 2) {
+                    if (pairs) {
+                        *(float2*)dst = make_float2(lo, hi);
+                    } else {
+                        dst[0] = lo;
+                        if (col + 1 < N) dst[1] = hi;
+                    }
+                    continue;
+                }
+                const unsigned two = KIND == 1 ? wg_pack_bf16(lo, hi) : wg_pack_f16(lo, hi);
                 if (pairs) {
                     *(unsigned*)dst = two;
                 } else {
-                    dst[0] = (pm_u16)(two & 0xffffu);
-                    if (col + 1 < N) dst[1] = (pm_u16)(two >> 16);
+                    dst[0] = (T)(two & 0xffffu);
+                    if (col + 1 < N) dst[1] = (T)(two >> 16);
                 }
             }
         }
@@ -241,15 +272,17 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
 }
 
 // The two tensor maps, then the argument list every polymm CUDA kernel takes.
-#define WG_KERNEL(NAME, BF16, B_KMAJOR)                                                                      \
-    extern "C" __global__ void __launch_bounds__(WG_THREADS, 1)                                              \
-        NAME(const __grid_constant__ pm_tmap ta, const __grid_constant__ pm_tmap tb, int M, int N, int K,      \
-             const pm_u16* A, pm_i64 a_off, pm_i64 sa0, pm_i64 sa1, pm_i64 sa2, const pm_u16* B, pm_i64 b_off, \
-             pm_i64 sb0, pm_i64 sb1, pm_i64 sb2, pm_u16* __restrict__ C, pm_i64 c_off) {                     \
-        (void)A, (void)a_off, (void)sa1, (void)sa2, (void)B, (void)b_off, (void)sb1, (void)sb2;              \
-        wg_gemm<BF16, B_KMAJOR>(&ta, &tb, M, N, K, sa0, sb0, C, c_off);                                      \
+#define WG_KERNEL(NAME, KIND, B_KMAJOR, SEGMENTS, T)                                                     \
+    extern "C" __global__ void __launch_bounds__(WG_THREADS, 1)                                          \
+        NAME(const __grid_constant__ pm_tmap ta, const __grid_constant__ pm_tmap tb, int M, int N, int K,  \
+             const T* A, pm_i64 a_off, pm_i64 sa0, pm_i64 sa1, pm_i64 sa2, const T* B, pm_i64 b_off,       \
+             pm_i64 sb0, pm_i64 sb1, pm_i64 sb2, T* __restrict__ C, pm_i64 c_off) {                      \
+        (void)A, (void)a_off, (void)sa1, (void)sa2, (void)B, (void)b_off, (void)sb1, (void)sb2;          \
+        wg_gemm<KIND, B_KMAJOR, SEGMENTS>(&ta, &tb, M, N, K, sa0, sb0, C, c_off);                        \
     }
-WG_KERNEL(polymm_wgmma_float16_kn, false, false)
-WG_KERNEL(polymm_wgmma_float16_nk, false, true)
-WG_KERNEL(polymm_wgmma_bfloat16_kn, true, false)
-WG_KERNEL(polymm_wgmma_bfloat16_nk, true, true)
+WG_KERNEL(polymm_wgmma_float16_kn, 0, false, 1, pm_u16)
+WG_KERNEL(polymm_wgmma_float16_nk, 0, true, 1, pm_u16)
+WG_KERNEL(polymm_wgmma_bfloat16_kn, 1, false, 1, pm_u16)
+WG_KERNEL(polymm_wgmma_bfloat16_nk, 1, true, 1, pm_u16)
+WG_KERNEL(polymm_wgmma_tf32_nk, 2, true, 1, float)
+WG_KERNEL(polymm_wgmma_tf32x3_nk, 2, true, 3, float)
