@@ -31,7 +31,7 @@ fuzz() {  # fuzz TAG DTYPES [env... | fuzz options...]: 8 processes x 12,500 cas
     for x in "$@"; do if [[ "$x" == *=* && "$x" != -* ]]; then envs+=("$x"); else opts+=("$x"); fi; done
     for i in $(seq 1 8); do
         seed=$((20261200 + i))
-        env "${envs[@]}" polymm fuzz --backend cuda --dtypes "$dtypes" --cases 12500 --seed "$seed" --time-budget 200 \
+        env "${envs[@]}" polymm fuzz --backend cuda --dtypes "$dtypes" --cases 12500 --seed "$seed" --time-budget "${FUZZ_BUDGET:-200}" \
             "${opts[@]}" --json \
             > "$dir/fuzz-$tag-seed$seed.json" 2> "$dir/fuzz-$tag-seed$seed.txt" &
         pids+=($!)
