@@ -5,7 +5,8 @@
 # cells of the cliff suite (CUDA events around each whole call, interleaved with cupy.matmul, or
 # torch.matmul for bfloat16); and the same for float32 in the "tf32" and "tf32x3" precision
 # modes (precision-proof: device tests, the conformance suite in each mode; precision-fuzz:
-# 100,000 cases of float32 and complex64 per mode; precision-bench: the "tf32*" cells).
+# up to 100,000 cases of float32 and complex64 per mode, both with POLYMM_CUDA_TF32_MIN_WORK=0 so
+# that small products take the tensor-core paths too; precision-bench: the "tf32*" cells).
 #
 #   . .device/setup.sh && bash scripts/gpu_tensorcore.sh OUT_DIR LABEL [proof|bench|all|precision-proof|precision-fuzz|precision-bench]
 #
@@ -52,15 +53,16 @@ fi
 if [[ "$what" == precision-proof ]]; then
     python3 -m pytest -q -n 8 backends/polymm-cuda/tests/test_device.py -k "tf32 or wgmma" \
         > "$dir/device-tests-precision.log" 2>&1 || status=1
-    for mode in tf32 tf32x3; do
-        python3 -m pytest -q -n 8 --pyargs polymm.testing --polymm-backend=cuda --polymm-precision=$mode \
+    for mode in tf32 tf32x3; do  # every product the tensor cores can take, however small
+        POLYMM_CUDA_TF32_MIN_WORK=0 python3 -m pytest -q -n 8 --pyargs polymm.testing --polymm-backend=cuda \
+            --polymm-precision=$mode \
             > "$dir/conformance-cuda-$mode.log" 2>&1 || status=1
     done
     tail -n 1 "$dir"/device-tests-precision.log "$dir"/conformance-cuda-tf32*.log
 fi
 if [[ "$what" == precision-fuzz ]]; then
-    fuzz tf32 float32,complex64 --precision tf32
-    fuzz tf32x3 float32,complex64 --precision tf32x3
+    fuzz tf32 float32,complex64 --precision tf32 POLYMM_CUDA_TF32_MIN_WORK=0
+    fuzz tf32x3 float32,complex64 --precision tf32x3 POLYMM_CUDA_TF32_MIN_WORK=0
 fi
 if [[ "$what" == precision-bench ]]; then
     polymm bench --suite cliffs --backend cuda --cases 'tf32*' \

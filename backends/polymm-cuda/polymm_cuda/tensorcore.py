@@ -241,9 +241,15 @@ def planner_entry(device, dtype, shape, a, b):
     return Choice(name, None, f"FP64 tensor cores (mma.sync m8n8k4): {why}", external=external)
 
 
-#: Multiply-adds from which a float32 product in a TF32 precision mode runs on the tensor cores
-#: (smaller ones are latency-bound: the SIMT kernels, at full precision, serve them).
-TF32_MIN_WORK = 64**3
+#: Multiply-adds per matrix from which a float32 product in a TF32 precision mode runs on the
+#: tensor cores; smaller ones are faster on the SIMT kernels, at full precision. H100, 2026-11-23
+#: (squares, whole calls, ``.device``'s crossover script): "tf32" 52.6 us against 79.8 at 768,
+#: 48.6 against 37.6 at 512; "tf32x3" 150 us against 293 at 1536, 112 against 79 at 1024.
+#: ``POLYMM_CUDA_TF32_MIN_WORK=N`` sets both (the proof runs take 0: the suite's small products then
+#: exercise the tensor-core paths too).
+TF32_MIN_WORK = {"tf32": 640**3, "tf32x3": 1200**3}
+if os.environ.get("POLYMM_CUDA_TF32_MIN_WORK"):
+    TF32_MIN_WORK = dict.fromkeys(TF32_MIN_WORK, int(os.environ["POLYMM_CUDA_TF32_MIN_WORK"]))
 
 
 def tf32_rule(mode: str, cc: int, shape) -> str | None:
@@ -258,8 +264,8 @@ def tf32_rule(mode: str, cc: int, shape) -> str | None:
     bt, m, n, k = shape
     if bt > 65535:
         return "a batch beyond one grid"
-    if m * n * k < TF32_MIN_WORK:
-        return f"{m * n * k} multiply-adds per matrix < {TF32_MIN_WORK}: latency-bound"
+    if m * n * k < max(TF32_MIN_WORK[mode], 1):
+        return f"{m * n * k} multiply-adds per matrix < {TF32_MIN_WORK[mode]}: faster on the SIMT kernels"
     if min(m, n) <= FEW_COLUMNS:
         return f"min(M, N) = {min(m, n)} <= {FEW_COLUMNS}: memory-bound, the SIMT matrix-vector paths"
     if k >= DEEP_K * max(m, n) and bt * -(-m // BM) * -(-n // DEFAULT.bn) < DEEP_TILES:

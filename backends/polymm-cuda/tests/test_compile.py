@@ -233,17 +233,19 @@ def test_tf32_split_kernels_compile():
 def test_tf32_modes_plan_split_wgmma_and_repair():
     """float32 in "tf32x3" on Hopper: both operands split (slots 3 and 4), three products, the
     repair after; "tf32" reads K-major operands in place and splits only what is not (B as stored);
-    "default" and non-Hopper GPUs keep float32 on the SIMT kernels."""
+    "default", non-Hopper GPUs and products too small to pay keep float32 on the SIMT kernels."""
     import dataclasses
 
     import polymm
     import polymm_cuda.backend  # noqa: F401  (registers the entry)
 
     hopper = dataclasses.replace(H100, cc=90)
-    row = (0, (1024 * 1024, 1024, 1))  # C-contiguous 1024 x 1024
-    col = (0, (1024 * 1024, 1, 1024))  # a transposed view: B K-major
+    n = 2048
+    shape = (1, n, n, n)
+    row = (0, (n * n, n, 1))  # C-contiguous n x n
+    col = (0, (n * n, 1, n))  # a transposed view: B K-major
     with polymm.use_precision("tf32x3"):
-        made = planner.plan(hopper, "float32", (1, 1024, 1024, 1024), row, row)
+        made = planner.plan(hopper, "float32", shape, row, row)
         assert [x.kernel for x in made.launches] == [
             "polymm_tf32_split",
             "polymm_tf32_split",
@@ -252,17 +254,19 @@ def test_tf32_modes_plan_split_wgmma_and_repair():
         ]
         assert made.product.kernel == "polymm_wgmma_tf32x3_nk" and "tf32x3" in made.reason
         (slot_a, a_map), (slot_b, b_map) = made.choice.external["tma"]
-        assert (slot_a, slot_b) == (3, 4) and a_map[0] == (1024, 1024, 2) and a_map[3] == 4  # hi and lo parts
-        assert made.scratch == [2 * 1024 * 1024 * 4] * 2 + [(1024 + 1024) * 2 * 4]  # parts, then the flags
-        ampere = planner.plan(dataclasses.replace(H100, cc=80), "float32", (1, 1024, 1024, 1024), row, row)
+        assert (slot_a, slot_b) == (3, 4) and a_map[0] == (n, n, 2) and a_map[3] == 4  # hi and lo parts
+        assert made.scratch == [2 * n * n * 4] * 2 + [(n + n) * (n // 512) * 4]  # parts, then the flags
+        ampere = planner.plan(dataclasses.replace(H100, cc=80), "float32", shape, row, row)
         assert "wgmma" not in ampere.choice.kernel
+        small = (0, (1024 * 1024, 1024, 1))  # 1024^3: faster on the SIMT kernels, in float32
+        assert "wgmma" not in planner.plan(hopper, "float32", (1, 1024, 1024, 1024), small, small).choice.kernel
     with polymm.use_precision("tf32"):
-        made = planner.plan(hopper, "float32", (1, 1024, 1024, 1024), row, row)
+        made = planner.plan(hopper, "float32", shape, row, row)
         assert [x.kernel for x in made.launches] == ["polymm_tf32_split", "polymm_wgmma_tf32_nk"]
         assert [slot for slot, _ in made.choice.external["tma"]] == [0, 3]  # A in place, B split
-        made = planner.plan(hopper, "float32", (1, 1024, 1024, 1024), row, col)
+        made = planner.plan(hopper, "float32", shape, row, col)
         assert [x.kernel for x in made.launches] == ["polymm_wgmma_tf32_nk"] and made.scratch == []
-    made = planner.plan(hopper, "float32", (1, 1024, 1024, 1024), row, row)
+    made = planner.plan(hopper, "float32", shape, row, row)
     assert "wgmma" not in made.choice.kernel  # the default precision: float32 in float32
 
 

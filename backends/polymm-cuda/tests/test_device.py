@@ -315,13 +315,16 @@ def test_wgmma_path(backend, layout):
 
 @pytest.mark.parametrize("mode", ["tf32", "tf32x3"])
 @pytest.mark.parametrize("layout", ("c", "bt", "at", "bcast", "neg", "slice", "misaligned", "padded"))
-def test_tf32_modes_on_wgmma(backend, mode, layout):
+def test_tf32_modes_on_wgmma(backend, mode, layout, monkeypatch):
     """float32 in the "tf32" and "tf32x3" precision modes: on Hopper, wgmma reads the operands
     in place or as split copies (any layout); every result within the mode's bound, "tf32x3"
-    within float32's too, and "tf32" measurably less precise (the tensor cores really ran)."""
+    within float32's too, and "tf32" measurably less precise (the tensor cores really ran).
+    The size from which "auto" takes them is lowered so that small shapes run them too."""
     import polymm
     from polymm.precision import error_bound
     from polymm_cuda import tensorcore
+
+    monkeypatch.setattr(tensorcore, "TF32_MIN_WORK", {"tf32": 1, "tf32x3": 1})
 
     rng = np.random.default_rng(23)
     cc = backend._compute_capability(0)
@@ -347,11 +350,14 @@ def test_tf32_modes_on_wgmma(backend, mode, layout):
             assert worst > 1, "a TF32 product should exceed float32's error bound somewhere"
 
 
-def test_tf32x3_keeps_inf_nan_and_huge_values(backend):
+def test_tf32x3_keeps_inf_nan_and_huge_values(backend, monkeypatch):
     """Inf and NaN cannot be split into TF32 parts: the rows and columns that hold them are
     recomputed in float32, so every special lands where a float32 product puts it; values near
     float32's largest stay finite (they round down, not to Inf)."""
     import polymm
+    from polymm_cuda import tensorcore
+
+    monkeypatch.setattr(tensorcore, "TF32_MIN_WORK", {"tf32": 1, "tf32x3": 1})
 
     rng = np.random.default_rng(29)
     for bt, m, n, k in [(1, 300, 260, 200), (2, 130, 264, 1100)]:
@@ -365,6 +371,8 @@ def test_tf32x3_keeps_inf_nan_and_huge_values(backend):
             with polymm.use_precision(mode):
                 backend.matmul(cp.asarray(a), cp.asarray(b), out, "auto")
             got = cp.asnumpy(out)
+            if backend._compute_capability(0) == 90:
+                assert backend.last_plan.kernel == f"polymm_wgmma_{mode}_nk", backend.last_plan
             with np.errstate(all="ignore"):
                 want = np.matmul(a, b)  # NumPy's float32 product: where the specials belong
             np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=mode)

@@ -2,7 +2,7 @@
 // precision modes, kernels/wgmma.cu), made ready before the product and repaired after it.
 //
 // polymm_tf32_split: an operand as K-major rows in TF32. Row r of the output is row r of A, or
-// column r of B (B^T), whatever the input's strides: a 32 x 32 tile goes through shared memory,
+// column r of B (B^T), whatever the input's strides: a 32 x 128 tile goes through shared memory,
 // read along the input's contiguous axis and written along K, so both sides coalesce.
 //   parts 1 ("tf32" on an operand the copy engine cannot read as it lies): hi = tf32(x).
 //   parts 2 ("tf32x3"): hi = tf32(x) and lo = tf32(x - hi), both TF32 numbers whose sum is within
@@ -19,9 +19,10 @@
 // Argument lists: polymm.kernels.abi ("tf32-split", "tf32-fixup"); launch geometry:
 // polymm_cuda.wgmma.tf32_launch.
 
-#define SP_TILE 32
-#define SP_ROWS 8  // threads per tile column: block (32, 8)
-#define SP_KC 512  // K per block; F has one flag per row and such chunk
+#define SP_ROWS 32  // rows per block (a warp's lanes when the rows are the contiguous axis)
+#define SP_TK 128   // K per step: each thread has 16 loads in flight
+#define SP_TY 8     // block (32, 8)
+#define SP_KC 512   // K per block; F has one flag per row and such chunk
 
 __device__ __forceinline__ unsigned sp_round(unsigned u) {
     if ((u & 0x7f800000u) == 0x7f800000u) return (u & 0x7fffffu) ? (u | 0x00400000u) & 0xffffe000u : u;
@@ -29,51 +30,57 @@ __device__ __forceinline__ unsigned sp_round(unsigned u) {
     return (r & 0x7f800000u) == 0x7f800000u ? u & 0xffffe000u : r;
 }
 
-extern "C" __global__ void __launch_bounds__(SP_TILE * SP_ROWS)
+extern "C" __global__ void __launch_bounds__(SP_ROWS * SP_TY)
     polymm_tf32_split(const int R, const int KK, const int parts, const int nkc, const float* __restrict__ X,
                       const pm_i64 x_off, const pm_i64 x_sb, const pm_i64 x_sr, const pm_i64 x_sk,
                       float* __restrict__ P, const pm_i64 ld, const pm_i64 part_stride, int* __restrict__ F,
                       const pm_i64 f_off) {
-    __shared__ float tile[SP_TILE][SP_TILE + 1];
-    const int tx = threadIdx.x, ty = threadIdx.y, r0 = blockIdx.x * SP_TILE, kc = blockIdx.y, b = blockIdx.z;
+    __shared__ float tile[SP_ROWS][SP_TK + 1];
+    const int tx = threadIdx.x, ty = threadIdx.y, r0 = blockIdx.x * SP_ROWS, kc = blockIdx.y, b = blockIdx.z;
     const bool rows_fast = (x_sr < 0 ? -x_sr : x_sr) < (x_sk < 0 ? -x_sk : x_sk);
     const float* src = X + x_off + b * x_sb;
     float* dst = P + ((pm_i64)b * R) * ld;
     const int k_end = min(KK, (kc + 1) * SP_KC);
     unsigned bad = 0;  // bit i: row r0 + ty + 8i holds Inf or NaN
-    for (int k0 = kc * SP_KC; k0 < k_end; k0 += SP_TILE) {
+    for (int k0 = kc * SP_KC; k0 < k_end; k0 += SP_TK) {
+        // read along the input's contiguous axis: lanes along the rows, or along K
 #pragma unroll
-        for (int i = 0; i < SP_TILE / SP_ROWS; ++i) {  // read along the input's contiguous axis
-            const int rr = rows_fast ? tx : ty + SP_ROWS * i, kk = rows_fast ? ty + SP_ROWS * i : tx;
+        for (int i = 0; i < SP_ROWS * SP_TK / (32 * SP_TY); ++i) {
+            const int e = i * SP_TY + ty;  // which 32-element line of the tile this warp reads
+            const int rr = rows_fast ? tx : e % SP_ROWS, kk = rows_fast ? e : (e / SP_ROWS) * 32 + tx;
             const int r = r0 + rr, k = k0 + kk;
             tile[rr][kk] = (r < R && k < k_end) ? src[r * x_sr + k * x_sk] : 0.f;
         }
         __syncthreads();
 #pragma unroll
-        for (int i = 0; i < SP_TILE / SP_ROWS; ++i) {  // write along K
-            const int rr = ty + SP_ROWS * i, r = r0 + rr, k = k0 + tx;
-            if (r >= R || k >= k_end) continue;
-            const float x = tile[rr][tx];
-            const float hi = __uint_as_float(sp_round(__float_as_uint(x)));
-            float* out = dst + (pm_i64)r * ld + k;
-            if (parts == 1) {
-                out[0] = hi;
-            } else if (isfinite(x)) {
-                out[0] = hi;
-                out[part_stride] = __uint_as_float(sp_round(__float_as_uint(x - hi)));
-            } else {
-                out[0] = 0.f;
-                out[part_stride] = 0.f;
-                bad |= 1u << i;
+        for (int i = 0; i < SP_ROWS / SP_TY; ++i) {  // write along K
+            const int rr = ty + SP_TY * i, r = r0 + rr;
+#pragma unroll
+            for (int j = 0; j < SP_TK / 32; ++j) {
+                const int k = k0 + 32 * j + tx;
+                if (r >= R || k >= k_end) continue;
+                const float x = tile[rr][32 * j + tx];
+                const float hi = __uint_as_float(sp_round(__float_as_uint(x)));
+                float* out = dst + (pm_i64)r * ld + k;
+                if (parts == 1) {
+                    out[0] = hi;
+                } else if (isfinite(x)) {
+                    out[0] = hi;
+                    out[part_stride] = __uint_as_float(sp_round(__float_as_uint(x - hi)));
+                } else {
+                    out[0] = 0.f;
+                    out[part_stride] = 0.f;
+                    bad |= 1u << i;
+                }
             }
         }
         __syncthreads();
     }
     if (parts == 1) return;
 #pragma unroll
-    for (int i = 0; i < SP_TILE / SP_ROWS; ++i) {  // a warp is one ty: its lanes share rows
+    for (int i = 0; i < SP_ROWS / SP_TY; ++i) {  // a warp is one ty: its lanes share rows
         const unsigned any = __any_sync(0xffffffffu, (bad >> i) & 1u);
-        const int r = r0 + ty + SP_ROWS * i;
+        const int r = r0 + ty + SP_TY * i;
         if (tx == 0 && r < R) F[f_off + ((pm_i64)b * R + r) * nkc + kc] = (int)any;
     }
 }
