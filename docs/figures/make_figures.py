@@ -8,9 +8,11 @@ worked example also uses (the docs test runs that example).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
+from pathlib import Path
 
 import matplotlib
 
@@ -19,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, Rectangle  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = Path(HERE).parents[1]  # the repository: recorded JSON lives under benchmarks/
 A_COLOR, B_COLOR, C_COLOR = "#4c72b0", "#dd8452", "#55a868"
 LIGHT = {"A": "#c9d6ee", "B": "#f6d5bd", "C": "#cce7d3"}
 DPI = 110
@@ -427,13 +430,22 @@ def fig_precision():
         scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
         for mode in PRECISIONS:
             worst[mode].append(float((np.abs(emulated_matmul(a, b, mode) - exact) / scale).max()))
+    # the same measure on the H100's tensor cores (backends/polymm-cuda/benchmarks/precision_error.py),
+    # where a mode's kernel ran (deep K goes to the SIMT kernels in float32)
+    gpu = json.loads((ROOT / "benchmarks/h100-2026-11-23/tc-50182e5-precision/precision-error-h100.json").read_text())
     fig, ax = plt.subplots(figsize=(7.2, 4.2))
     for mode in PRECISIONS:
-        ax.loglog(ks, worst[mode], "o-", color=colors[mode], label=f"{labels[mode]}: measured")
+        ax.loglog(ks, worst[mode], "o-", color=colors[mode], label=f"{labels[mode]}: emulated")
+        on_gpu = [
+            (k, e)
+            for k, e, kern in zip(gpu["k"], gpu["worst_relative_error"][mode], gpu["kernel"][mode])
+            if mode == "default" or "wgmma" in kern
+        ]
+        ax.loglog(*zip(*on_gpu), "x", color=colors[mode], markersize=9, label=f"{labels[mode]}: H100")
         ax.loglog(ks, [error_bound(mode, k, eps) for k in ks], "--", color=colors[mode], label="documented bound")
     ax.set_xlabel("K (contraction length)")
     ax.set_ylabel("worst |C - AB| / (|A||B|)")
-    ax.set_title("Error of each precision mode, float32 inputs (NumPy emulation)")
+    ax.set_title("Error of each precision mode, float32 inputs (NumPy emulation, H100 kernels)")
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.grid(True, which="major", alpha=0.3)
     save(fig, "precision.png")

@@ -1,7 +1,8 @@
 /* mma_tf32: float32 products on the TF32 tensor cores with mma.sync.m16n8k8 (sm_80 and up).
  *
- * UNRUN: compiled in CI (nvcc, backends/polymm-cuda/tests/test_compile.py) but not yet run on
- * a GPU nor wired into a backend; the CUDA backend's planner decides where it plugs in.
+ * Not planned: compiled in CI (nvcc, backends/polymm-cuda/tests/test_compile.py) and checked on
+ * the H100 by backends/polymm-cuda/tests/test_device.py, but no backend runs it (on Hopper the
+ * CUDA backend runs the precision modes on wgmma: polymm_cuda/wgmma.py).
  *
  * PM_MMA_SPLIT 0, precision "tf32": each float32 input rounded to TF32 (cvt.rna: to nearest, ties
  *   away from zero; the error bound is that of rounding to nearest even), one product
