@@ -18,6 +18,7 @@ import numpy as np
 from . import promotion
 from .arrays import DLPACK, PLAIN_TYPES, is_dask_array, kind_for_dlpack_device, kind_named, kind_of, unowned_reason
 from .backend import is_bfloat16
+from .precision import current as current_precision
 from .precision import use_precision
 from .registry import check_algorithm, get_backend, plain_entry, selected_backend
 from .shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
@@ -61,7 +62,7 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
     :mod:`polymm.precision`; else :func:`use_precision`'s, else ``"default"``).
     Dask arrays give a lazy Dask array (see :mod:`polymm.dask`).
     """
-    if precision is not None:  # the backend reads it with polymm.precision.current()
+    if precision is not None and precision != current_precision():  # backends read it with current()
         with use_precision(precision):
             return matmul(x1, x2, backend=backend, algorithm=algorithm, out=out)
     plain = PLAIN_TYPES.get(type(x1))

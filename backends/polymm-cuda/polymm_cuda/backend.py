@@ -14,6 +14,8 @@ polymm_cuda`` (and ``polymm.backends()``) works on machines without it.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from polymm import precision as _precision
@@ -23,6 +25,7 @@ from polymm.kernels import abi, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo
 
 from . import image as _image
+from . import launch as _launch
 from . import tensorcore
 from . import wgmma as _wgmma
 
@@ -37,6 +40,9 @@ _SUPPORTED = frozenset(CONTRACT_DTYPES)
 planner.register_entry("cuda", tensorcore.planner_entry)
 #: What the plan cache holds for operands that "auto" copies first (:meth:`CUDABackend._repacked`).
 _REPACK = "repack"
+#: Launches take arguments laid out once (:mod:`polymm_cuda.launch`); ``POLYMM_CUDA_DRIVER_LAUNCH=0``
+#: sends them through CuPy's ``RawKernel`` call instead, which converts them on every call.
+_DRIVER_LAUNCH = os.environ.get("POLYMM_CUDA_DRIVER_LAUNCH", "1") != "0"
 #: Plans kept per backend; when full the cache starts again (shapes in a program are few).
 _PLAN_CACHE_SIZE = 4096
 
@@ -47,13 +53,21 @@ class _Step:
     (position -> 0 = A, 1 = B, 2 = C, 3+ = scratch) filled per call;
     ``tma``: the tensor maps a ``wgmma`` launch takes first, as (buffer slot,
     geometry) pairs (encoded for each new set of buffer addresses; ``maps``: the
-    last ``(addresses, maps)``), else None."""
+    last ``(addresses, maps)``), else None; ``prepared``: the launch with its
+    arguments laid out for the driver (:mod:`polymm_cuda.launch`), or None
+    (CuPy launches it)."""
 
-    __slots__ = ("fn", "grid", "block", "smem", "args", "buffers", "tma", "maps")
+    __slots__ = ("fn", "grid", "block", "smem", "args", "buffers", "tma", "maps", "prepared")
 
     def __init__(self, fn, grid, block, smem, args, buffers, tma=None):
         self.fn, self.grid, self.block, self.smem, self.args, self.buffers = fn, grid, block, smem, args, buffers
         self.tma, self.maps = tma, None
+        self.prepared = None
+        if _DRIVER_LAUNCH:
+            from cupy.cuda import driver
+
+            maps = len(tma) if tma is not None else 0
+            self.prepared = _launch.Prepared(driver.launchKernel, fn.ptr, grid, block, smem, args, buffers, maps)
 
 
 class CUDABackend(Backend):
@@ -323,19 +337,25 @@ class CUDABackend(Backend):
                 self._enqueue(steps, buffers)
         self.last_plan = made.choice
 
-    @staticmethod
-    def _enqueue(steps, buffers) -> None:
+    def _enqueue(self, steps, buffers) -> None:
+        stream = None
         for step in steps:
+            maps = ()
+            if step.tma is not None:  # the maps of the last call are kept: encoding costs microseconds
+                addresses = tuple(int(buffers[slot]) for slot, _ in step.tma)
+                cached = step.maps
+                if cached is None or cached[0] != addresses:
+                    cached = step.maps = (addresses, _wgmma.tensor_maps(addresses, step.tma))
+                maps = cached[1]
+            if step.prepared is not None:
+                if stream is None:
+                    stream = self._cp.cuda.get_current_stream().ptr
+                step.prepared(buffers, stream, maps)
+                continue
             args = list(step.args)
             for pos, slot in step.buffers:
                 args[pos] = buffers[slot]
-            if step.tma is not None:  # the maps of the last call are kept: encoding costs microseconds
-                addresses = tuple(int(buffers[slot]) for slot, _ in step.tma)
-                maps = step.maps
-                if maps is None or maps[0] != addresses:
-                    maps = step.maps = (addresses, _wgmma.tensor_maps(addresses, step.tma))
-                args[:0] = maps[1]
-            step.fn(step.grid, step.block, tuple(args), shared_mem=step.smem)
+            step.fn(step.grid, step.block, (*maps, *args), shared_mem=step.smem)
 
 
 def _external_source(name: str) -> str:
