@@ -63,11 +63,12 @@ class _Step:
         self.fn, self.grid, self.block, self.smem, self.args, self.buffers = fn, grid, block, smem, args, buffers
         self.tma, self.maps = tma, None
         self.prepared = None
-        if _DRIVER_LAUNCH:
+        function = getattr(getattr(fn, "kernel", fn), "ptr", None)  # RawKernel -> its CUfunction
+        if _DRIVER_LAUNCH and function is not None:
             from cupy.cuda import driver
 
             maps = len(tma) if tma is not None else 0
-            self.prepared = _launch.Prepared(driver.launchKernel, fn.ptr, grid, block, smem, args, buffers, maps)
+            self.prepared = _launch.Prepared(driver.launchKernel, function, grid, block, smem, args, buffers, maps)
 
 
 class CUDABackend(Backend):
