@@ -85,6 +85,9 @@ SIGNATURES = {
         ("F", "out"),
         ("f_off", "index"),
     ),
+    # CUDA only (polymm_cuda/kernels/wgmma.cu): the "gemm" list and the batch count (its grid is
+    # one-dimensional: persistent blocks walk the tiles of every batch entry).
+    "wgmma": (*_GEMM, ("batch", "size")),
     # CUDA only: the "gemm" list, then the flags of tf32-split (A's rows from 0, B's columns from
     # fb_off): the flagged rows and columns of C recomputed in float32.
     "tf32-fixup": (
@@ -105,6 +108,7 @@ ABI_OF = {
     "sum-slices": "sum",
     "tf32-split": "tf32-split",
     "tf32-fixup": "tf32-fixup",
+    "wgmma": "wgmma",
 }
 _MACROS = {"gemm": "PM_ARGS", "pack": "PM_PACK_ARGS", "sum": "PM_SUM_ARGS"}
 _ELEMENT = {"gemm": "ELEM_T", "pack": "COPY_T", "sum": "ELEM_T"}
@@ -142,12 +146,13 @@ def arguments(kernel: str, **values) -> list:
     return out
 
 
-def gemm_arguments(M: int, N: int, K: int, a, b, c_off: int) -> list:
-    """The product kernels' arguments; ``a = (offset, sb, sm, sk)``, ``b = (offset, sb, sk, sn)``."""
-    values = dict(M=M, N=N, K=K, c_off=c_off)
+def gemm_arguments(M: int, N: int, K: int, a, b, c_off: int, kernel: str = "regblock", **more) -> list:
+    """The product kernels' arguments; ``a = (offset, sb, sm, sk)``, ``b = (offset, sb, sk, sn)``;
+    ``kernel``'s list may take ``more`` after the "gemm" ones."""
+    values = dict(M=M, N=N, K=K, c_off=c_off, **more)
     values.update(zip(("a_off", "a_sb", "a_sm", "a_sk"), a))
     values.update(zip(("b_off", "b_sb", "b_sk", "b_sn"), b))
-    return arguments("regblock", **values)
+    return arguments(kernel, **values)
 
 
 def scalar_types(kernel: str) -> list:

@@ -120,7 +120,7 @@ class Plan:
     @property
     def product(self) -> Launch:
         """The (first) launch of the product kernel itself."""
-        return next(x for x in self.launches if abi.ABI_OF[x.signature] == "gemm")
+        return next(x for x in self.launches if x.kernel == self.choice.kernel)
 
     @property
     def reason(self) -> str:
@@ -400,8 +400,9 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
         out.scratch.extend(ext.get("scratch", ()))
         out.launches.extend(_extra_launch(x, dtype, c_off) for x in ext.get("before", ()))
         A, B = ext.get("operands", (A, B))  # what the kernel reads: the operands, or scratch made before
-        args = abi.gemm_arguments(M, N, K, A[1:], B[1:], c_off)
-        pos = abi.buffer_positions("regblock")
+        signature = ext.get("abi", "regblock")  # the products' list, or its own (with the batch count)
+        args = abi.gemm_arguments(M, N, K, A[1:], B[1:], c_off, signature, batch=batch)
+        pos = abi.buffer_positions(signature)
         glob = tuple(g * b for g, b in zip(ext["grid"], ext["block"]))
         buffers = {pos["A"]: A[0], pos["B"]: B[0], pos["C"]: 2}
         launch = Launch(choice.kernel, None, {}, args, buffers, glob, tuple(ext["block"]), ext["smem"], dtype, ext)

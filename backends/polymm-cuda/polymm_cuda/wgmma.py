@@ -142,20 +142,22 @@ def _operand_map(inner, outer, s_outer, s_batch, isz, box, batch):
 
 
 def _geometry(shape, bn: int, sms: int) -> dict:
+    """Launch geometry: persistent blocks, at most one per SM, over the tiles of every batch entry
+    (the kernel takes the batch count as its last argument: ``polymm.kernels.abi``'s "wgmma")."""
     bt, m, n, _ = shape
-    grid = (min(-(-m // BM) * -(-n // bn), sms), 1, bt)
     return {
         "source": f"wgmma-{bn}",
         "options": options(bn),
-        "grid": grid,
+        "grid": (min(bt * -(-m // BM) * -(-n // bn), sms), 1, 1),
         "block": (THREADS, 1, 1),
         "smem": smem_bytes(bn),
+        "abi": "wgmma",
     }
 
 
 def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
     """The planner's description of one launch: a persistent grid (at most one block per SM
-    of ``sms`` for each batch entry), block, shared memory, and the two tensor maps (``tma``:
+    of ``sms``), block, shared memory, and the two tensor maps (``tma``:
     per map, the buffer slot it describes and its geometry, see :func:`_map`), which the backend
     encodes per call with the buffers' addresses."""
     bt, m, n, k = shape

@@ -37,7 +37,8 @@
 // K-major], a box of 128 bytes x 128 rows (A) and 64 x 64 [128 bytes x WG_BN] (B), 128-byte
 // swizzle; C is C-contiguous (M x N per batch entry). After the two maps comes the argument list
 // every polymm CUDA kernel takes; only the sizes, the batch strides (0: a broadcast operand, one
-// entry in the map) and C are read.
+// entry in the map), C and the batch count are read. The grid is one-dimensional: blocks walk the
+// tiles of every batch entry, so a batch of small products keeps the ring as full as one large one.
 
 typedef unsigned short pm_u16;
 
@@ -137,7 +138,7 @@ __device__ __forceinline__ void wg_tile(int tile, int tiles_m, int tiles_n, int&
 // KIND: 0 float16, 1 bfloat16, 2 TF32 (float32 storage); SEGMENTS: 1, or 3 for "tf32x3".
 template <int KIND, bool B_KMAJOR, int SEGMENTS, typename T>
 __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, int M, int N, int K, pm_i64 a_sb,
-                                        pm_i64 b_sb, T* __restrict__ C, pm_i64 c_off) {
+                                        pm_i64 b_sb, T* __restrict__ C, pm_i64 c_off, int batch) {
     static_assert(KIND != 2 || B_KMAJOR, "TF32 wgmma reads K-major B only");
     static_assert(SEGMENTS == 1 || KIND == 2, "three products are the TF32 split");
     constexpr int BK = WG_ROW / sizeof(T);  // elements of K per slice
@@ -148,8 +149,8 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     const unsigned bars = ring + WG_STAGES * WG_STAGE_BYTES;  // full[s] at +8s, empty[s] at +8(WG_STAGES+s)
 
     const int tid = threadIdx.x, wg = tid >> 7;
-    const int tiles_m = (M + WG_BM - 1) / WG_BM, tiles_n = (N + WG_BN - 1) / WG_BN, tiles = tiles_m * tiles_n;
-    const int z = blockIdx.z;
+    const int tiles_m = (M + WG_BM - 1) / WG_BM, tiles_n = (N + WG_BN - 1) / WG_BN, per_entry = tiles_m * tiles_n;
+    const int tiles = per_entry * batch;  // of every batch entry, one after the other
     const int kt_count = (K + BK - 1) / BK, slices = SEGMENTS * kt_count;
 
     if (tid == 0) {
@@ -162,20 +163,20 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     }
     __syncthreads();
 
-    // Persistent blocks: block b takes tiles b, b + gridDim.x, ... of its batch entry. Both roles
+    // Persistent blocks: block b takes tiles b, b + gridDim.x, ... (of all batch entries). Both roles
     // walk the same sequence of K slices, counted by `it` across tiles, so the ring's stage and
     // phase carry on from one tile to the next, and the producer fills the next tile's first
     // stages while the consumers store the last one.
     if (wg == 0) {  // producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (tid == 0) {
-            const int za = a_sb ? z : 0, zb = b_sb ? z : 0;
             // entries per part along the maps' third dimension (the split parts of "tf32x3")
-            const int a_entries = a_sb ? gridDim.z : 1, b_entries = b_sb ? gridDim.z : 1;
+            const int a_entries = a_sb ? batch : 1, b_entries = b_sb ? batch : 1;
             int it = 0;
             for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                const int z = tile / per_entry, za = a_sb ? z : 0, zb = b_sb ? z : 0;
                 int m0, n0;
-                wg_tile(tile, tiles_m, tiles_n, m0, n0);
+                wg_tile(tile - z * per_entry, tiles_m, tiles_n, m0, n0);
                 for (int j = 0; j < slices; ++j, ++it) {
                     const int seg = SEGMENTS == 1 ? 0 : j / kt_count, kt = j - seg * kt_count;
                     const int ca = (seg == 1) * a_entries + za, cb = (SEGMENTS == 3 && seg == 0) * b_entries + zb;
@@ -200,13 +201,16 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     // consumers
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int row0 = (wg - 1) * 64, t = tid & 127, warp = t >> 5, lane = t & 31;
-    C += c_off + (pm_i64)z * M * N;
+    C += c_off;
+    // every entry's C starts as aligned as the first when N is even
     const bool pairs = ((N & 1) == 0) && ((((unsigned long long)C) & (2 * sizeof(T) - 1)) == 0);
     int it = 0;
     float d[WG_ACC];
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const int z = tile / per_entry;
+        T* Cz = C + (pm_i64)z * M * N;
         int m0, n0;
-        wg_tile(tile, tiles_m, tiles_n, m0, n0);
+        wg_tile(tile - z * per_entry, tiles_m, tiles_n, m0, n0);
 #pragma unroll
         for (int i = 0; i < WG_ACC; ++i) d[i] = 0.f;
         for (int j = 0; j < slices; ++j, ++it) {
@@ -248,7 +252,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
             for (int h = 0; h < 2; ++h) {
                 const int row = m0 + row0 + 16 * warp + (lane >> 2) + 8 * h;
                 if (row >= M) continue;
-                T* dst = C + (pm_i64)row * N + col;
+                T* dst = Cz + (pm_i64)row * N + col;
                 const float lo = d[4 * j + 2 * h], hi = d[4 * j + 2 * h + 1];
                 if (KIND == 2) {
                     if (pairs) {
@@ -271,14 +275,15 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     }
 }
 
-// The two tensor maps, then the argument list every polymm CUDA kernel takes.
+// The two tensor maps, then the argument list every polymm CUDA kernel takes, then the batch count
+// (polymm.kernels.abi's "wgmma" list).
 #define WG_KERNEL(NAME, KIND, B_KMAJOR, SEGMENTS, T)                                                     \
     extern "C" __global__ void __launch_bounds__(WG_THREADS, 1)                                          \
         NAME(const __grid_constant__ pm_tmap ta, const __grid_constant__ pm_tmap tb, int M, int N, int K,  \
              const T* A, pm_i64 a_off, pm_i64 sa0, pm_i64 sa1, pm_i64 sa2, const T* B, pm_i64 b_off,       \
-             pm_i64 sb0, pm_i64 sb1, pm_i64 sb2, T* __restrict__ C, pm_i64 c_off) {                      \
+             pm_i64 sb0, pm_i64 sb1, pm_i64 sb2, T* __restrict__ C, pm_i64 c_off, int batch) {           \
         (void)A, (void)a_off, (void)sa1, (void)sa2, (void)B, (void)b_off, (void)sb1, (void)sb2;          \
-        wg_gemm<KIND, B_KMAJOR, SEGMENTS>(&ta, &tb, M, N, K, sa0, sb0, C, c_off);                        \
+        wg_gemm<KIND, B_KMAJOR, SEGMENTS>(&ta, &tb, M, N, K, sa0, sb0, C, c_off, batch);                 \
     }
 WG_KERNEL(polymm_wgmma_float16_kn, 0, false, 1, pm_u16)
 WG_KERNEL(polymm_wgmma_float16_nk, 0, true, 1, pm_u16)
