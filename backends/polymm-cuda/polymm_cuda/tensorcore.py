@@ -8,7 +8,7 @@ It copies 16-byte chunks straight from global memory, so it needs operands laid 
 :func:`choose` says which kernel reads a call's layout or which rule it breaks; ``"auto"``
 repacks operands of large products that break one (:func:`repack`). :func:`planner_entry` makes
 them a CUDA-only entry of the shared planner, whose SIMT kernels serve the rest; on Hopper it
-tries :mod:`polymm_cuda.wgmma` (float16, bfloat16) first.
+tries :mod:`polymm_cuda.wgmma` (float16, bfloat16, int8, uint8) first.
 """
 
 from __future__ import annotations
@@ -132,8 +132,8 @@ def describe(cc: int) -> str:
     float64 = "float64 (mma.sync m8n8k4)" if DMMA_IN_AUTO else "float64 off (POLYMM_CUDA_DMMA=0: SIMT)"
     if cc == 90:
         return (
-            f"tensor cores: float16, bfloat16 (wgmma); float32 in precision 'tf32' and 'tf32x3' (wgmma); "
-            f"int8, uint8 (mma.sync); {float64}"
+            "tensor cores: float16, bfloat16, int8, uint8 (wgmma); float32 in precision 'tf32' and 'tf32x3' "
+            f"(wgmma); {float64}"
         )
     return f"tensor cores: {', '.join(LAYOUTS)} (mma.sync); {float64}"
 

@@ -1,4 +1,5 @@
-"""Hopper's path for float16, bfloat16 and TF32: ``kernels/wgmma.cu`` (``wgmma`` fed by the copy engine).
+"""Hopper's path for float16, bfloat16, int8, uint8 and TF32: ``kernels/wgmma.cu`` (``wgmma`` fed by
+the copy engine).
 
 What this module decides and builds, and nothing else:
 
@@ -51,7 +52,9 @@ def smem_bytes(bn: int) -> int:
     return STAGES * (BM + bn) * ROW + 1024 + 16 * STAGES
 
 
-_TYPES = {"float16": "f16", "bfloat16": "bf16"}
+#: dtype -> the PTX type of its ``wgmma``; only the 16-bit ones have the transpose bit (B N-major).
+_TYPES = {"float16": "f16", "bfloat16": "bf16", "int8": "s8", "uint8": "u8"}
+_N_MAJOR = ("float16", "bfloat16")
 #: precision mode -> products of TF32 parts per output (``kernels/wgmma.cu``'s SEGMENTS).
 TF32_PRODUCTS = {"tf32": 1, "tf32x3": 3}
 _ALIGN = 16  # bytes: the copy engine's base address and stride granularity
@@ -82,26 +85,30 @@ def choose(dtype: np.dtype, cc: int, shape, sa, sb, a_ptr: int, b_ptr: int) -> t
         return None, "A must be K-contiguous with 16-byte aligned base and strides"
     if b_ptr % _ALIGN:
         return None, "B must start 16-byte aligned"
-    if sb[2] == 1 and aligned(sb[0], sb[1]):
+    if sb[2] == 1 and aligned(sb[0], sb[1]) and dtype.name in _N_MAJOR:
         return kernel_name(dtype.name, "kn"), "B is N-contiguous"
     if sb[1] == 1 and aligned(sb[0], sb[2]):
         return kernel_name(dtype.name, "nk"), "B is K-contiguous (B^T row-major)"
-    return None, "B must be contiguous along N or K with 16-byte aligned strides"
+    along = "N or K" if dtype.name in _N_MAJOR else "K"
+    return None, f"B must be contiguous along {along} with 16-byte aligned strides"
 
 
 def _mma_wrapper(ptx_type: str, tnsp_b: int, bn: int) -> str:
     """``wg_mma_<type>_<tnsp_b>(d, desc_a, desc_b)``: d += A B for one 64 x bn x (32 bytes of K)
-    step: k16 for the 2-byte types; k8 for TF32, which has no transpose operands."""
+    step: k16 for the 2-byte types; k8 for TF32 and k32 for the 8-bit integers (int32
+    accumulators), which have no transpose (nor, for integers, scale) operands."""
+    integer = ptx_type in ("s8", "u8")
     regs = ", ".join(f"%{i}" for i in range(bn // 2))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(bn // 2))
+    outs = ", ".join(f'"+{"r" if integer else "f"}"(d[{i}])' for i in range(bn // 2))
     a, b, one = bn // 2, bn // 2 + 1, bn // 2 + 2
-    k, layout = (8, "") if ptx_type == "tf32" else (16, f", 0, {tnsp_b}")
+    k, tail = {"tf32": (8, ", 1, 1"), "s8": (32, ""), "u8": (32, "")}.get(ptx_type, (16, f", 1, 1, 0, {tnsp_b}"))
+    acc = "s32" if integer else "f32"
     return (
-        f"__device__ __forceinline__ void wg_mma_{ptx_type}_{tnsp_b}(float (&d)[{bn // 2}], "
+        f"__device__ __forceinline__ void wg_mma_{ptx_type}_{tnsp_b}({'int' if integer else 'float'} (&d)[{bn // 2}], "
         "unsigned long long da, unsigned long long db) {\n"
         f'    asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{one}, 0;\\n"\n'
-        f'                 "wgmma.mma_async.sync.aligned.m64n{bn}k{k}.f32.{ptx_type}.{ptx_type} '
-        f'{{{regs}}}, %{a}, %{b}, p, 1, 1{layout};\\n}}\\n"\n'
+        f'                 "wgmma.mma_async.sync.aligned.m64n{bn}k{k}.{acc}.{ptx_type}.{ptx_type} '
+        f'{{{regs}}}, %{a}, %{b}, p{tail};\\n}}\\n"\n'
         f'                 : {outs}\n                 : "l"(da), "l"(db), "r"(1));\n}}\n'
     )
 
@@ -110,8 +117,9 @@ def _mma_wrapper(ptx_type: str, tnsp_b: int, bn: int) -> str:
 def source(bn: int = BN) -> str:
     """The kernel text for tiles ``bn`` wide: the ``wgmma.mma_async`` wrappers, then the
     asynchronous-copy helpers and ``kernels/wgmma.cu``."""
-    wrappers = "".join(_mma_wrapper(t, tn, bn) for t in _TYPES.values() for tn in (0, 1))
-    return wrappers + _mma_wrapper("tf32", 0, bn) + _file_source("wgmma")
+    wrappers = "".join(_mma_wrapper(_TYPES[t], tn, bn) for t in _N_MAJOR for tn in (0, 1))
+    wrappers += "".join(_mma_wrapper(t, 0, bn) for t in ("tf32", "s8", "u8"))
+    return wrappers + _file_source("wgmma")
 
 
 def options(bn: int = BN) -> tuple[str, ...]:
@@ -273,8 +281,8 @@ def _launch(kernel: str, abi: str, values: dict, buffers: dict, grid, block) -> 
 
 # ---- tensor maps ----------------------------------------------------------------
 _SWIZZLE_128B, _L2_256B = 3, 3  # CUtensorMapSwizzle / CUtensorMapL2promotion values
-#: element size -> CUtensorMapDataType: raw 16- and 32-bit words (the kernels interpret them)
-_DATA_TYPE = {2: 1, 4: 2}
+#: element size -> CUtensorMapDataType: raw 8-, 16- and 32-bit words (the kernels interpret them)
+_DATA_TYPE = {1: 0, 2: 1, 4: 2}
 
 
 class _TensorMap(ctypes.Structure):

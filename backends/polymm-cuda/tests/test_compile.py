@@ -164,7 +164,8 @@ def test_tensor_core_kernels_compile_without_spills(arch, source):
 @pytest.mark.parametrize("bn", [256, 128])
 def test_wgmma_kernels_compile_without_spills(bn):
     """Hopper's wgmma kernels (float16 and bfloat16, B N- or K-major; TF32 with one and with three
-    products; each tile width) assemble for sm_90a with every accumulator in registers."""
+    products; int8 and uint8; each tile width) assemble for sm_90a with every accumulator in
+    registers."""
     from polymm_cuda import wgmma
     from polymm_cuda.backend import _external_source
 
@@ -181,10 +182,10 @@ def test_wgmma_kernels_compile_without_spills(bn):
     for dtype in ("float16", "bfloat16"):
         for layout in ("kn", "nk"):
             assert wgmma.kernel_name(dtype, layout) in log, log
-    for mode in wgmma.TF32_PRODUCTS:
-        assert wgmma.kernel_name(mode, "nk") in log, log
+    for name in (*wgmma.TF32_PRODUCTS, "int8", "uint8"):
+        assert wgmma.kernel_name(name, "nk") in log, log
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
-    assert len(spills) == 6 and max(spills) == 0, log
+    assert len(spills) == 8 and max(spills) == 0, log
 
 
 def test_wgmma_is_planned_on_hopper_only():
@@ -209,6 +210,12 @@ def test_wgmma_is_planned_on_hopper_only():
     odd = (0, (520 * 516, 516, 1))  # 1032-byte rows: not a multiple of 16 bytes
     made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 520, 512, 512), odd, strides)
     assert not made.choice.kernel.startswith("polymm_wgmma")
+    bt_int8 = (0, (512 * 512, 1, 512))  # B^T row-major: the 8-bit wgmma reads K-major B only
+    made = planner.plan(dataclasses.replace(H100, cc=90), "int8", (1, 512, 512, 512), strides, bt_int8)
+    assert made.choice.kernel == "polymm_wgmma_int8_nk"
+    assert made.choice.external["tma"][1] == (1, ((512, 512, 1), (512, 512 * 512), (128, 128, 1), 1))
+    made = planner.plan(dataclasses.replace(H100, cc=90), "int8", (1, 512, 512, 512), strides, strides)
+    assert "wgmma" not in made.choice.kernel  # B N-major: the backend repacks it first
     repeated = (0, (0, 0, 1))  # one row of A seen M times (a broadcast view): no tensor map has stride 0
     made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 512, 512, 512), repeated, strides)
     assert not made.choice.kernel.startswith("polymm_wgmma")

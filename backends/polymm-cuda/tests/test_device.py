@@ -290,26 +290,42 @@ WG_SHAPES = [  # (B, M, N, K): one tile, edges of every tile dimension and of K,
 ]
 
 
+WG_SHAPES_8 = [  # the same for 8-bit operands: K a multiple of 16 (16-byte rows), tails of 128-wide K slices
+    (1, 128, 256, 128),
+    (1, 130, 264, 80),
+    (3, 200, 264, 528),
+    (2, 257, 300, 144),
+    (1, 1000, 1030, 1040),
+    (1, 2048, 2048, 144),
+    (4, 1024, 1024, 80),
+]
+
+
+@pytest.mark.parametrize("dtype", ("float16", "int8", "uint8"))
 @pytest.mark.parametrize("layout", ("c", "bt", "bcast", "at", "padded", "misaligned"))
-def test_wgmma_path(backend, layout):
-    """float16 on Hopper's wgmma kernel (TMA copies, both B layouts, broadcast batches), at tile
-    edges and beyond one tile; layouts it cannot read go to another kernel, never to a wrong answer."""
-    from polymm_cuda import wgmma
+def test_wgmma_path(backend, layout, dtype):
+    """float16 and the 8-bit integers on Hopper's wgmma kernel (TMA copies, both B layouts for
+    float16, K-major B for int8/uint8, broadcast batches), at tile edges and beyond one tile;
+    layouts it cannot read go to another kernel (or are repacked), never to a wrong answer."""
+    from polymm_cuda import tensorcore, wgmma
 
     rng = np.random.default_rng(17)
     cc = backend._compute_capability(0)
+    isz = np.dtype(dtype).itemsize
     ran = 0
-    for bt, m, n, k in WG_SHAPES:
-        da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "float16")
-        sa, sb = tuple(s // 2 for s in da.strides), tuple(s // 2 for s in db.strides)
-        name, why = wgmma.choose(np.dtype("float16"), cc, (bt, m, n, k), sa, sb, da.data.ptr, db.data.ptr)
-        out = _poisoned(bt, m, n, "float16")
+    for bt, m, n, k in WG_SHAPES if isz == 2 else WG_SHAPES_8:
+        da, db, ha, hb = _operands(rng, layout, bt, m, n, k, dtype)
+        sa, sb = tuple(s // isz for s in da.strides), tuple(s // isz for s in db.strides)
+        name, why = wgmma.choose(np.dtype(dtype), cc, (bt, m, n, k), sa, sb, da.data.ptr, db.data.ptr)
+        if tensorcore.shape_rule(np.dtype(dtype), cc, (bt, m, n, k)) is not None:
+            name = None  # another path's shape (K not a multiple of 16 bytes, few columns)
+        out = _poisoned(bt, m, n, dtype)
         backend.matmul(da, db, out, "auto")
-        _check(out, ha, hb, "float16")
+        _check(out, ha, hb, dtype)
         if name is not None:  # it reads these operands: "auto" runs it
             assert backend.last_plan.kernel == name, backend.last_plan
             ran += 1
-    if cc == wgmma.CC and layout in ("c", "bt", "bcast"):
+    if cc == wgmma.CC and layout in (("c", "bt", "bcast") if dtype == "float16" else ("bt",)):
         assert ran >= 4, f"wgmma ran {ran} of {len(WG_SHAPES)} shapes"
 
 

@@ -1,5 +1,6 @@
 // polymm CUDA-only Hopper path (sm_90a): float16 and bfloat16 products with float32 accumulation,
-// and float32 products read as TF32 (the "tf32" and "tf32x3" precision modes), on the warp-group
+// float32 products read as TF32 (the "tf32" and "tf32x3" precision modes), and int8 and uint8
+// products with int32 accumulation (the low byte stored: NumPy's wrap-around), on the warp-group
 // tensor-core instruction `wgmma`, fed by the bulk tensor copy engine (TMA).
 //
 // A persistent grid (one block per SM at most) of 384 threads = three warp groups; each block
@@ -9,7 +10,8 @@
 //     (WG_BN columns) of each slice, into a ring of
 //     WG_STAGES shared-memory stages; each copy completes on the stage's "full" barrier;
 //   - warp groups 1 and 2 are the consumers: each multiplies its 64 rows of A by the whole B tile
-//     (four `wgmma.m64nWG_BNk16`, or `k8` for TF32, per slice, accumulators in registers), then
+//     (four `wgmma.m64nWG_BNk16`, `k8` for TF32, `k32` for 8-bit integers, per slice, accumulators
+//     in registers), then
 //     arrives on the stage's
 //     "empty" barrier so the producer may refill it.
 // The producer gives registers back (`setmaxnreg.dec`) and the consumers take them.
@@ -20,7 +22,8 @@
 // K-major too (B_KMAJOR: B^T row-major, as for x1 @ x2.T; WG_BN rows of 128 bytes) or, for 2-byte
 // types only, N-major as B is usually stored (WG_BN / 64 chunks of 64 k-rows x 64 columns, read
 // with `wgmma`'s transpose bit; a k16 step is 16 rows = 2048 bytes further, and the chunks are
-// 8192 bytes apart). TF32 has no transpose bit: the host hands it K-major copies where needed.
+// 8192 bytes apart). TF32 and the 8-bit types have no transpose bit: the host hands them K-major
+// copies where needed.
 //
 // TF32 (KIND 2). "tf32": one product of the float32 operands; the tensor cores read their top 19
 // bits. "tf32x3" (SEGMENTS 3): the host has split each operand x into parts hi = tf32(x) and
@@ -110,6 +113,24 @@ __device__ __forceinline__ void wg_hold(float (&d)[WG_ACC]) {
 #pragma unroll
     for (int i = 0; i < WG_ACC; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+__device__ __forceinline__ void wg_hold(int (&d)[WG_ACC]) {
+#pragma unroll
+    for (int i = 0; i < WG_ACC; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
+// The accumulator type of a KIND: float32, or int32 for the 8-bit integers (whose low byte is
+// NumPy's wrapped result).
+template <int KIND>
+struct wg_acc {
+    typedef float type;
+};
+template <>
+struct wg_acc<3> {
+    typedef int type;
+};
+template <>
+struct wg_acc<4> {
+    typedef int type;
+};
 
 __device__ __forceinline__ unsigned wg_pack_f16(float lo, float hi) {
     unsigned r;
@@ -135,11 +156,12 @@ __device__ __forceinline__ void wg_tile(int tile, int tiles_m, int tiles_n, int&
     n0 = ((tile % per_group) / rows) * WG_BN;
 }
 
-// KIND: 0 float16, 1 bfloat16, 2 TF32 (float32 storage); SEGMENTS: 1, or 3 for "tf32x3".
+// KIND: 0 float16, 1 bfloat16, 2 TF32 (float32 storage), 3 int8, 4 uint8; SEGMENTS: 1, or 3 for "tf32x3".
 template <int KIND, bool B_KMAJOR, int SEGMENTS, typename T>
 __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, int M, int N, int K, pm_i64 a_sb,
                                         pm_i64 b_sb, T* __restrict__ C, pm_i64 c_off, int batch) {
-    static_assert(KIND != 2 || B_KMAJOR, "TF32 wgmma reads K-major B only");
+    static_assert(KIND < 2 || B_KMAJOR, "TF32 and 8-bit wgmma read K-major B only");
+    typedef typename wg_acc<KIND>::type ACC;
     static_assert(SEGMENTS == 1 || KIND == 2, "three products are the TF32 split");
     constexpr int BK = WG_ROW / sizeof(T);  // elements of K per slice
     extern __shared__ unsigned char wg_raw[];
@@ -205,14 +227,14 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     // every entry's C starts as aligned as the first when N is even
     const bool pairs = ((N & 1) == 0) && ((((unsigned long long)C) & (2 * sizeof(T) - 1)) == 0);
     int it = 0;
-    float d[WG_ACC];
+    ACC d[WG_ACC];
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const int z = tile / per_entry;
         T* Cz = C + (pm_i64)z * M * N;
         int m0, n0;
         wg_tile(tile - z * per_entry, tiles_m, tiles_n, m0, n0);
 #pragma unroll
-        for (int i = 0; i < WG_ACC; ++i) d[i] = 0.f;
+        for (int i = 0; i < WG_ACC; ++i) d[i] = 0;
         for (int j = 0; j < slices; ++j, ++it) {
             const int s = it % WG_STAGES;
             wg_bar_wait(bars + 8 * s, (it / WG_STAGES) & 1);
@@ -220,16 +242,20 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
             wg_hold(d);
             wg_fence();
 #pragma unroll
-            for (int k = 0; k < 4; ++k) {  // four steps of 32 bytes: k16 (2-byte types) or k8 (TF32)
+            for (int k = 0; k < 4; ++k) {  // four steps of 32 bytes: k16 (2-byte types), k8 (TF32), k32 (8-bit)
                 const unsigned long long da = wg_desc(a_base + k * 32, 16, 1024);
-                if (KIND == 2) {
+                if constexpr (KIND == 2) {
                     wg_mma_tf32_0(d, da, wg_desc(b_base + k * 32, 16, 1024));
-                } else if (B_KMAJOR) {
+                } else if constexpr (KIND == 3) {
+                    wg_mma_s8_0(d, da, wg_desc(b_base + k * 32, 16, 1024));
+                } else if constexpr (KIND == 4) {
+                    wg_mma_u8_0(d, da, wg_desc(b_base + k * 32, 16, 1024));
+                } else if constexpr (B_KMAJOR) {
                     const unsigned long long db = wg_desc(b_base + k * 32, 16, 1024);
-                    if (KIND == 1) wg_mma_bf16_0(d, da, db); else wg_mma_f16_0(d, da, db);
+                    if constexpr (KIND == 1) wg_mma_bf16_0(d, da, db); else wg_mma_f16_0(d, da, db);
                 } else {
                     const unsigned long long db = wg_desc(b_base + k * 2048, 8192, 1024);
-                    if (KIND == 1) wg_mma_bf16_1(d, da, db); else wg_mma_f16_1(d, da, db);
+                    if constexpr (KIND == 1) wg_mma_bf16_1(d, da, db); else wg_mma_f16_1(d, da, db);
                 }
             }
             wg_commit();
@@ -253,22 +279,29 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
                 const int row = m0 + row0 + 16 * warp + (lane >> 2) + 8 * h;
                 if (row >= M) continue;
                 T* dst = Cz + (pm_i64)row * N + col;
-                const float lo = d[4 * j + 2 * h], hi = d[4 * j + 2 * h + 1];
-                if (KIND == 2) {
+                const ACC lo = d[4 * j + 2 * h], hi = d[4 * j + 2 * h + 1];
+                if constexpr (KIND == 2) {
                     if (pairs) {
                         *(float2*)dst = make_float2(lo, hi);
                     } else {
                         dst[0] = lo;
                         if (col + 1 < N) dst[1] = hi;
                     }
-                    continue;
-                }
-                const unsigned two = KIND == 1 ? wg_pack_bf16(lo, hi) : wg_pack_f16(lo, hi);
-                if (pairs) {
-                    *(unsigned*)dst = two;
+                } else if constexpr (KIND >= 3) {  // the low bytes: wrap-around, as NumPy's
+                    if (pairs) {
+                        *(unsigned short*)dst = (unsigned short)((lo & 0xff) | ((hi & 0xff) << 8));
+                    } else {
+                        dst[0] = (T)lo;
+                        if (col + 1 < N) dst[1] = (T)hi;
+                    }
                 } else {
-                    dst[0] = (T)(two & 0xffffu);
-                    if (col + 1 < N) dst[1] = (T)(two >> 16);
+                    const unsigned two = KIND == 1 ? wg_pack_bf16(lo, hi) : wg_pack_f16(lo, hi);
+                    if (pairs) {
+                        *(unsigned*)dst = two;
+                    } else {
+                        dst[0] = (T)(two & 0xffffu);
+                        if (col + 1 < N) dst[1] = (T)(two >> 16);
+                    }
                 }
             }
         }
@@ -291,3 +324,5 @@ WG_KERNEL(polymm_wgmma_bfloat16_kn, 1, false, 1, pm_u16)
 WG_KERNEL(polymm_wgmma_bfloat16_nk, 1, true, 1, pm_u16)
 WG_KERNEL(polymm_wgmma_tf32_nk, 2, true, 1, float)
 WG_KERNEL(polymm_wgmma_tf32x3_nk, 2, true, 3, float)
+WG_KERNEL(polymm_wgmma_int8_nk, 3, true, 1, signed char)
+WG_KERNEL(polymm_wgmma_uint8_nk, 4, true, 1, unsigned char)
