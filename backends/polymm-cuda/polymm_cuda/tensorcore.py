@@ -161,6 +161,12 @@ def shape_rule(dtype: np.dtype, cc: int, shape) -> str | None:
         return f"more than 65535 tiles of {BM} rows"
     if k % (16 // dtype.itemsize):
         return f"K must be a multiple of {16 // dtype.itemsize} (16-byte copies)"
+    return _simt_shape(shape)
+
+
+def _simt_shape(shape) -> str | None:
+    """The shapes the SIMT paths serve better than any tile of 128 rows, or None."""
+    bt, m, n, k = shape
     if min(m, n) <= FEW_COLUMNS:
         return f"min(M, N) = {min(m, n)} <= {FEW_COLUMNS}: memory-bound, the SIMT matrix-vector paths"
     if k >= DEEP_K * max(m, n) and bt * -(-m // BM) * -(-n // DEFAULT.bn) < DEEP_TILES:
@@ -266,11 +272,7 @@ def tf32_rule(mode: str, cc: int, shape) -> str | None:
         return "a batch beyond one grid"
     if m * n * k < max(TF32_MIN_WORK[mode], 1):
         return f"{m * n * k} multiply-adds per matrix < {TF32_MIN_WORK[mode]}: faster on the SIMT kernels"
-    if min(m, n) <= FEW_COLUMNS:
-        return f"min(M, N) = {min(m, n)} <= {FEW_COLUMNS}: memory-bound, the SIMT matrix-vector paths"
-    if k >= DEEP_K * max(m, n) and bt * -(-m // BM) * -(-n // DEFAULT.bn) < DEEP_TILES:
-        return f"deep K = {k} on few tiles: split-K on the SIMT cores"
-    return None
+    return _simt_shape(shape)
 
 
 def _tf32_entry(device, shape, a, b):
