@@ -73,6 +73,9 @@ PATH_SHAPES = [
     ("deep-k-odd", (13, 9001), (9001, 11)),
     ("deep-k-32", (32, 16411), (16411, 32)),
     ("deep-k-batched", (3, 9, 5003), (3, 5003, 10)),
+    # deep K on the CPU's packed split-K (M, N past the small kernels; 67 rows: a last row
+    # panel short of the micro-tile; A's rows read in place)
+    ("deep-k-packed", (67, 9001), (9001, 70)),
     # wide outer products (small K)
     ("outer-k1", (300, 1), (1, 257)),
     ("outer-k4", (513, 4), (4, 300)),
