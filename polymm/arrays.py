@@ -82,6 +82,11 @@ class ArrayKind:
     def contiguous(self, x):
         raise NotImplementedError
 
+    def broadcast_copy(self, x, shape, elem_strides):
+        """A new C-contiguous array of ``x`` seen as ``shape`` with ``elem_strides`` (0 along
+        broadcast axes), or None when the library cannot make one (the core then loops)."""
+        return None
+
     def empty(self, shape, dtype, like):
         raise NotImplementedError
 

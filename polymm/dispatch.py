@@ -112,8 +112,10 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
 
 
 def _matmul_plain(kind, x1, x2, backend, algorithm, out=None):
-    """The common case -- two non-empty 2-D matrices of one library and dtype, computed by a backend of
-    that library -- without the general machinery (it dominates the cost of small products).
+    """The common cases without the general machinery (it dominates the cost of small products):
+    two non-empty operands of one library and dtype, computed by a backend of that library --
+    2-D matrices for a host library; for a device library also vectors and 3-D batches (equal
+    batch sizes, or a matrix or vector shared by every entry), handed over as strided operands.
     ``out``: a fresh C-contiguous result of the right shape and dtype to write (internal callers).
 
     Returns None whenever any general rule might apply, so the general path decides.
@@ -121,38 +123,61 @@ def _matmul_plain(kind, x1, x2, backend, algorithm, out=None):
     if kind is None:
         return None
     dtype = x1.dtype
-    if x1.ndim != 2 or x2.ndim != 2 or x2.dtype != dtype:
+    if x2.dtype != dtype or (dtype not in promotion.SUPPORTED and not is_bfloat16(dtype)):
         return None
-    if dtype not in promotion.SUPPORTED and not is_bfloat16(dtype):
-        return None
-    m, k = x1.shape
-    k2, n = x2.shape
-    if k != k2 or not (m and n and k):
-        return None
-    s1, s2 = x1.strides, x2.strides
-    if (s1[0] | s1[1] | s2[0] | s2[1]) % dtype.itemsize:
-        return None
-    if kind.views:  # a host library: the backend's 2-D entry, found once per backend and dtype
+    if kind.views:  # a host library: 2-D only, through the backend's 2-D entry (found once per backend and dtype)
+        if x1.ndim != 2 or x2.ndim != 2:
+            return None
+        m, k = x1.shape
+        k2, n = x2.shape
+        if k != k2 or not (m and n and k):
+            return None
+        s1, s2 = x1.strides, x2.strides
+        if (s1[0] | s1[1] | s2[0] | s2[1]) % dtype.itemsize:
+            return None
         compute = plain_entry(selected_backend(backend, kind.name), kind, algorithm, dtype, x1)
         if compute is None:
             return None
         result = kind.empty((m, n), dtype, like=x1) if out is None else out
         compute(x1, x2, result, algorithm)
         return result
+    a = _plain_operand(x1, dtype.itemsize, True)
+    b = _plain_operand(x2, dtype.itemsize, False)
+    if a is None or b is None:
+        return None
+    (batch_a, m, k, sa), (batch_b, k2, n, sb) = a, b
+    batch = batch_b if batch_a is None else batch_a
+    if k != k2 or None not in (batch_a, batch_b) and batch_a != batch_b or not (m and n and k and batch != 0):
+        return None
     impl = get_backend(selected_backend(backend, kind.name))
     if impl.array_library != kind.name or algorithm not in impl.algorithms:
         return None
     impl.check_dtype(dtype, x1)
-    result = kind.empty((m, n), dtype, like=x1) if out is None else out
-    # a device library: kernel-ready operands, as batches of one
-    size = dtype.itemsize
+    shape = ((batch,) if batch else ()) + ((m,) if x1.ndim > 1 else ()) + ((n,) if x2.ndim > 1 else ())
+    result = kind.empty(shape, dtype, like=x1) if out is None else out
+    count = batch or 1
     impl.matmul(
-        kind.operand(x1, (1, m, k), (0, s1[0] // size, s1[1] // size)),
-        kind.operand(x2, (1, k, n), (0, s2[0] // size, s2[1] // size)),
-        kind.operand(result, (1, m, n), (0, n, 1)),
+        kind.operand(x1, (count, m, k), sa),
+        kind.operand(x2, (count, k, n), sb),
+        kind.operand(result, (count, m, n), (m * n, n, 1)),
         algorithm,
     )
     return result
+
+
+def _plain_operand(x, size, is_x1):
+    """``(batch or None, rows, cols, element strides (batch, row, col))`` of a 1-, 2- or 3-D
+    operand of the short path (a vector is x1's row or x2's column); None for anything else."""
+    st = x.strides
+    if any(s % size for s in st):
+        return None
+    if x.ndim == 2:
+        return None, x.shape[0], x.shape[1], (0, st[0] // size, st[1] // size)
+    if x.ndim == 3:
+        return x.shape[0], x.shape[1], x.shape[2], (st[0] // size, st[1] // size, st[2] // size)
+    if x.ndim == 1:
+        return (None, 1, x.shape[0], (0, 0, st[0] // size)) if is_x1 else (None, x.shape[0], 1, (0, st[0] // size, 0))
+    return None
 
 
 def _check_out(out, kind, result_shape, dtype):
@@ -185,6 +210,12 @@ def _compute(impl, kind, x1, x2, shape, dtype, algorithm, out):
             sb = matrix_strides(tuple(x2.shape), kind.elem_strides(b), len(batch), vector_is_row=False)
             sc = c_strides(batch + (m, n))
             groups, (ba, bb, bc) = collapse_batch(batch, sa[:-2], sb[:-2], sc[:-2])
+            if len(groups) > 1 and not kind.views:  # one launch over copies, not one per outer index
+                (a, sa), (b, sb) = (
+                    _spread(kind, x, batch, rows, cols, st, math.prod(shape.result))
+                    for x, rows, cols, st in ((a, m, k, sa), (b, k, n, sb))
+                )
+                groups, (ba, bb, bc) = collapse_batch(batch, sa[:-2], sb[:-2], sc[:-2])
             inner = groups[-1] if groups else 1
             if len(groups) > 1 and kind.views:
                 # broadcast batches that do not collapse to one stride: one
@@ -209,6 +240,19 @@ def _compute(impl, kind, x1, x2, shape, dtype, algorithm, out):
         kind.assign(out, result)
         return out
     return result
+
+
+def _spread(kind, x, batch, rows, cols, strides, result_size):
+    """``(x, strides)`` with ``x`` copied out to the whole broadcast batch (C order) when its
+    batch axes do not merge into one stride and the copy is at most 4 results in size: device
+    libraries then run the product as one launch instead of one per outer batch index."""
+    copies = math.prod(batch) * rows * cols
+    if collapse_batch(batch, strides[:-2])[0][1:] == () or copies > 4 * result_size:
+        return x, strides
+    spread = kind.broadcast_copy(x, batch + (rows, cols), strides)
+    if spread is None:
+        return x, strides
+    return spread, c_strides(batch + (rows, cols))
 
 
 def _prepared(kind, x, dtype):

@@ -313,13 +313,21 @@ def default_params(kernel: str) -> KernelParams:
 
 
 def render(
-    dialect: str, kernel: str, dtype, params: KernelParams | None = None, *, vec_a: bool = False, vec_b: bool = False
+    dialect: str,
+    kernel: str,
+    dtype,
+    params: KernelParams | None = None,
+    *,
+    vec_a: bool = False,
+    vec_b: bool = False,
+    a_mmajor: bool = False,
+    b_kmajor: bool = False,
 ) -> str:
     """Complete compilable source of ``kernel`` for ``dtype`` in ``dialect``.
 
-    ``vec_a``/``vec_b`` select the regblock fast paths; only pass what
-    :func:`fast_path` allows for the operands at hand (they are ignored for
-    dtypes without a vector path).
+    ``vec_a``/``vec_b`` select the regblock fast paths, ``a_mmajor``/``b_kmajor`` their vectors
+    along M (A) or K (B) for column-major operands; only pass what :func:`fast_path` allows for
+    the operands at hand (they are ignored for dtypes without a vector path).
     """
     if dialect not in DIALECTS:
         raise ValueError(f"unknown dialect {dialect!r}; expected one of {DIALECTS}")
@@ -346,6 +354,8 @@ def render(
         PM_RB_LOCAL="1" if params.use_local else "0",
         PM_RB_VEC_A="1" if (vec_a and vector_ok) else "0",
         PM_RB_VEC_B="1" if (vec_b and vector_ok) else "0",
+        PM_RB_A_MMAJOR="1" if (vec_a and a_mmajor and vector_ok) else "0",
+        PM_RB_B_KMAJOR="1" if (vec_b and b_kmajor and vector_ok) else "0",
         PM_MV_VEC="1" if (kernel == "matvec" and vec_a and vec_b and vector_ok) else "0",
         COPY_T=_COPY_TYPES[dtype.itemsize][0 if dialect == "opencl" else 1],
         COPY_ZERO=_COPY_ZERO[dialect],
@@ -364,7 +374,8 @@ def render(
     )
     if vector_ok:
         base, lanes = _VECTOR_DTYPES[dtype.name]
-        defines["GVEC_T"] = f"{base}{params.gvw * lanes}"
+        width = params.gvw * lanes
+        defines["GVEC_T"] = f"{base}{width}" if width > 1 else base  # OpenCL has no float1
         if dialect == "opencl" and not params.use_local and lanes == 1:
             # vloadN is an out-of-line call in PoCL (every accumulator spills
             # around it); a vector built from adjacent scalars becomes one
@@ -459,6 +470,8 @@ def fast_path(
     """Which vector paths of ``kernel`` are valid for these operands (``render`` keywords).
 
     ``matvec``: both flags exactly when A and B are contiguous along K (OpenCL).
+    The GPU shape also reads column-major operands with vectors (``a_mmajor``: along M,
+    ``b_kmajor``: along K).
 
     ``a_strides = (a_sb, a_sm, a_sk)`` and ``b_strides = (b_sb, b_sk, b_sn)`` in
     elements.  The local-memory (GPU) shape reads ``gvw``-element vectors, so
@@ -479,12 +492,17 @@ def fast_path(
     if not params.use_local:
         return {"vec_a": False, "vec_b": dialect == "opencl" and b_sn == 1}
     g = params.gvw
+    if params.pad % g:  # tile rows would not start on a vector boundary in local memory
+        return {"vec_a": False, "vec_b": False, "a_mmajor": False, "b_kmajor": False}
 
     def aligned(*values):
         return all(v % g == 0 for v in values)
 
-    vec_a = a_sk == 1 and aligned(K, a_off, a_sm, a_sb if batch > 1 else 0)
-    vec_b = b_sn == 1 and aligned(0 if padded else N, b_off, b_sk, b_sb if batch > 1 else 0)
+    a_batch, b_batch = (a_sb, b_sb) if batch > 1 else (0, 0)
+    a_rows = a_sk == 1 and aligned(K, a_off, a_sm, a_batch)
+    a_cols = a_sm == 1 and aligned(M, a_off, a_sk, a_batch)  # column-major A: vectors along M
+    b_rows = b_sn == 1 and aligned(0 if padded else N, b_off, b_sk, b_batch)
+    b_cols = b_sk == 1 and aligned(K, b_off, b_sn, b_batch)  # column-major B: vectors along K
     # The GPU shape's vector path needs both (they share one prefetch pipeline).
-    both = vec_a and vec_b
-    return {"vec_a": both, "vec_b": both}
+    both = (a_rows or a_cols) and (b_rows or b_cols)
+    return {"vec_a": both, "vec_b": both, "a_mmajor": both and not a_rows, "b_kmajor": both and not b_rows}

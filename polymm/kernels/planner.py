@@ -35,8 +35,17 @@ FEW = 4
 DEEP_K = 16
 #: M * N per matrix at most for the CPU's several-matrices-per-work-group path.
 SMALL_BATCHED = 64 * 64
-#: Multiply-adds from which a GPU product packs operands for its vector path.
-PACK_WORTH = 1 << 22
+#: Tiles for products too small to fill the device with the table's, largest first, as
+#: (MWG, NWG, KWG, MDIMC, NDIMC): the fastest at each size in a sweep on the H100 (kernel only,
+#: 2026-11-23, ``.device``'s sweep): 8 x 8 micro-tiles at 1000-1024, 4 x 4 at 512, 2 x 2 below.
+_SMALLER_TILES = ((64, 128, 8, 8, 16), (64, 64, 16, 8, 16), (32, 32, 16, 8, 8), (16, 16, 16, 8, 8))
+#: Partial sums split-K may write (bytes): the reduction reads them all back.
+SLICES_BYTES = 8 << 20
+#: Multiply-adds (and depth) from which a GPU product packs operands for its vector path: below
+#: them the extra launches cost more than the scalar loads (255 cubed: 46 us packed on the H100,
+#: against 26 for cuBLAS).
+PACK_WORTH = 1 << 27
+PACK_DEPTH = 256
 
 
 @dataclass(frozen=True)
@@ -175,7 +184,10 @@ def _gpu_tile(device, dtype, mwg, nwg, kwg, mdimc, ndimc) -> KernelParams:
         vw = min(base.vw, mwg // mdimc, nwg // ndimc)
         while vw > 1 and ((mwg // mdimc) % vw or (nwg // ndimc) % vw):
             vw //= 2
-        p = KernelParams(mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, vw=max(vw, 1), gvw=gvw, pad=base.pad)
+        regs = 128 if (mwg // mdimc) * (nwg // ndimc) >= 32 else 0  # as the table's 8 x 8 micro-tiles
+        p = KernelParams(
+            mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, vw=max(vw, 1), gvw=gvw, pad=base.pad, maxrreg=regs
+        )
         try:
             p.validate("regblock")
         except ValueError:
@@ -212,13 +224,18 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
             "regblock", strip, f"M={M} <= {2 * FEW}: row strip, B streamed in {strip.nwg}-column panels", splits=splits
         )
     elif batch == 1 and K >= DEEP_K * max(M, N) and K >= 2048:
-        tile = (
-            _gpu_tile(device, dtype, 64, 64, 16, 16, 16)
-            if max(M, N) > 32
-            else _gpu_tile(device, dtype, 32, 32, 16, 8, 8)
-        )
+        # Two waves of work-groups over the compute units, slices at least 256 deep, and at most
+        # SLICES_BYTES of partial sums for the reduction to read back.
+        if min(M, N) >= min(table.mwg, table.nwg):
+            tile = table
+        elif max(M, N) > 32:
+            tile = _gpu_tile(device, dtype, 64, 64, 16, 8, 16)
+        else:
+            tile = _gpu_tile(device, dtype, 16, 16, 16, 8, 8)
         groups = _cdiv(M, tile.mwg) * _cdiv(N, tile.nwg)
-        splits = 1 << (max(2, min(_cdiv(2 * cus, groups), K // 256, 64)) - 1).bit_length()  # a power of two
+        most = max(2, SLICES_BYTES // (M * N * dtype.itemsize))
+        splits = max(2, min(_cdiv(2 * cus, groups), K // 256, most, 256))
+        splits = 1 << (splits.bit_length() - 1)  # a power of two, rounded down
         choice = Choice(
             "regblock", tile, f"deep K={K} >= {DEEP_K} x max(M, N): {splits} slices of K, added in order", splits=splits
         )
@@ -228,11 +245,14 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
         tile = _gpu_tile(device, dtype, edge, edge, 16, threads, threads)
         choice = Choice("regblock", tile, f"batch of {batch} small {M}x{N}: one {edge}x{edge} work-group per matrix")
     else:
-        # The table's (large) tiles, or smaller ones while they leave compute units idle.
-        tiles = [table] + [_gpu_tile(device, dtype, e, e, 16, t, t) for e, t in ((64, 16), (32, 8)) if e < table.mwg]
+        # The table's (large) tiles, or smaller ones while they leave compute units idle (a wave
+        # within a tenth of the device counts as full).
+        tiles = [table] + [
+            _gpu_tile(device, dtype, *shape) for shape in _SMALLER_TILES if shape[0] * shape[1] < table.mwg * table.nwg
+        ]
         for tile in tiles:
             groups = batch * _cdiv(M, tile.mwg) * _cdiv(N, tile.nwg)
-            if groups >= cus or tile is tiles[-1]:
+            if 10 * groups >= 9 * cus or tile is tiles[-1]:
                 break
         what = "large tiles" if tile is table else f"{tile.mwg}x{tile.nwg} tiles to fill {cus} compute units"
         choice = Choice("regblock", tile, f"{M}x{N}x{K}: {what} ({groups} work-groups)")
@@ -240,14 +260,28 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
 
 
 def _gpu_packing(choice, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
-    """Pack (and zero-pad) operands the vector path cannot read, where it pays."""
+    """Operands the vector path cannot read as they are (odd K or N, strides): narrower vectors
+    for small products, whose packing launches would cost more than they save; packed,
+    zero-padded copies for the others."""
     params = choice.params
-    if np.dtype(dtype).name not in _VECTOR + ("complex64",) or M * N * K * batch < PACK_WORTH or params.gvw == 1:
+    if np.dtype(dtype).name not in _VECTOR + ("complex64",) or params.gvw == 1:
         return choice
-    g = params.gvw
     flags = fast_path("cuda", dtype, params, M, N, K, batch, 0, a_strides, 0, b_strides)
     if flags["vec_a"]:
+        if flags["a_mmajor"] or flags["b_kmajor"]:
+            return choice.replace(reason=choice.reason + "; column-major operands read in place with vectors")
         return choice
+    if M * N * K * batch < PACK_WORTH or K < PACK_DEPTH:
+        for g in (2, 1):  # down to single elements, which keep the prefetch pipeline of the vector path
+            narrow = params.replace(gvw=g)
+            try:
+                narrow.validate("regblock")
+            except ValueError:
+                continue
+            if g < params.gvw and fast_path("cuda", dtype, narrow, M, N, K, batch, 0, a_strides, 0, b_strides)["vec_a"]:
+                return choice.replace(params=narrow, reason=choice.reason + f"; loads {g} wide (odd sizes)")
+        return choice
+    g = params.gvw
     _, a_sm, a_sk = a_strides
     _, b_sk, b_sn = b_strides
     odd_k = K % g != 0

@@ -10,6 +10,8 @@
  *   PM_RB_VEC_A && PM_RB_VEC_B: operand loads as GVEC_T (GVW elements), one
  *   K step ahead into registers -- only rendered when the inner strides are 1
  *   and offsets, strides and K, N are multiples of GVW (kernels.fast_path);
+ *   PM_RB_A_MMAJOR / PM_RB_B_KMAJOR: the vectors run along the other axis
+ *   (A or B stored column-major, e.g. a transposed view), read in place;
  *   PM_RB_VEC_LOCAL additionally reads local memory as aligned vectors.
  * PM_RB_LOCAL = 0 (CPUs): no local memory and no barriers (the caches play
  *   that role); each work-item computes a contiguous WPTM x WPTN block straight
@@ -59,7 +61,22 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_regblock(PM_ARGS)
      * one K step ahead so global latency overlaps the outer products. */
     GVEC_T a_next[LOADS_A];
     GVEC_T b_next[LOADS_B];
-#define FETCH_TILES(k_start)                                                          \
+#if PM_RB_A_MMAJOR   /* A's vectors run along M (a_sm == 1: A stored column-major) */
+#define FETCH_A(k_start)                                                              \
+    PM_UNROLL                                                                        \
+    for (int r = 0; r < LOADS_A; ++r) {                                              \
+        const int v = tid + r * NTHREADS;                                            \
+        const int m = m0 + (v % (MWG / GVW)) * GVW;                                  \
+        const int k = (k_start) + v / (MWG / GVW);                                   \
+        if (m < M && k < K) {                                                        \
+            a_next[r] = *(GLOBAL const GVEC_T*)(A + (a_base + (INDEX_T)k * a_sk + m)); \
+        } else {                                                                     \
+            PM_UNROLL                                                                \
+            for (int q = 0; q < GVW; ++q) GVEC_SET(a_next[r], q, VAL_ZERO);          \
+        }                                                                            \
+    }
+#else              /* along K (a_sk == 1: rows of A) */
+#define FETCH_A(k_start)                                                              \
     PM_UNROLL                                                                        \
     for (int r = 0; r < LOADS_A; ++r) {                                              \
         const int v = tid + r * NTHREADS;                                            \
@@ -71,7 +88,24 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_regblock(PM_ARGS)
             PM_UNROLL                                                                \
             for (int q = 0; q < GVW; ++q) GVEC_SET(a_next[r], q, VAL_ZERO);          \
         }                                                                            \
-    }                                                                                \
+    }
+#endif
+#if PM_RB_B_KMAJOR  /* B's vectors run along K (b_sk == 1: B stored column-major) */
+#define FETCH_B(k_start)                                                              \
+    PM_UNROLL                                                                        \
+    for (int r = 0; r < LOADS_B; ++r) {                                              \
+        const int v = tid + r * NTHREADS;                                            \
+        const int n = n0 + v / (KWG / GVW);                                          \
+        const int k = (k_start) + (v % (KWG / GVW)) * GVW;                            \
+        if (n < N && k < K) {                                                        \
+            b_next[r] = *(GLOBAL const GVEC_T*)(B + (b_base + (INDEX_T)n * b_sn + k)); \
+        } else {                                                                     \
+            PM_UNROLL                                                                \
+            for (int q = 0; q < GVW; ++q) GVEC_SET(b_next[r], q, VAL_ZERO);          \
+        }                                                                            \
+    }
+#else               /* along N (b_sn == 1: rows of B) */
+#define FETCH_B(k_start)                                                              \
     PM_UNROLL                                                                        \
     for (int r = 0; r < LOADS_B; ++r) {                                              \
         const int v = tid + r * NTHREADS;                                            \
@@ -84,25 +118,38 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_regblock(PM_ARGS)
             for (int q = 0; q < GVW; ++q) GVEC_SET(b_next[r], q, VAL_ZERO);          \
         }                                                                            \
     }
+#endif
+#define FETCH_TILES(k_start) FETCH_A(k_start) FETCH_B(k_start)
     FETCH_TILES(0)
 #endif
 
     for (int k0 = 0; k0 < K; k0 += KWG) {
 #if PM_RB_VEC_A && PM_RB_VEC_B
+        /* Both tiles k-major (a_tile[k][m], b_tile[k][n]): a vector along M or N is stored
+         * whole, one along K is spread over GVW rows of the tile. */
         PM_UNROLL
-        for (int r = 0; r < LOADS_A; ++r) {   /* A transposed: a_tile[k][m] */
+        for (int r = 0; r < LOADS_A; ++r) {
             const int v = tid + r * NTHREADS;
+#if PM_RB_A_MMAJOR
+            *(LOCAL_PTR GVEC_T*)(a_tile + (v / (MWG / GVW)) * LDA_LOCAL + (v % (MWG / GVW)) * GVW) = a_next[r];
+#else
             const int kv = v % (KWG / GVW);
             const int ml = v / (KWG / GVW);
             PM_UNROLL
             for (int q = 0; q < GVW; ++q) a_tile[(kv * GVW + q) * LDA_LOCAL + ml] = GVEC_GET(a_next[r], q);
+#endif
         }
         PM_UNROLL
         for (int r = 0; r < LOADS_B; ++r) {
             const int v = tid + r * NTHREADS;
-            const int nv = v % (NWG / GVW);
-            const int kl = v / (NWG / GVW);
-            *(LOCAL_PTR GVEC_T*)(b_tile + kl * LDB_LOCAL + nv * GVW) = b_next[r];
+#if PM_RB_B_KMAJOR
+            const int kv = v % (KWG / GVW);
+            const int nl = v / (KWG / GVW);
+            PM_UNROLL
+            for (int q = 0; q < GVW; ++q) b_tile[(kv * GVW + q) * LDB_LOCAL + nl] = GVEC_GET(b_next[r], q);
+#else
+            *(LOCAL_PTR GVEC_T*)(b_tile + (v / (NWG / GVW)) * LDB_LOCAL + (v % (NWG / GVW)) * GVW) = b_next[r];
+#endif
         }
         BARRIER();
         if (k0 + KWG < K) {

@@ -39,6 +39,9 @@ BIG_COST = 3_000_000
 #: How operands are laid out in memory (see :func:`_operand_code`).
 LAYOUTS = ("C", "F", "T", "neg", "negrow", "step2", "step3", "step-2", "bcast", "batchT", "swap")
 _LAYOUT_WEIGHTS = (40, 10, 12, 8, 4, 6, 4, 4, 5, 3, 4)
+#: Share of valid cases without ``out`` whose operands are the backend's own arrays (a device
+#: backend's short path for them is not the one NumPy operands take).
+NATIVE_SHARE = 0.25
 #: How ``out=`` is given for valid problems.
 OUT_MODES = ("none", "exact", "strided", "fortran", "reversed", "alias1", "alias2", "aliasboth")
 #: The invalid problems, each with exactly one thing wrong.
@@ -93,6 +96,7 @@ class Case:
     algorithm: str
     data_seed: int
     bad: str = ""  # what is wrong, for invalid kinds ("x1", a dtype name, ...)
+    native: bool = False  # valid, no out: operands copied to the backend's own arrays first (CuPy, PyOpenCL)
 
     def __post_init__(self):  # batches as tuples also when rebuilt from JSON lists
         object.__setattr__(self, "batch1", tuple(self.batch1))
@@ -126,6 +130,7 @@ class Case:
     def describe(self) -> str:
         what = f"{self.shape1} {self.dtype1} [{self.layout1}] @ {self.shape2} {self.dtype2} [{self.layout2}]"
         extra = f", out={self.out}" if self.out != "none" else ""
+        extra += ", as the backend's arrays" if self.native else ""
         if self.kind != "valid":
             return f"invalid ({self.kind}{': ' + self.bad if self.bad else ''}): {what}{extra}"
         return what + extra
@@ -270,7 +275,10 @@ def draw_case(seed: int, index: int, dtypes=None, algorithms=("auto",), large: b
         )
         if case.out.startswith("alias"):
             case = _bound(_make_alias(case, rng), budget)
-    return _make_invalid(case, rng, algorithms) if kind != "valid" else case
+    if kind != "valid":
+        return _make_invalid(case, rng, algorithms)
+    native = case.out == "none" and "bfloat16" not in (case.dtype1, case.dtype2) and rng.random() < NATIVE_SHARE
+    return replace(case, native=native)
 
 
 _TIED = {"alias1": ("n",), "alias2": ("m",), "aliasboth": ("m", "n")}
@@ -545,6 +553,11 @@ def _case_lines(case: Case, backend: str, algorithms=(), check: str | None = Non
     if check == "out-neighbours":
         lines.append("before = holder.copy()")
     lines.append(f"result = {_call(case, backend)}")
+    if case.native:
+        lines[-1:] = [
+            f"backend = polymm.get_backend({backend!r})  # the operands as its own arrays",
+            f"result = backend.to_numpy({_call(case, backend).replace('(x1, x2,', '(backend.from_numpy(x1), backend.from_numpy(x2),')})",
+        ]
     if case.out != "none":
         lines.append("assert result is out")
     lines.append(f"assert_matches(result, *expected, dtype={str(case.result_dtype)!r})")
@@ -616,8 +629,16 @@ def check_case(case: Case, backend: str) -> Outcome:
     expected = (np.array(x1, copy=True), np.array(x2, copy=True))
     holder = ns.get("holder")
     before = holder.copy() if holder is not None else None
+    native = case.native and impl.array_library != "numpy"
     try:
-        result = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, **kwargs)
+        if native:
+            d1, d2 = impl.from_numpy(x1), impl.from_numpy(x2)
+            result = polymm.matmul(d1, d2, backend=backend, algorithm=algorithm)
+            if type(result) is not type(d1):
+                return _fail("type", f"returned {type(result).__qualname__} for {type(d1).__qualname__} operands")
+            result = impl.to_numpy(result)
+        else:
+            result = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, **kwargs)
     except TypeError as exc:
         if str(dtype) in str(exc) and _refuses(impl, dtype, x1, algorithm):
             return Outcome("refused")
@@ -696,6 +717,8 @@ def _smaller(d: int) -> list[int]:
 
 def _candidates(case: Case):
     """Simpler variants of ``case``, simplest first."""
+    if case.native:
+        yield replace(case, native=False)
     if case.out != "none" and case.kind == "valid":
         yield replace(case, out="none")
         if case.out != "exact":

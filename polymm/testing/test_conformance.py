@@ -526,6 +526,35 @@ def test_native_arrays_in_native_arrays_out(polymm_backend, polymm_algorithm, rn
     assert_matches(backend.to_numpy(out), x1, x2)
 
 
+#: Shapes whose native-array products take the dispatcher's short path (vectors, equal batches, a
+#: shared matrix) and the general one (broadcast batches that one launch covers only after a copy).
+NATIVE_SHAPES = [
+    ((40,), (40, 9)),
+    ((9, 40), (40,)),
+    ((40,), (40,)),
+    ((3, 9, 40), (3, 40, 5)),
+    ((1, 9, 40), (1, 40, 5)),
+    ((3, 9, 40), (40, 5)),
+    ((9, 40), (3, 40, 5)),
+    ((3, 9, 40), (40,)),
+    ((40,), (3, 40, 5)),
+    ((4, 1, 9, 40), (1, 3, 40, 5)),
+    ((4, 3, 9, 40), (3, 40, 5)),
+    ((2, 4, 1, 9, 40), (3, 40, 5)),
+    ((0, 9, 40), (40, 5)),
+    ((3, 9, 40), (1, 40, 5)),
+]
+
+
+@pytest.mark.parametrize("shapes", NATIVE_SHAPES, ids=lambda s: f"{s[0]}@{s[1]}")
+def test_native_arrays_every_shape_rule(polymm_backend, shapes, rng):
+    backend = polymm.get_backend(polymm_backend)
+    x1, x2 = (random_array(rng, shape, "float32") for shape in shapes)
+    result = polymm.matmul(backend.from_numpy(x1), backend.from_numpy(x2), backend=polymm_backend)
+    assert tuple(result.shape) == np.matmul(x1, x2).shape
+    assert_matches(backend.to_numpy(result), x1, x2)
+
+
 def test_array_api_strict_in_and_out(polymm_backend, rng):
     xp = pytest.importorskip("array_api_strict")
     x1 = random_array(rng, (3, 8, 5), "float64")

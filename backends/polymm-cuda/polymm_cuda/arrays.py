@@ -76,6 +76,12 @@ class CupyKind(ArrayKind):
     def contiguous(self, x):
         return self.cp.ascontiguousarray(x)
 
+    def broadcast_copy(self, x, shape, elem_strides):
+        size = x.dtype.itemsize
+        view = self.cp.lib.stride_tricks.as_strided(x, shape, tuple(s * size for s in elem_strides))
+        with x.device:
+            return self.cp.ascontiguousarray(view)
+
     def empty(self, shape, dtype, like):
         device = like.device
         if device.id == self.cp.cuda.runtime.getDevice():

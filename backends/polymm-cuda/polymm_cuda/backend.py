@@ -168,6 +168,9 @@ class CUDABackend(Backend):
 
     # ---- host <-> device -----------------------------------------------------
     def from_numpy(self, x: np.ndarray):
+        x = np.asarray(x)
+        if not x.dtype.isnative:  # CuPy holds the device's own byte order only
+            x = x.astype(x.dtype.newbyteorder("="))
         return self._cp.asarray(x)
 
     def to_numpy(self, x) -> np.ndarray:

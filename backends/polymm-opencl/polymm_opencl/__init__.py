@@ -352,8 +352,11 @@ class OpenCLBackend(Backend):
                 )
 
     def from_numpy(self, x):
+        x = np.asarray(x)
+        if not x.dtype.isnative:  # kernels read the device's own byte order
+            x = x.astype(x.dtype.newbyteorder("="))
         with self._lock:
-            return _upload(default_queue(), np.asarray(x))
+            return _upload(default_queue(), x)
 
     def to_numpy(self, x):
         with self._lock:
@@ -364,25 +367,26 @@ class OpenCLBackend(Backend):
             self.last_event.wait()
 
     # ---- kernels ------------------------------------------------------------------------
-    def _program(self, facts, kernel, dtype, params, vec_a=False, vec_b=False):
-        """The built program; built once per (context, device, variant)."""
-        key = (facts.program_key, kernel, dtype.str, params, vec_a, vec_b)
+    def _program(self, facts, kernel, dtype, params, **flags):
+        """The built program; built once per (context, device, variant); ``flags``: the
+        vector paths :func:`polymm.kernels.fast_path` allows."""
+        key = (facts.program_key, kernel, dtype.str, params, tuple(sorted(flags.items())))
         found = self._programs.get(key)
         if found is not None:
             if isinstance(found, KernelBuildError):  # failed before: not built again
                 raise found
             return found
         try:
-            program = self._build(facts, kernel, dtype, params, vec_a, vec_b)
+            program = self._build(facts, kernel, dtype, params, flags)
         except KernelBuildError as exc:
-            exc.variant = f"{kernel} {dtype} {params}" + (" (vector loads)" if vec_a or vec_b else "")
+            exc.variant = f"{kernel} {dtype} {params}" + (" (vector loads)" if any(flags.values()) else "")
             exc.device = facts.name
             self._programs[key] = exc.with_traceback(None)  # keeps no frames (nor programs) alive
             raise
         self._programs[key] = program
         return program
 
-    def _build(self, facts, kernel, dtype, params, vec_a, vec_b):
+    def _build(self, facts, kernel, dtype, params, flags):
         """Build the variant; a failure is tried once more under a new driver-cache key.
 
         Drivers keep compiled programs on disk (PoCL's kernel cache, NVIDIA's
@@ -390,7 +394,7 @@ class OpenCLBackend(Backend):
         program every time.  A marker constant makes the program a new key, so the
         second build compiles afresh (and is cached).  If that one fails too, the
         source itself does not build here, and the error stands."""
-        source = render("opencl", kernel, dtype, params, vec_a=vec_a, vec_b=vec_b)
+        source = render("opencl", kernel, dtype, params, **flags)
         try:
             return self._build_source(facts, source, kernel, dtype, params)
         except KernelBuildError as exc:

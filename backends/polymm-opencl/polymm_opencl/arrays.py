@@ -45,6 +45,15 @@ class OpenCLKind(ArrayKind):
     def origin(self, x):
         return x.base_data, x.offset // x.dtype.itemsize
 
+    def astype(self, x, dtype):
+        """``x`` cast to ``dtype``: on the device where PyOpenCL's cast is right (C-contiguous,
+        dtypes its kernels name), else through the host -- PyOpenCL's cast refuses other
+        layouts, bool and float16, and writes an F-ordered array's elements out of place."""
+        dtype = np.dtype(dtype)
+        if x.flags.c_contiguous and _device_castable(x.dtype) and _device_castable(dtype):
+            return x.astype(dtype)
+        return self.cl_array.to_device(x.queue, np.ascontiguousarray(_to_host(x).astype(dtype)))
+
     def contiguous(self, x):
         if not x.flags.c_contiguous:
             raise TypeError("polymm cannot re-layout a non-contiguous pyopencl array; pass a contiguous one")
@@ -106,3 +115,32 @@ class OpenCLKind(ArrayKind):
 
     def device(self, x):
         return f"opencl:{x.queue.device.name.strip()}"
+
+
+def _device_castable(dtype) -> bool:
+    """Whether PyOpenCL's elementwise kernels name ``dtype`` (not bool, float16 or a swapped byte order)."""
+    from pyopencl.compyte.dtypes import dtype_to_ctype
+
+    try:
+        dtype_to_ctype(dtype)
+    except ValueError:
+        return False
+    return dtype.isnative
+
+
+def _to_host(x) -> np.ndarray:
+    """A NumPy copy of PyOpenCL array ``x`` with any strides (0 and negative too): the
+    smallest byte span covering it is read back and viewed with ``x``'s strides."""
+    import pyopencl as cl
+
+    low = high = 0
+    for n, s in zip(x.shape, x.strides):
+        if s < 0:
+            low += (n - 1) * s
+        else:
+            high += (n - 1) * s
+    if x.size == 0:
+        return np.empty(x.shape, x.dtype)
+    raw = np.empty(high - low + x.dtype.itemsize, np.uint8)
+    cl.enqueue_copy(x.queue, raw, x.base_data, src_offset=x.offset + low)
+    return np.ndarray(x.shape, x.dtype, buffer=raw, offset=-low, strides=x.strides).copy()

@@ -5,7 +5,8 @@ work-groups): here the planner is told the device is a GPU with 16 compute
 units and at most 7 batch entries per launch (like CUDA's grid z limit,
 smaller), so every GPU path -- the work-group matvec, the split row strip,
 split-K with its ordered reduction, batched small tiles, zero-padded packing
-for the vector path, batches launched in parts -- computes real products,
+for the vector path, narrow vectors for odd sizes, column-major operands read
+with vectors in place, batches launched in parts -- computes real products,
 checked against the reference oracle like the conformance suite.
 """
 
@@ -31,9 +32,12 @@ CASES = [
     ((40, 9000), (9000, 24), "c", "slices of K"),
     ((300, 20, 40), (300, 40, 30), "c", "small"),
     ((200, 70), (70, 190), "c", "tiles"),
-    ((301, 523), (523, 277), "c", "zero-padded"),
-    ((300, 512), (512, 300), "fortran", "zero-padded"),
+    ((301, 523), (523, 277), "c", "1 wide"),
+    ((601, 523), (523, 477), "c", "zero-padded"),
+    ((300, 512), (512, 300), "fortran", "read in place"),
 ]
+#: the reasons of the vector paths, which only the vector dtypes take
+VECTOR_REASONS = ("1 wide", "zero-padded", "read in place")
 
 
 @pytest.fixture
@@ -62,8 +66,8 @@ def test_gpu_path(gpu_planned, case, dtype):
     if layout == "fortran":
         x1, x2 = np.asfortranarray(x1), np.asfortranarray(x2)
     run("opencl", "auto", x1, x2)
-    if reason == "zero-padded" and dtype != "float32":
-        reason = "tiles"  # only the vector dtypes pack for the vector path
+    if reason in VECTOR_REASONS and dtype != "float32":
+        reason = "tiles"
     assert reason in gpu_planned.last_plan.reason, gpu_planned.last_plan
 
 

@@ -21,8 +21,9 @@ pyopencl = pytest.importorskip("pyopencl")
 cl_array = pytest.importorskip("pyopencl.array")
 
 DTYPES = [d.name for d in CONTRACT_DTYPES]
+VECTOR_DTYPES = ("float32", "float64", "complex64")  # those the GPU shape reads with vectors
 CPU_SHAPE = KernelParams(mwg=12, nwg=16, kwg=8, mdimc=2, ndimc=1, vw=8, mr=6, use_local=False)
-GPU_SHAPE = KernelParams(mwg=32, nwg=32, kwg=8, mdimc=8, ndimc=8, vw=2, gvw=2, pad=1)
+GPU_SHAPE = KernelParams(mwg=32, nwg=32, kwg=8, mdimc=8, ndimc=8, vw=2, gvw=2, pad=2)
 MATVEC_SHAPE = KernelParams(mr=3, nwg=2, vw=8, mdimc=4, use_local=False)
 #: (kernel, params, render flags): every code path of every body.
 VARIANTS = [
@@ -31,6 +32,8 @@ VARIANTS = [
     ("tiled-dynamic", KernelParams(ts=8), {}),
     ("regblock", GPU_SHAPE, {}),
     ("regblock", GPU_SHAPE, {"vec_a": True, "vec_b": True}),
+    ("regblock", GPU_SHAPE, {"vec_a": True, "vec_b": True, "a_mmajor": True, "b_kmajor": True}),
+    ("regblock", GPU_SHAPE.replace(gvw=1), {"vec_a": True, "vec_b": True}),  # odd sizes: 1-wide "vectors"
     ("regblock", CPU_SHAPE, {}),
     ("regblock", CPU_SHAPE, {"vec_b": True}),
     ("regblock", CPU_SHAPE.replace(nwg=32, nr=16, pack_b=True), {"vec_b": True}),
@@ -49,6 +52,7 @@ def _variant_id(v):
     shape += f"-mr{params.mr}" if kernel == "matvec" and params.use_local else ""
     shape += "-packed" if params is not None and params.pack_b else ""
     shape += f"-bpg{params.bpg}" if params is not None and params.bpg > 1 else ""
+    shape += "-gvw1" if params is not None and params.use_local and params.gvw == 1 else ""
     return kernel + shape + "".join(f"-{k}" for k in flags)
 
 
@@ -122,6 +126,15 @@ def _operands(rng, dtype, layout, batch=3, M=37, K=29, N=43):
             random_array(rng, (batch, K, M), dtype).transpose(0, 2, 1),
             random_array(rng, (batch, N, K), dtype).transpose(0, 2, 1),
         )
+    if layout in ("rows", "columns", "a-columns", "b-columns"):  # sizes even: the vector paths read them in place
+        M, K, N = M + 1, K + 1, N + 1
+        a = random_array(rng, (batch, M, K), dtype)
+        b = random_array(rng, (batch, K, N), dtype)
+        if layout in ("columns", "a-columns"):
+            a = random_array(rng, (batch, K, M), dtype).transpose(0, 2, 1)
+        if layout in ("columns", "b-columns"):
+            b = random_array(rng, (batch, N, K), dtype).transpose(0, 2, 1)
+        return a, b
     if layout == "negative":
         return (
             random_array(rng, (batch, M, 2 * K), dtype)[::-1, ::-1, ::-2],
@@ -145,7 +158,7 @@ def test_variant_matches_numpy(queue, variant, dtype):
     if params is not None and not params.use_local and dtype == "float64":
         params = params.replace(vw=4)  # PoCL's wheel targets AVX2: at most 32-byte vectors
     rng = np.random.default_rng(7)
-    layouts = ["contiguous", "transposed", "negative", "broadcast"]
+    layouts = ["contiguous", "transposed", "negative", "broadcast", "rows", "columns", "a-columns", "b-columns"]
     for layout in layouts:
         a, b = _operands(rng, dtype, layout)
         da = backend.from_numpy(a)
@@ -153,6 +166,8 @@ def test_variant_matches_numpy(queue, variant, dtype):
         out = cl_array.empty(queue, (a.shape[0], a.shape[1], b.shape[2]), a.dtype)
         backend.launch(da, db, out, kernel, params)
         assert_matches(out.get(), a, b)
+        if kernel == "regblock" and params.use_local and layout == "columns" and dtype in VECTOR_DTYPES:
+            assert backend.last_choice[2] == {"vec_a": True, "vec_b": True, "a_mmajor": True, "b_kmajor": True}
 
 
 @pytest.mark.parametrize("shape", [(1, 1, 1), (1, 200, 1), (5, 1, 7), (130, 17, 250), (64, 64, 64)])
@@ -175,8 +190,11 @@ def test_fast_paths_taken_for_contiguous_float32(queue):
     a = cl_array.to_device(queue, np.ones((1, 64, 64), np.float32))
     out = cl_array.empty(queue, (1, 64, 64), np.float32)
     backend.launch(a, a, out, "regblock", KernelParams(mwg=64, nwg=64, kwg=16, mdimc=16, ndimc=16))
-    assert backend.last_choice[2] == {"vec_a": True, "vec_b": True}
+    assert backend.last_choice[2] == {"vec_a": True, "vec_b": True, "a_mmajor": False, "b_kmajor": False}
     np.testing.assert_array_equal(out.get(), np.full((1, 64, 64), 64, np.float32))
+    columns = cl_array.to_device(queue, np.ones((1, 64, 64), np.float32)).transpose((0, 2, 1))
+    backend.launch(columns, columns, out, "regblock", KernelParams(mwg=64, nwg=64, kwg=16, mdimc=16, ndimc=16))
+    assert backend.last_choice[2] == {"vec_a": True, "vec_b": True, "a_mmajor": True, "b_kmajor": True}
 
 
 def test_pyopencl_arrays_stay_on_their_queue(queue):
