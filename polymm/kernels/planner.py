@@ -215,11 +215,11 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
         return Choice("matvec", mv, f"N={N} <= {FEW}, A not row-major: packed to rows first", pack_a=True)
     table = regblock_params(device, dtype)
     if M <= 2 * FEW and K >= 32 and batch == 1:
-        # A few rows: one pass over B in wide column panels, K split when the
-        # panels are too few to fill the device.
+        # A few rows: one pass over B in wide column panels, K split when the panels are too
+        # few to keep B's reads in flight (about 8 small work-groups per compute unit).
         strip = _gpu_tile(device, dtype, 8, 128, 32, 2, 32)
         groups = _cdiv(N, strip.nwg)
-        splits = max(1, min(_cdiv(2 * cus, groups), K // 512, 32))
+        splits = max(1, min(_cdiv(8 * cus, groups), K // 128, 32))
         choice = Choice(
             "regblock", strip, f"M={M} <= {2 * FEW}: row strip, B streamed in {strip.nwg}-column panels", splits=splits
         )

@@ -6,6 +6,8 @@ PyOpenCL is imported when the adapter is made, i.e. when polymm first meets a
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from polymm.arrays import ArrayKind
@@ -31,6 +33,8 @@ class OpenCLKind(ArrayKind):
         self.cl_array = cl_array
         self._array_type = cl_array.Array
         self._pools = {}
+        self._gather = {}  # (context, item size) -> the kernel of broadcast_copy
+        self._gather_lock = threading.Lock()
         try:  # the fast constructor's keywords are PyOpenCL's own; fall back if they change
             cl_array.Array(
                 None, (0,), np.dtype("float32"), strides=(4,), _fast=True, _size=0, _context=None, _queue=None
@@ -53,6 +57,38 @@ class OpenCLKind(ArrayKind):
         if x.flags.c_contiguous and _device_castable(x.dtype) and _device_castable(dtype):
             return x.astype(dtype)
         return self.cl_array.to_device(x.queue, np.ascontiguousarray(_to_host(x).astype(dtype)))
+
+    def broadcast_copy(self, x, shape, elem_strides):
+        """A C-contiguous copy of ``x`` seen as ``shape`` with ``elem_strides``, gathered on the
+        device by one kernel (PyOpenCL copies only contiguous arrays)."""
+        import pyopencl as cl
+
+        if len(shape) > _GATHER_DIMS:
+            return None
+        dtype, queue = x.dtype, x.queue
+        key = (queue.context, dtype.itemsize)
+        kernel = self._gather.get(key)
+        if kernel is None:
+            source = _GATHER_SOURCE.replace("ELEMENT", _BITS[dtype.itemsize])
+            kernel = self._gather[key] = cl.Kernel(cl.Program(queue.context, source).build(), "polymm_gather")
+        pad = _GATHER_DIMS - len(shape)
+        sizes, strides = (1,) * pad + tuple(shape), (0,) * pad + tuple(elem_strides)
+        out = self.cl_array.empty(queue, tuple(shape), dtype)
+        total = out.size
+        if total:
+            buffer, start = self.origin(x)
+            group = 256
+            with self._gather_lock:  # a kernel object's arguments are shared state
+                kernel.set_args(
+                    out.base_data,
+                    buffer,
+                    np.int64(start),
+                    np.int64(total),
+                    *(np.int64(n) for n in sizes[1:]),
+                    *(np.int64(s) for s in strides),
+                )
+                cl.enqueue_nd_range_kernel(queue, kernel, (-(-total // group) * group,), (group,))
+        return out
 
     def contiguous(self, x):
         if not x.flags.c_contiguous:
@@ -115,6 +151,28 @@ class OpenCLKind(ArrayKind):
 
     def device(self, x):
         return f"opencl:{x.queue.device.name.strip()}"
+
+
+#: Dimensions :meth:`OpenCLKind.broadcast_copy` gathers (batch axes and the matrix).
+_GATHER_DIMS = 6
+#: An element as raw bits, by item size.
+_BITS = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong", 16: "ulong2"}
+_GATHER_SOURCE = """
+__kernel void polymm_gather(__global ELEMENT *dst, __global const ELEMENT *src, long start, long total,
+                            long n1, long n2, long n3, long n4, long n5,
+                            long s0, long s1, long s2, long s3, long s4, long s5)
+{
+    long i = get_global_id(0);
+    if (i >= total) return;
+    long rest = i, at = start;
+    at += (rest % n5) * s5; rest /= n5;
+    at += (rest % n4) * s4; rest /= n4;
+    at += (rest % n3) * s3; rest /= n3;
+    at += (rest % n2) * s2; rest /= n2;
+    at += (rest % n1) * s1; rest /= n1;
+    dst[i] = src[at + rest * s0];
+}
+"""
 
 
 def _device_castable(dtype) -> bool:
