@@ -132,8 +132,11 @@ PATHS = [
     ((300, 20, 30, 40, "c"), "small"),
     ((1, 200, 190, 70, "c"), "tiles"),
     ((1, 1001, 999, 1003, "c"), "packed"),
-    ((1, 1024, 1024, 512, "bt"), "packed"),
+    ((1, 255, 257, 255, "c"), "1 wide"),
+    ((1, 1024, 1024, 512, "bt"), "read in place"),
 ]
+#: the reasons of the vector paths, which only the vector dtypes take
+VECTOR_REASONS = ("packed", "1 wide", "read in place")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -146,8 +149,8 @@ def test_every_planner_path(backend, dtype, case, reason):
     out = _poisoned(bt, m, n, dtype)
     backend.matmul(da, db, out, "auto")
     _check(out, ha, hb, dtype)
-    if reason == "packed" and dtype not in ("float32", "float64"):
-        reason = "tiles"  # only the vector dtypes pack for the vector path
+    if reason in VECTOR_REASONS and dtype not in ("float32", "float64"):
+        reason = "tiles"
     got = backend.last_plan.reason
     # the CUDA-only tensor-core entry may claim what its kernels take, never what its rules decline
     cc, shape = backend._compute_capability(0), (bt, m, n, k)
