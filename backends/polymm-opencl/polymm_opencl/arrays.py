@@ -73,7 +73,7 @@ class OpenCLKind(ArrayKind):
             kernel = self._gather[key] = cl.Kernel(cl.Program(queue.context, source).build(), "polymm_gather")
         pad = _GATHER_DIMS - len(shape)
         sizes, strides = (1,) * pad + tuple(shape), (0,) * pad + tuple(elem_strides)
-        out = self.cl_array.empty(queue, tuple(shape), dtype)
+        out = self.empty(shape, dtype, like=x)  # from the queue's pool: a fresh buffer is paged in again
         total = out.size
         if total:
             buffer, start = self.origin(x)
