@@ -61,63 +61,31 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_regblock(PM_ARGS)
      * one K step ahead so global latency overlaps the outer products. */
     GVEC_T a_next[LOADS_A];
     GVEC_T b_next[LOADS_B];
+/* One operand's tile into registers: LOADS GVW-vectors per work-item, each RUN elements of a
+ * contiguous run (from run0, below run_end) split into vectors, the runs STEP apart (from
+ * step0, below step_end); zeros outside the matrix. */
+#define FETCH(next, LOADS, RUN, X, base, run0, run_end, step0, step_end, step)            \
+    PM_UNROLL                                                                        \
+    for (int r = 0; r < LOADS; ++r) {                                                \
+        const int v = tid + r * NTHREADS;                                            \
+        const int run = (run0) + (v % ((RUN) / GVW)) * GVW;                          \
+        const int at = (step0) + v / ((RUN) / GVW);                                  \
+        if (run < (run_end) && at < (step_end)) {                                    \
+            next[r] = *(GLOBAL const GVEC_T*)(X + ((base) + (INDEX_T)at * (step) + run)); \
+        } else {                                                                     \
+            PM_UNROLL                                                                \
+            for (int q = 0; q < GVW; ++q) GVEC_SET(next[r], q, VAL_ZERO);            \
+        }                                                                            \
+    }
 #if PM_RB_A_MMAJOR   /* A's vectors run along M (a_sm == 1: A stored column-major) */
-#define FETCH_A(k_start)                                                              \
-    PM_UNROLL                                                                        \
-    for (int r = 0; r < LOADS_A; ++r) {                                              \
-        const int v = tid + r * NTHREADS;                                            \
-        const int m = m0 + (v % (MWG / GVW)) * GVW;                                  \
-        const int k = (k_start) + v / (MWG / GVW);                                   \
-        if (m < M && k < K) {                                                        \
-            a_next[r] = *(GLOBAL const GVEC_T*)(A + (a_base + (INDEX_T)k * a_sk + m)); \
-        } else {                                                                     \
-            PM_UNROLL                                                                \
-            for (int q = 0; q < GVW; ++q) GVEC_SET(a_next[r], q, VAL_ZERO);          \
-        }                                                                            \
-    }
-#else              /* along K (a_sk == 1: rows of A) */
-#define FETCH_A(k_start)                                                              \
-    PM_UNROLL                                                                        \
-    for (int r = 0; r < LOADS_A; ++r) {                                              \
-        const int v = tid + r * NTHREADS;                                            \
-        const int m = m0 + v / (KWG / GVW);                                          \
-        const int k = (k_start) + (v % (KWG / GVW)) * GVW;                            \
-        if (m < M && k < K) {                                                        \
-            a_next[r] = *(GLOBAL const GVEC_T*)(A + (a_base + (INDEX_T)m * a_sm + k)); \
-        } else {                                                                     \
-            PM_UNROLL                                                                \
-            for (int q = 0; q < GVW; ++q) GVEC_SET(a_next[r], q, VAL_ZERO);          \
-        }                                                                            \
-    }
+#define FETCH_A(k_start) FETCH(a_next, LOADS_A, MWG, A, a_base, m0, M, k_start, K, a_sk)
+#else                /* along K (a_sk == 1: rows of A) */
+#define FETCH_A(k_start) FETCH(a_next, LOADS_A, KWG, A, a_base, k_start, K, m0, M, a_sm)
 #endif
-#if PM_RB_B_KMAJOR  /* B's vectors run along K (b_sk == 1: B stored column-major) */
-#define FETCH_B(k_start)                                                              \
-    PM_UNROLL                                                                        \
-    for (int r = 0; r < LOADS_B; ++r) {                                              \
-        const int v = tid + r * NTHREADS;                                            \
-        const int n = n0 + v / (KWG / GVW);                                          \
-        const int k = (k_start) + (v % (KWG / GVW)) * GVW;                            \
-        if (n < N && k < K) {                                                        \
-            b_next[r] = *(GLOBAL const GVEC_T*)(B + (b_base + (INDEX_T)n * b_sn + k)); \
-        } else {                                                                     \
-            PM_UNROLL                                                                \
-            for (int q = 0; q < GVW; ++q) GVEC_SET(b_next[r], q, VAL_ZERO);          \
-        }                                                                            \
-    }
-#else               /* along N (b_sn == 1: rows of B) */
-#define FETCH_B(k_start)                                                              \
-    PM_UNROLL                                                                        \
-    for (int r = 0; r < LOADS_B; ++r) {                                              \
-        const int v = tid + r * NTHREADS;                                            \
-        const int n = n0 + (v % (NWG / GVW)) * GVW;                                  \
-        const int k = (k_start) + v / (NWG / GVW);                                   \
-        if (n < N && k < K) {                                                        \
-            b_next[r] = *(GLOBAL const GVEC_T*)(B + (b_base + (INDEX_T)k * b_sk + n)); \
-        } else {                                                                     \
-            PM_UNROLL                                                                \
-            for (int q = 0; q < GVW; ++q) GVEC_SET(b_next[r], q, VAL_ZERO);          \
-        }                                                                            \
-    }
+#if PM_RB_B_KMAJOR   /* B's vectors run along K (b_sk == 1: B stored column-major) */
+#define FETCH_B(k_start) FETCH(b_next, LOADS_B, KWG, B, b_base, k_start, K, n0, N, b_sn)
+#else                /* along N (b_sn == 1: rows of B) */
+#define FETCH_B(k_start) FETCH(b_next, LOADS_B, NWG, B, b_base, n0, N, k_start, K, b_sk)
 #endif
 #define FETCH_TILES(k_start) FETCH_A(k_start) FETCH_B(k_start)
     FETCH_TILES(0)

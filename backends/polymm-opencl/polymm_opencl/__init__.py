@@ -31,6 +31,7 @@ from polymm.kernels import KernelParams, abi, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo, tiled_params
 
 from . import drivercache
+from .arrays import byte_span
 from . import image as _image
 
 __all__ = [
@@ -213,12 +214,7 @@ def _upload(queue, x: np.ndarray):
     if x.size == 0 or x.flags.c_contiguous:
         return cl_array.to_device(queue, np.ascontiguousarray(x))
     strides_ok = all(s % size == 0 for s in x.strides)
-    low = high = 0
-    for n, s in zip(x.shape, x.strides):
-        if s < 0:
-            low += (n - 1) * s
-        else:
-            high += (n - 1) * s
+    low, high = byte_span(x.shape, x.strides)
     span = high - low + size
     if not strides_ok or span > 2 * x.nbytes or not x.flags.aligned:
         return cl_array.to_device(queue, np.ascontiguousarray(x))

@@ -186,17 +186,23 @@ def _device_castable(dtype) -> bool:
     return dtype.isnative
 
 
+def byte_span(shape, strides) -> tuple[int, int]:
+    """Byte offsets of the lowest and the highest element of a strided array from its first."""
+    low = high = 0
+    for n, s in zip(shape, strides):
+        if s < 0:
+            low += (n - 1) * s
+        else:
+            high += (n - 1) * s
+    return low, high
+
+
 def _to_host(x) -> np.ndarray:
     """A NumPy copy of PyOpenCL array ``x`` with any strides (0 and negative too): the
     smallest byte span covering it is read back and viewed with ``x``'s strides."""
     import pyopencl as cl
 
-    low = high = 0
-    for n, s in zip(x.shape, x.strides):
-        if s < 0:
-            low += (n - 1) * s
-        else:
-            high += (n - 1) * s
+    low, high = byte_span(x.shape, x.strides)
     if x.size == 0:
         return np.empty(x.shape, x.dtype)
     raw = np.empty(high - low + x.dtype.itemsize, np.uint8)
