@@ -10,9 +10,10 @@ GPU paths: ``matvec`` (work-group per row block, lanes along K) for N up to
 :data:`FEW`; a split row strip for M up to 2 x FEW; split-K with a
 deterministic reduction (``sum-slices``, slices added in order) for deep K;
 small tiles for batches of small matrices; tiles sized so that small squares
-fill the device; the table's large tiles otherwise.  Operands the vector path
-cannot read (transposed, odd K or N) are packed first into zero-padded scratch
-when the product is big enough for the copy to pay.  CPU devices (PoCL) keep
+fill the device; the table's large tiles otherwise.  Column-major operands are
+read in place with vectors along M (A) or K (B); operands the vector path still
+cannot read (odd K or N, other strides) get narrower vectors in small products
+and are packed first into zero-padded scratch in large ones.  CPU devices (PoCL) keep
 their own shapes (:func:`_cpu_choice`).
 """
 
