@@ -194,7 +194,10 @@ def _params_text(launch) -> str:
         return f"MR={p.mr} NWG={p.nwg} MDIMC={p.mdimc} ({shape})"
     text = f"MWG={p.mwg} NWG={p.nwg} KWG={p.kwg} MDIMC={p.mdimc} NDIMC={p.ndimc} VW={p.vw}"
     if p.use_local:
-        return text + f" GVW={p.gvw} PAD={p.pad} (micro-tile {p.wptm}x{p.wptn})"
+        text += f" GVW={p.gvw} PAD={p.pad}"
+        text += f" KTEAMS={p.kteams}" if p.kteams > 1 else ""
+        text += f" GROUP={p.group}" if p.group > 1 else ""
+        return text + f" (micro-tile {p.wptm}x{p.wptn})"
     return text + f" MR={p.mr} NR={p.nr or p.wptn} (CPU shape, micro-tile {p.wptm}x{p.wptn})"
 
 

@@ -105,7 +105,11 @@ class KernelParams:
     part of the source); ``bpg``: batch entries per work-group of the CPU
     shape (small matrices: several per group, so per-group overhead is
     shared; :func:`launch_geometry` uses the largest divisor of the batch
-    not above it).
+    not above it).  GPU shape only: ``kteams`` teams of ``mdimc x ndimc`` work-items per
+    work-group, each walking every ``kteams``-th K step with tiles of its own, their micro-tiles
+    added in team order at the end (more work-items per block of C where there are few blocks);
+    ``group``: work-groups walk C in bands of ``group`` tile rows (column by column within a
+    band) so that those in flight share A's and B's tiles in the L2 cache (0 or 1: row by row).
 
     ``matvec`` reads the same words: ``mr`` rows x ``nwg`` columns of dot
     products per work-item, ``vw`` the vector width along K, ``mdimc``
@@ -129,6 +133,8 @@ class KernelParams:
     pack_b: bool = False
     maxrreg: int = 0
     bpg: int = 1
+    kteams: int = 1
+    group: int = 0
 
     @property
     def wptm(self) -> int:
@@ -165,6 +171,8 @@ class KernelParams:
                 or self.nwg % self.gvw
             ):
                 raise ValueError(f"tiles must split evenly into gvw-vectors per work-item: {self}")
+            if self.kteams < 1:
+                raise ValueError(f"kteams must be positive: {self}")
         elif (
             self.wptn % self.vw
             or self.wptm % self.mr
@@ -361,6 +369,8 @@ def render(
         COPY_ZERO=_COPY_ZERO[dialect],
         PM_MV_GROUP="1" if (kernel == "matvec" and params.use_local) else "0",
         BPG=str(params.bpg),
+        KTEAMS=str(params.kteams),
+        PM_RB_GROUP=str(params.group),
         PM_RB_VEC_LOCAL="1"
         if (
             vector_ok
@@ -434,8 +444,9 @@ def launch_geometry(kernel: str, params: KernelParams | None, M: int, N: int, B:
         bpg = 1
         if not params.use_local:
             bpg = max(d for d in range(1, min(params.bpg, B) + 1) if B % d == 0)
-        local = (params.ndimc, params.mdimc, bpg)
-        glob = (_ceil_div(N, params.nwg) * params.ndimc, _ceil_div(M, params.mwg) * params.mdimc, B)
+        teams = params.kteams if params.use_local else 1
+        local = (params.ndimc, params.mdimc * teams, bpg)
+        glob = (_ceil_div(N, params.nwg) * params.ndimc, _ceil_div(M, params.mwg) * params.mdimc * teams, B)
     return glob, local
 
 
@@ -446,7 +457,9 @@ def local_mem_bytes(kernel: str, dtype, params: KernelParams | None = None) -> i
     if kernel in ("tiled", "tiled-dynamic"):
         return 2 * params.ts * params.ts * size
     if kernel == "regblock" and params.use_local:
-        return params.kwg * (params.mwg + params.nwg + 2 * params.pad) * size
+        tiles = params.kteams * params.kwg * (params.mwg + params.nwg + 2 * params.pad) * size
+        partial = (params.kteams - 1) * params.nwg * params.mdimc * max(4, size)  # the teams' sums, a row at a time
+        return tiles + partial
     if kernel == "matvec" and params.use_local:
         return params.mr * params.nwg * params.mdimc * max(4, size)
     return 0

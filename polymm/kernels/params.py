@@ -157,7 +157,7 @@ def save_tuned(device: DeviceInfo, dtype, params: KernelParams, path: str | None
 def fits(device: DeviceInfo, kernel: str, dtype, params: KernelParams) -> bool:
     """Whether ``params`` fit the device's work-group size and local memory."""
     return (
-        params.mdimc * params.ndimc <= device.max_work_group
+        params.mdimc * params.ndimc * (params.kteams if params.use_local else 1) <= device.max_work_group
         and local_mem_bytes(kernel, dtype, params) <= device.local_mem
     )
 

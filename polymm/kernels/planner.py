@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import KernelParams, abi, fast_path, launch_geometry, local_mem_bytes
+from . import KernelParams, abi, fast_path, launch_geometry, local_mem_bytes, value_itemsize
 from .params import DeviceInfo, regblock_params, tiled_params
 
 __all__ = ["Choice", "Launch", "Plan", "choose", "plan", "register_entry", "DeviceInfo", "FEW", "DEEP_K"]
@@ -37,9 +37,17 @@ DEEP_K = 16
 #: M * N per matrix at most for the CPU's several-matrices-per-work-group path.
 SMALL_BATCHED = 64 * 64
 #: Tiles for products too small to fill the device with the table's, largest first, as
-#: (MWG, NWG, KWG, MDIMC, NDIMC): the fastest at each size in a sweep on the H100 (kernel only,
-#: 2026-11-23, ``.device``'s sweep): 8 x 8 micro-tiles at 1000-1024, 4 x 4 at 512, 2 x 2 below.
-_SMALLER_TILES = ((64, 128, 8, 8, 16), (64, 64, 16, 8, 16), (32, 32, 16, 8, 8), (16, 16, 16, 8, 8))
+#: (MWG, NWG, KWG, MDIMC, NDIMC, KTEAMS): the fastest at each size in sweeps on the H100 (kernels
+#: alone, 2026-11-23/24, ``.device``'s sweep scripts): 8 x 8 micro-tiles at 1000-1024 in four
+#: teams splitting K (1024: 66.3 -> 57.5 us, cuBLAS 56.9), 4 x 4 below, in two teams at 512
+#: (34.6 -> 14.0 us, cuBLAS 14.6), 2 x 2 for the smallest.  Teams were measured for 4-byte
+#: values only; other dtypes take one team (:func:`_gpu_tile`).
+_SMALLER_TILES = (
+    (64, 128, 8, 8, 16, 4),
+    (64, 64, 16, 8, 16, 1),
+    (32, 32, 16, 8, 8, 2),
+    (16, 16, 16, 8, 8, 1),
+)
 #: Partial sums split-K may write (bytes): the reduction reads them all back.
 SLICES_BYTES = 8 << 20
 #: Multiply-adds (and depth) from which a GPU product packs operands for its vector path: below
@@ -173,21 +181,37 @@ def choose(device: DeviceInfo, algorithm: str, dtype, M, N, K, batch=1, a_stride
 # ---- GPU ----------------------------------------------------------------------------------
 
 
-def _gpu_tile(device, dtype, mwg, nwg, kwg, mdimc, ndimc) -> KernelParams:
-    """A local-memory tile of this shape with the table's vector widths (narrowed to fit), its
-    K step halved until the tiles fit the device's local memory (wide dtypes)."""
+def _gpu_tile(device, dtype, mwg, nwg, kwg, mdimc, ndimc, kteams=1) -> KernelParams:
+    """A local-memory tile of this shape with the table's vector widths (narrowed to fit), padding
+    and work-group order; ``kteams`` teams splitting K for 4-byte values, fewer while they exceed
+    the device's work-group size or local memory, then the K step halved until the tiles fit
+    (wide dtypes)."""
     base = regblock_params(device, dtype)
-    while kwg > 1 and local_mem_bytes("regblock", dtype, KernelParams(mwg=mwg, nwg=nwg, kwg=kwg, pad=base.pad)) > (
-        device.local_mem
-    ):
+    kteams = kteams if value_itemsize(dtype) == 4 else 1
+
+    def local(kwg, kteams):
+        shape = KernelParams(mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, pad=base.pad, kteams=kteams)
+        return local_mem_bytes("regblock", dtype, shape)
+
+    while kteams > 1 and (mdimc * ndimc * kteams > device.max_work_group or local(kwg, kteams) > device.local_mem):
+        kteams //= 2
+    while kwg > 1 and local(kwg, kteams) > device.local_mem:
         kwg //= 2
     for gvw in (base.gvw, 2, 1):
         vw = min(base.vw, mwg // mdimc, nwg // ndimc)
         while vw > 1 and ((mwg // mdimc) % vw or (nwg // ndimc) % vw):
             vw //= 2
         regs = 128 if (mwg // mdimc) * (nwg // ndimc) >= 32 else 0  # as the table's 8 x 8 micro-tiles
-        p = KernelParams(
-            mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, vw=max(vw, 1), gvw=gvw, pad=base.pad, maxrreg=regs
+        p = base.replace(
+            mwg=mwg,
+            nwg=nwg,
+            kwg=kwg,
+            mdimc=mdimc,
+            ndimc=ndimc,
+            vw=max(vw, 1),
+            gvw=gvw,
+            maxrreg=regs,
+            kteams=kteams,
         )
         try:
             p.validate("regblock")
@@ -258,6 +282,7 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
             if 10 * groups >= 9 * cus or tile is tiles[-1]:
                 break
         what = "large tiles" if tile is table else f"{tile.mwg}x{tile.nwg} tiles to fill {cus} compute units"
+        what += f", {tile.kteams} teams splitting K" if tile.kteams > 1 else ""
         choice = Choice("regblock", tile, f"{M}x{N}x{K}: {what} ({groups} work-groups)")
     return _gpu_packing(choice, dtype, M, N, K, batch, a_strides, b_strides)
 

@@ -4,6 +4,9 @@
  *
  * PM_RB_LOCAL = 1 (GPUs): per K step of KWG, the A block (stored transposed,
  *   k-major) and the B block are staged in local memory, rows padded by PAD.
+ *   KTEAMS > 1: that many teams of (NDIMC, MDIMC) work-items share the block of C, each
+ *   walking every KTEAMS-th K step, and add their micro-tiles at the end in team order;
+ *   PM_RB_GROUP > 1: work-groups take the blocks of C in bands of GROUP block rows.
  *   A work-item's rows/columns are interleaved in runs of VW
  *   (row(i) = (i/VW)*MDIMC*VW + tm*VW + i%VW) so that a work-group's local
  *   reads and C writes touch consecutive addresses.
@@ -36,15 +39,37 @@
 #define GVEC_SET(x, q, value) (((VAL_T*)&(x))[q] = (value))
 #define GVEC_GET(x, q) (((const VAL_T*)&(x))[q])
 
-KERNEL_WG(NDIMC, MDIMC) void polymm_regblock(PM_ARGS)
+KERNEL_WG(NDIMC, MDIMC * KTEAMS) void polymm_regblock(PM_ARGS)
 {
-    LOCAL_MEM VAL_T a_tile[KWG * LDA_LOCAL] __attribute__((aligned(16)));
-    LOCAL_MEM VAL_T b_tile[KWG * LDB_LOCAL] __attribute__((aligned(16)));
+    /* KTEAMS teams of MDIMC x NDIMC work-items (LOCAL_ID(1) / MDIMC: the team), each with its
+     * own tiles: team t takes K steps t, t + KTEAMS, ...; at the end the teams add their
+     * micro-tiles in team order (deterministic).  More work-items per tile of C, for products
+     * with few tiles. */
+    LOCAL_MEM VAL_T a_tile[KTEAMS * KWG * LDA_LOCAL] __attribute__((aligned(16)));
+    LOCAL_MEM VAL_T b_tile[KTEAMS * KWG * LDB_LOCAL] __attribute__((aligned(16)));
+#if KTEAMS > 1
+    LOCAL_MEM ACC_T partial[(KTEAMS - 1) * WPTN * NTHREADS];
+#endif
+    const int team = LOCAL_ID(1) / MDIMC;
     const int tn = LOCAL_ID(0);
-    const int tm = LOCAL_ID(1);
-    const int tid = tm * NDIMC + tn;
+    const int tm = LOCAL_ID(1) % MDIMC;
+    const int tid = tm * NDIMC + tn;   /* within the team */
+#if PM_RB_GROUP > 1
+    /* Work-groups in launch order walk bands of GROUP tile rows column by column: those in
+     * flight together share tiles of A and B in the L2 cache. */
+    const int tiles_n = (N + NWG - 1) / NWG;
+    const int tiles_m = (M + MWG - 1) / MWG;
+    const int id = GROUP_ID(1) * tiles_n + GROUP_ID(0);
+    const int band = id / (PM_RB_GROUP * tiles_n);
+    const int left = tiles_m - band * PM_RB_GROUP;
+    const int rows = left < PM_RB_GROUP ? left : PM_RB_GROUP;
+    const int in_band = id - band * PM_RB_GROUP * tiles_n;
+    const int m0 = (band * PM_RB_GROUP + in_band % rows) * MWG;
+    const int n0 = (in_band / rows) * NWG;
+#else
     const int m0 = GROUP_ID(1) * MWG;
     const int n0 = GROUP_ID(0) * NWG;
+#endif
     const INDEX_T batch = GROUP_ID(2);
     const INDEX_T a_base = a_off + batch * a_sb;
     const INDEX_T b_base = b_off + batch * b_sb;
@@ -88,40 +113,41 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_regblock(PM_ARGS)
 #define FETCH_B(k_start) FETCH(b_next, LOADS_B, NWG, B, b_base, n0, N, k_start, K, b_sk)
 #endif
 #define FETCH_TILES(k_start) FETCH_A(k_start) FETCH_B(k_start)
-    FETCH_TILES(0)
+/* The fetched registers into the team's local tiles, both k-major (a_tile[k][m],
+ * b_tile[k][n]): a vector along M or N is stored whole, one along K is spread over GVW rows. */
+#if PM_RB_A_MMAJOR
+#define STORE_A(at, r, v) *(LOCAL_PTR GVEC_T*)(a_tile + (at) + ((v) / (MWG / GVW)) * LDA_LOCAL + ((v) % (MWG / GVW)) * GVW) = a_next[r];
+#else
+#define STORE_A(at, r, v)                                                                          \
+    PM_UNROLL                                                                                      \
+    for (int q = 0; q < GVW; ++q)                                                                  \
+        a_tile[(at) + (((v) % (KWG / GVW)) * GVW + q) * LDA_LOCAL + (v) / (KWG / GVW)] = GVEC_GET(a_next[r], q);
+#endif
+#if PM_RB_B_KMAJOR
+#define STORE_B(at, r, v)                                                                          \
+    PM_UNROLL                                                                                      \
+    for (int q = 0; q < GVW; ++q)                                                                  \
+        b_tile[(at) + (((v) % (KWG / GVW)) * GVW + q) * LDB_LOCAL + (v) / (KWG / GVW)] = GVEC_GET(b_next[r], q);
+#else
+#define STORE_B(at, r, v) *(LOCAL_PTR GVEC_T*)(b_tile + (at) + ((v) / (NWG / GVW)) * LDB_LOCAL + ((v) % (NWG / GVW)) * GVW) = b_next[r];
+#endif
+#define STORE_TILES()                                                                              \
+    PM_UNROLL                                                                                      \
+    for (int r = 0; r < LOADS_A; ++r) { STORE_A(a_at, r, tid + r * NTHREADS) }                    \
+    PM_UNROLL                                                                                      \
+    for (int r = 0; r < LOADS_B; ++r) { STORE_B(b_at, r, tid + r * NTHREADS) }
+    FETCH_TILES(team * KWG)
 #endif
 
-    for (int k0 = 0; k0 < K; k0 += KWG) {
+    const int a_at = team * (KWG * LDA_LOCAL);   /* this team's tiles */
+    const int b_at = team * (KWG * LDB_LOCAL);
+    for (int k_team = 0; k_team < K; k_team += KTEAMS * KWG) {
+        const int k0 = k_team + team * KWG;   /* this team's K step (past K: zeros) */
 #if PM_RB_VEC_A && PM_RB_VEC_B
-        /* Both tiles k-major (a_tile[k][m], b_tile[k][n]): a vector along M or N is stored
-         * whole, one along K is spread over GVW rows of the tile. */
-        PM_UNROLL
-        for (int r = 0; r < LOADS_A; ++r) {
-            const int v = tid + r * NTHREADS;
-#if PM_RB_A_MMAJOR
-            *(LOCAL_PTR GVEC_T*)(a_tile + (v / (MWG / GVW)) * LDA_LOCAL + (v % (MWG / GVW)) * GVW) = a_next[r];
-#else
-            const int kv = v % (KWG / GVW);
-            const int ml = v / (KWG / GVW);
-            PM_UNROLL
-            for (int q = 0; q < GVW; ++q) a_tile[(kv * GVW + q) * LDA_LOCAL + ml] = GVEC_GET(a_next[r], q);
-#endif
-        }
-        PM_UNROLL
-        for (int r = 0; r < LOADS_B; ++r) {
-            const int v = tid + r * NTHREADS;
-#if PM_RB_B_KMAJOR
-            const int kv = v % (KWG / GVW);
-            const int nl = v / (KWG / GVW);
-            PM_UNROLL
-            for (int q = 0; q < GVW; ++q) b_tile[(kv * GVW + q) * LDB_LOCAL + nl] = GVEC_GET(b_next[r], q);
-#else
-            *(LOCAL_PTR GVEC_T*)(b_tile + (v / (NWG / GVW)) * LDB_LOCAL + (v % (NWG / GVW)) * GVW) = b_next[r];
-#endif
-        }
+        STORE_TILES()
         BARRIER();
-        if (k0 + KWG < K) {
-            FETCH_TILES(k0 + KWG)
+        if (k_team + KTEAMS * KWG < K) {
+            FETCH_TILES(k0 + KTEAMS * KWG)
         }
 #else
         /* Any strides: scalar loads, zero-filled outside the matrices. */
@@ -132,7 +158,7 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_regblock(PM_ARGS)
             const int k = k0 + kl;
             VAL_T x = VAL_ZERO;
             if (m < M && k < K) x = LOAD(A, a_base + (INDEX_T)m * a_sm + (INDEX_T)k * a_sk);
-            a_tile[kl * LDA_LOCAL + ml] = x;
+            a_tile[a_at + kl * LDA_LOCAL + ml] = x;
         }
         for (int v = tid; v < KWG * NWG; v += NTHREADS) {
             const int nl = v % NWG;
@@ -141,7 +167,7 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_regblock(PM_ARGS)
             const int k = k0 + kl;
             VAL_T x = VAL_ZERO;
             if (n < N && k < K) x = LOAD(B, b_base + (INDEX_T)k * b_sk + (INDEX_T)n * b_sn);
-            b_tile[kl * LDB_LOCAL + nl] = x;
+            b_tile[b_at + kl * LDB_LOCAL + nl] = x;
         }
         BARRIER();
 #endif
@@ -154,21 +180,21 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_regblock(PM_ARGS)
             /* VW == GVW and PAD a multiple of it: each run of VW is one aligned vector. */
             PM_UNROLL
             for (int iv = 0; iv < WPTM / VW; ++iv) {
-                const GVEC_T x = *(LOCAL_PTR const GVEC_T*)(a_tile + kk * LDA_LOCAL + iv * (MDIMC * VW) + tm * VW);
+                const GVEC_T x = *(LOCAL_PTR const GVEC_T*)(a_tile + a_at + kk * LDA_LOCAL + iv * (MDIMC * VW) + tm * VW);
                 PM_UNROLL
                 for (int q = 0; q < VW; ++q) a_reg[iv * VW + q] = GVEC_GET(x, q);
             }
             PM_UNROLL
             for (int jv = 0; jv < WPTN / VW; ++jv) {
-                const GVEC_T x = *(LOCAL_PTR const GVEC_T*)(b_tile + kk * LDB_LOCAL + jv * (NDIMC * VW) + tn * VW);
+                const GVEC_T x = *(LOCAL_PTR const GVEC_T*)(b_tile + b_at + kk * LDB_LOCAL + jv * (NDIMC * VW) + tn * VW);
                 PM_UNROLL
                 for (int q = 0; q < VW; ++q) b_reg[jv * VW + q] = GVEC_GET(x, q);
             }
 #else
             PM_UNROLL
-            for (int i = 0; i < WPTM; ++i) a_reg[i] = a_tile[kk * LDA_LOCAL + ROW_OF(i)];
+            for (int i = 0; i < WPTM; ++i) a_reg[i] = a_tile[a_at + kk * LDA_LOCAL + ROW_OF(i)];
             PM_UNROLL
-            for (int j = 0; j < WPTN; ++j) b_reg[j] = b_tile[kk * LDB_LOCAL + COL_OF(j)];
+            for (int j = 0; j < WPTN; ++j) b_reg[j] = b_tile[b_at + kk * LDB_LOCAL + COL_OF(j)];
 #endif
             PM_UNROLL
             for (int i = 0; i < WPTM; ++i) {
@@ -178,6 +204,26 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_regblock(PM_ARGS)
         }
         BARRIER();
     }
+
+#if KTEAMS > 1
+    /* The teams' sums into team 0's registers, a row of micro-tiles at a time, in team order. */
+    PM_UNROLL
+    for (int i = 0; i < WPTM; ++i) {
+        if (team > 0) {
+            PM_UNROLL
+            for (int j = 0; j < WPTN; ++j) partial[((team - 1) * WPTN + j) * NTHREADS + tid] = acc[i][j];
+        }
+        BARRIER();
+        if (team == 0) {
+            for (int s = 0; s < KTEAMS - 1; ++s) {
+                PM_UNROLL
+                for (int j = 0; j < WPTN; ++j) ACC_ADD(acc[i][j], partial[(s * WPTN + j) * NTHREADS + tid]);
+            }
+        }
+        BARRIER();
+    }
+    if (team > 0) return;
+#endif
 
     PM_UNROLL
     for (int i = 0; i < WPTM; ++i) {
