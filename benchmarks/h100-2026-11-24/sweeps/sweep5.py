@@ -1,0 +1,110 @@
+"""Diagnostic (kernel only): larger micro-tiles (8 x 16, 16 x 8) for the big squares, with
+bands of 8 block rows and row padding 4, against cuBLAS, per square size, on this GPU."""
+
+import itertools
+import sys
+import json
+import time
+import numpy as np
+import cupy as cp
+import polymm
+from polymm.kernels import KernelParams, local_mem_bytes
+
+spin = cp.RawKernel(
+    r"""extern "C" __global__ void spin(long long c){ long long t=clock64(); while(clock64()-t<c); }""", "spin"
+)
+be = polymm.get_backend("cuda")
+
+
+def ktime(f, reps=10, cycles=20_000_000):
+    f()
+    cp.cuda.Device().synchronize()
+    best = 1e9
+    for _ in range(3):
+        spin((1,), (1,), (np.int64(cycles),))
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record()
+        for _ in range(reps):
+            f()
+        e1.record()
+        e1.synchronize()
+        best = min(best, cp.cuda.get_elapsed_time(e0, e1) / reps * 1e3)
+    return best
+
+
+def cands(dt, n):
+    out = []
+    grid = itertools.product(
+        [(128, 128, 16, 16), (128, 256, 16, 16), (256, 128, 16, 16), (128, 128, 8, 16), (128, 128, 16, 8)],
+        (8, 16),
+        (0, 128, 255),
+        (8,),
+        (4,),
+    )
+    for (mwg, nwg, mdimc, ndimc), kwg, regs, group, pad in grid:
+        wm, wn = mwg // mdimc, nwg // ndimc
+        if wm * wn == 64 and regs != 128:
+            continue
+        if wm * wn > 64 and regs == 128:
+            continue
+        p = KernelParams(
+            mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, vw=4, gvw=4, pad=pad, maxrreg=regs, group=group
+        )
+        try:
+            p.validate("regblock")
+        except ValueError:
+            continue
+        if local_mem_bytes("regblock", dt, p) > 48 * 1024:
+            continue
+        out.append(p)
+    return out
+
+
+shapes = {"float32": [2048, 4096, 8192]}
+which = sys.argv[1].split(",") if len(sys.argv) > 1 else list(shapes)
+results = {}
+t0 = time.time()
+for dt in which:
+    for n in shapes[dt]:
+        cs = cands(dt, n)
+        if dt == "complex64":
+            a = (cp.random.standard_normal((n, n)) + 1j * cp.random.standard_normal((n, n))).astype(dt)
+            b = (cp.random.standard_normal((n, n)) + 1j * cp.random.standard_normal((n, n))).astype(dt)
+        else:
+            a = cp.random.standard_normal((n, n)).astype(dt)
+            b = cp.random.standard_normal((n, n)).astype(dt)
+        ref = cp.matmul(a, b)
+        out = cp.empty_like(ref)
+        tref = ktime(lambda: cp.matmul(a, b))
+        rows = []
+        for p in cs:
+            try:
+                out.fill(np.nan)
+                t = ktime(lambda: be.launch(a[None], b[None], out[None], "regblock", p), reps=5)
+                err = float(cp.abs(out - ref).max() / cp.abs(ref).max())
+            except Exception as exc:
+                print("ERR", p, exc)
+                continue
+            if not err < 1e-4:
+                print("BAD", p, err)
+                continue
+            rows.append((t, p))
+        rows.sort(key=lambda r: r[0])
+        key = f"{dt} {n}"
+        base = [
+            t
+            for t, p in rows
+            if p.kteams == 1
+            and p.group == 0
+            and p.kwg == 8
+            and (p.mwg, p.nwg, p.mdimc) in ((128, 128, 16), (64, 64, 8))
+            and p.pad == 0
+        ]
+        results[key] = {"cublas_us": tref, "table_like_us": base[:1], "best": [(t, str(p)) for t, p in rows[:10]]}
+        print(f"{key}: cublas {tref:8.1f} us, plain table-like {base[:1]} ({time.time() - t0:.0f}s)", flush=True)
+        for t, p in rows[:8]:
+            print(
+                f"   {t:8.1f} {tref / t:5.2f}x {p.mwg}x{p.nwg}x{p.kwg} t{p.mdimc}x{p.ndimc} vw{p.vw} g{p.group} pad{p.pad} r{p.maxrreg}",
+                flush=True,
+            )
+json.dump(results, open(sys.argv[2] if len(sys.argv) > 2 else "/tmp/sweep2.json", "w"), indent=1)
