@@ -3,7 +3,8 @@
 ``kernels/tensorcore.cu`` multiplies float16 and bfloat16 matrices on the tensor cores
 (``mma.sync``; float32 accumulation, what the contract asks of float16) and int8 and uint8 ones
 (int32 accumulation, whose low byte is NumPy's wrapped result) in 128-row tiles;
-``kernels/dmma.cu`` multiplies float64 matrices on the FP64 tensor cores (``mma.sync.m8n8k4``).
+``kernels/dmma.cu`` multiplies float64 matrices on the FP64 tensor cores (``mma.sync`` m16n8k4 on
+Hopper, m8n8k4 before).
 It copies 16-byte chunks straight from global memory, so it needs operands laid out for that;
 :func:`choose` says which kernel reads a call's layout or which rule it breaks; ``"auto"``
 repacks operands of large products that break one (:func:`repack`). :func:`planner_entry` makes
@@ -129,7 +130,8 @@ def describe(cc: int) -> str:
     """What ``"auto"`` runs on the tensor cores of a device of compute capability ``cc`` (for ``polymm info``)."""
     if cc < MIN_CC:
         return "tensor cores: none used (needs sm_80)"
-    float64 = "float64 (mma.sync m8n8k4)" if DMMA_IN_AUTO else "float64 off (POLYMM_CUDA_DMMA=0: SIMT)"
+    shape = "m16n8k4" if cc >= 90 else "m8n8k4"
+    float64 = f"float64 (mma.sync {shape})" if DMMA_IN_AUTO else "float64 off (POLYMM_CUDA_DMMA=0: SIMT)"
     if cc == 90:
         return (
             "tensor cores: float16, bfloat16, int8, uint8 (wgmma); float32 in precision 'tf32' and 'tf32x3' "
@@ -244,7 +246,8 @@ def planner_entry(device, dtype, shape, a, b):
     bt, m, n, _ = shape
     grid = (-(-n // DMMA_BN), -(-m // DMMA_BM), bt)
     external = {"source": "dmma", "options": (), "grid": grid, "block": (256, 1, 1), "smem": DMMA_SMEM}
-    return Choice(name, None, f"FP64 tensor cores (mma.sync m8n8k4): {why}", external=external)
+    shape = "m16n8k4" if device.cc >= 90 else "m8n8k4"
+    return Choice(name, None, f"FP64 tensor cores (mma.sync {shape}): {why}", external=external)
 
 
 #: Multiply-adds per matrix from which a float32 product in a TF32 precision mode runs on the

@@ -137,7 +137,7 @@ def test_hot_path_does_not_spill():
 def test_tensor_core_kernels_compile_without_spills(arch, source):
     """Every tensor-core kernel (float16, bfloat16, int8, uint8 with the parameters ``"auto"`` uses;
     float64 on the FP64 tensor cores) builds to machine code for Ampere and Hopper with every
-    accumulator in registers."""
+    accumulator in registers (float64 on Hopper: at most a few spilled bytes, see below)."""
     from polymm_cuda import tensorcore
 
     if source == "tensorcore":
@@ -157,7 +157,11 @@ def test_tensor_core_kernels_compile_without_spills(arch, source):
     for name in names:
         assert name in log, f"{name} not built:\n{log}"
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
-    assert spills and max(spills) == 0, log
+    # float64 on Hopper (m16n8k4, K loop unrolled whole) spills a few bytes under the budget of two
+    # blocks per SM, and was measured faster than unrolled by two without spills (H100,
+    # 2026-11-24: 0.59-0.61x cuBLAS DGEMM against 0.53-0.55x at 2048-8192); bounded here
+    allowed = 64 if source == "dmma" and arch != "sm_80" else 0
+    assert spills and max(spills) <= allowed, log
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")

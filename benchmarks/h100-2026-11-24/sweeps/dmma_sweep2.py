@@ -1,0 +1,79 @@
+"""Diagnostic (kernel only): kernels/dmma.cu with m16n8k4 (the sm_90 default), its K loop fully
+unrolled (spills a few bytes under two blocks per SM) or unrolled by 2 (no spills), against
+cuBLAS DGEMM, with the error against cuBLAS."""
+
+import json
+import sys
+import numpy as np
+import cupy as cp
+from polymm_cuda import tensorcore
+
+spin = cp.RawKernel(
+    r"""extern "C" __global__ void spin(long long c){ long long t=clock64(); while(clock64()-t<c); }""", "spin"
+)
+
+
+def ktime(f, reps=10, cycles=20_000_000):
+    f()
+    cp.cuda.Device().synchronize()
+    best = 1e9
+    for _ in range(3):
+        spin((1,), (1,), (np.int64(cycles),))
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record()
+        for _ in range(reps):
+            f()
+        e1.record()
+        e1.synchronize()
+        best = min(best, cp.cuda.get_elapsed_time(e0, e1) / reps * 1e3)
+    return best
+
+
+base = tensorcore.source("dmma")
+marker = "        for (int ks = 0; ks < DM_BK; ks += DM_TK) {"
+variants = {"as-is": base, "unroll2": base.replace("#pragma unroll\n" + marker, "#pragma unroll 2\n" + marker)}
+smem = tensorcore.DMMA_SMEM
+i64 = np.int64
+results = {}
+for n in (1024, 2048, 4096, 8192):
+    a = cp.random.standard_normal((n, n))
+    b = cp.random.standard_normal((n, n))
+    ref = cp.matmul(a, b)
+    c = cp.empty_like(ref)
+    tref = ktime(lambda: cp.matmul(a, b), reps=5)
+    row = {"cublas_us": tref}
+    for name, src in variants.items():
+        mod = cp.RawModule(code=src, options=("-std=c++17",))
+        fn = mod.get_function("polymm_dmma_ak_bn")
+        fn.max_dynamic_shared_size_bytes = smem
+        args = (
+            np.int32(n),
+            np.int32(n),
+            np.int32(n),
+            a,
+            i64(0),
+            i64(0),
+            i64(n),
+            i64(1),
+            b,
+            i64(0),
+            i64(0),
+            i64(n),
+            i64(1),
+            c,
+            i64(0),
+        )
+
+        def run():
+            return fn((n // 128, n // 64, 1), (256, 1, 1), args, shared_mem=smem)
+
+        c.fill(np.nan)
+        t = ktime(run, reps=5)
+        err = float(cp.abs(c - ref).max() / cp.abs(ref).max())
+        row[name] = (t, err, fn.num_regs, fn.local_size_bytes)
+        print(
+            f"n={n} {name:8s}: {t:9.1f} us, {tref / t:4.2f}x cuBLAS ({tref:.1f}), err {err:.1e}, regs {fn.num_regs}, local {fn.local_size_bytes}",
+            flush=True,
+        )
+    results[n] = row
+json.dump(results, open(sys.argv[1] if len(sys.argv) > 1 else "/tmp/dmma2.json", "w"), indent=1)
