@@ -47,12 +47,15 @@
 #define DM_AR (DM_TM * DM_TK / 32)  // A values per lane and MMA: 1, 2 or 4
 #define DM_BR (DM_TK / 4)           // B values: 1 or 2
 #define DM_R (DM_TM / 4)            // C values: 2 or 4
-#define DM_I (32 / DM_TM)           // MMA tiles along M per warp
+#ifndef DM_WM
+#define DM_WM 32  // rows of C per warp; 64 (128-row blocks, one per SM) was no faster (dmma_sweep3.py)
+#endif
+#define DM_I (DM_WM / DM_TM)        // MMA tiles along M per warp
 #ifndef DM_MINB
 #define DM_MINB 2  // blocks per SM the register budget is cut for
 #endif
 
-#define DM_BM 64
+#define DM_BM (2 * DM_WM)
 #define DM_BN 128
 #define DM_BK 16
 #define DM_THREADS 256
@@ -104,7 +107,7 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
         const unsigned dA = pm_smem_addr(sA + stage * DM_A_STAGE);
         const unsigned dB = pm_smem_addr(sB + stage * DM_B_STAGE);
 #pragma unroll
-        for (int h = 0; h < DM_BM * DM_BK / DM_THREADS; ++h) {  // 4 elements of A each
+        for (int h = 0; h < DM_BM * DM_BK / DM_THREADS; ++h) {  // 4 (or 8) elements of A each
             const int e = tid + h * DM_THREADS;
             const int r = AK ? e / DM_BK : e % DM_BM, c = AK ? e % DM_BK : e / DM_BM;
             const int gm = m0 + r, gk = k0 + c;
@@ -142,7 +145,7 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
         if (next < kt_count) load_slice(next % DM_STAGES, next);
         pm_cp_commit();
 
-        const double* cA = sA + (kt % DM_STAGES) * DM_A_STAGE + (wm * 32 + g) * DM_APAD + q;
+        const double* cA = sA + (kt % DM_STAGES) * DM_A_STAGE + (wm * DM_WM + g) * DM_APAD + q;
         const double* cB = sB + (kt % DM_STAGES) * DM_B_STAGE + q * DM_BPAD + wn * 32 + g;
 #pragma unroll
         for (int ks = 0; ks < DM_BK; ks += DM_TK) {
@@ -167,7 +170,7 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
     for (int i = 0; i < DM_I; ++i) {
 #pragma unroll
         for (int h = 0; h < DM_R / 2; ++h) {  // the 8-row halves of a 16-row tile
-            const int row = m0 + wm * 32 + i * DM_TM + 8 * h + g;
+            const int row = m0 + wm * DM_WM + i * DM_TM + 8 * h + g;
             if (row >= M) continue;
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
