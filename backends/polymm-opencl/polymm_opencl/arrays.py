@@ -33,7 +33,7 @@ class OpenCLKind(ArrayKind):
         self.cl_array = cl_array
         self._array_type = cl_array.Array
         self._pools = {}
-        self._gather = {}  # (context, item size) -> the kernel of broadcast_copy
+        self._gather = {}  # (context, item size) -> program; (..., scalar arguments) -> its kernel
         self._gather_lock = threading.Lock()
         try:  # the fast constructor's keywords are PyOpenCL's own; fall back if they change
             cl_array.Array(
@@ -66,29 +66,39 @@ class OpenCLKind(ArrayKind):
         if len(shape) > _GATHER_DIMS:
             return None
         dtype, queue = x.dtype, x.queue
-        key = (queue.context, dtype.itemsize)
-        kernel = self._gather.get(key)
-        if kernel is None:
-            source = _GATHER_SOURCE.replace("ELEMENT", _BITS[dtype.itemsize])
-            kernel = self._gather[key] = cl.Kernel(cl.Program(queue.context, source).build(), "polymm_gather")
-        pad = _GATHER_DIMS - len(shape)
-        sizes, strides = (1,) * pad + tuple(shape), (0,) * pad + tuple(elem_strides)
         out = self.empty(shape, dtype, like=x)  # from the queue's pool: a fresh buffer is paged in again
         total = out.size
         if total:
             buffer, start = self.origin(x)
+            pad = _GATHER_DIMS - len(shape)
+            sizes, strides = (1,) * pad + tuple(shape), (0,) * pad + tuple(elem_strides)
             group = 256
             with self._gather_lock:  # a kernel object's arguments are shared state
-                kernel.set_args(
-                    out.base_data,
-                    buffer,
-                    np.int64(start),
-                    np.int64(total),
-                    *(np.int64(n) for n in sizes[1:]),
-                    *(np.int64(s) for s in strides),
-                )
+                kernel = self._gather_kernel(queue.context, dtype.itemsize, (start, total, *sizes[1:], *strides))
+                kernel.set_arg(0, out.base_data)
+                kernel.set_arg(1, buffer)
                 cl.enqueue_nd_range_kernel(queue, kernel, (-(-total // group) * group,), (group,))
         return out
+
+    def _gather_kernel(self, context, itemsize, scalars):
+        """The gather kernel with these scalar arguments already set: one ``cl.Kernel`` per
+        geometry, since setting a dozen scalars costs more than the copy of a small batch (about
+        120 us per call on the H100 host through PyOpenCL's ``set_args``)."""
+        import pyopencl as cl
+
+        key = (context, itemsize, scalars)
+        kernel = self._gather.get(key)
+        if kernel is None:
+            program = self._gather.get((context, itemsize))
+            if program is None:
+                source = _GATHER_SOURCE.replace("ELEMENT", _BITS[itemsize])
+                program = self._gather[(context, itemsize)] = cl.Program(context, source).build()
+            if len(self._gather) > _GATHER_KERNELS:
+                self._gather = {k: v for k, v in self._gather.items() if len(k) == 2}  # keep the programs
+            kernel = self._gather[key] = cl.Kernel(program, "polymm_gather")
+            for index, value in enumerate(scalars, start=2):
+                kernel.set_arg(index, np.int64(value))
+        return kernel
 
     def contiguous(self, x):
         if not x.flags.c_contiguous:
@@ -155,6 +165,7 @@ class OpenCLKind(ArrayKind):
 
 #: Dimensions :meth:`OpenCLKind.broadcast_copy` gathers (batch axes and the matrix).
 _GATHER_DIMS = 6
+_GATHER_KERNELS = 256  # gather kernels kept, one per geometry
 #: An element as raw bits, by item size.
 _BITS = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong", 16: "ulong2"}
 _GATHER_SOURCE = """
