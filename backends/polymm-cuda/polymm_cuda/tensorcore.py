@@ -203,10 +203,46 @@ def repack(xp, a, b):
         if x.strides[order[-1]] == x.itemsize:
             return x
         one = x[:1] if x.shape[0] > 1 and x.strides[0] == 0 else x
-        y = xp.ascontiguousarray(one.transpose(order)).transpose(order)
+        y = transposed_copy(xp, one.transpose(order)).transpose(order)
         return xp.broadcast_to(y, x.shape) if one is not x else y
 
     return k_contiguous(a, (0, 1, 2)), k_contiguous(b, (0, 2, 1))
+
+
+def transposed_copy(xp, v):
+    """``xp.ascontiguousarray(v)`` for a 3-D CuPy view ``v``; when ``v`` is a transposed view of
+    row-contiguous matrices (unit stride along its rows, ``kernels/transpose.cu``'s case), through
+    that tiled kernel."""
+    isz = v.itemsize
+    bt, rows, cols = v.shape
+    s_b, s_c, s_r = v.strides  # v[z, i, j] sits at z s_b + i s_c + j s_r: the source is (z, j, i)
+    if not (
+        s_c == isz
+        and s_r > 0
+        and s_r % isz == 0
+        and s_b >= 0
+        and s_b % isz == 0
+        and isz in (1, 2, 4, 8)
+        and bt <= 65535
+        and v.size
+    ):
+        return xp.ascontiguousarray(v)
+    out = xp.empty(v.shape, v.dtype)
+    args = (np.uint64(v.data.ptr), out, np.int32(cols), np.int32(rows), np.int64(s_b // isz), np.int64(s_r // isz))
+    _transpose_kernel(xp, isz)((-(-rows // 32), -(-cols // 32), bt), (32, 8, 1), args)
+    return out
+
+
+def _transpose_kernel(xp, itemsize: int):
+    key = (id(xp), itemsize)
+    kernel = _TRANSPOSE.get(key)
+    if kernel is None:
+        module = xp.RawModule(code=source("transpose"), options=("-std=c++17",))
+        kernel = _TRANSPOSE[key] = module.get_function(f"polymm_transpose_{itemsize}")
+    return kernel
+
+
+_TRANSPOSE: dict = {}
 
 
 def external_launch(p: Params, shape) -> dict:

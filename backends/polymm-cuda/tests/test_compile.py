@@ -133,7 +133,7 @@ def test_hot_path_does_not_spill():
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 @pytest.mark.parametrize("arch", ["sm_80", ARCH])
-@pytest.mark.parametrize("source", ["tensorcore", "dmma"])
+@pytest.mark.parametrize("source", ["tensorcore", "dmma", "transpose"])
 def test_tensor_core_kernels_compile_without_spills(arch, source):
     """Every tensor-core kernel (float16, bfloat16, int8, uint8 with the parameters ``"auto"`` uses;
     float64 on the FP64 tensor cores) builds to machine code for Ampere and Hopper with every
@@ -143,6 +143,9 @@ def test_tensor_core_kernels_compile_without_spills(arch, source):
     if source == "tensorcore":
         options = tensorcore.DEFAULT.options()
         names = [tensorcore.kernel_name(d, lay) for d, lays in tensorcore.LAYOUTS.items() for lay in lays]
+    elif source == "transpose":  # the copies before them
+        options = ()
+        names = [f"polymm_transpose_{size}" for size in (1, 2, 4, 8)]
     else:
         options = ()
         names = [f"polymm_dmma_{a}_{b}" for a in ("ak", "am") for b in ("bn", "bk")]

@@ -476,6 +476,30 @@ def test_int8_tensor_core_wraps_like_numpy(backend):
     _check(out, a, b, np.int8)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "float16", "float32", "float64"])
+@pytest.mark.parametrize(
+    "view",
+    ["transposed", "transposed-batch", "row-slice", "broadcast", "odd"],
+)
+def test_transposed_copy_equals_cupy(dtype, view):
+    """The tiled transposed copy the tensor cores' repacking uses gives exactly CuPy's
+    ``ascontiguousarray`` of the view, edges, batches, row strides and fallbacks included."""
+    from polymm_cuda import tensorcore
+
+    rng = np.random.default_rng(11)
+    base = cp.asarray(rng.standard_normal((3, 70, 100)) * 100).astype(dtype)
+    v = {
+        "transposed": base[0:1].transpose(0, 2, 1),
+        "transposed-batch": base.transpose(0, 2, 1),
+        "row-slice": base[:, 3:67, 5:95].transpose(0, 2, 1),  # rows 100 apart, offset start
+        "broadcast": cp.broadcast_to(base[:1], (4, 70, 100)).transpose(0, 2, 1),  # batch stride 0
+        "odd": base[:, ::2, :].transpose(0, 2, 1)[:, ::3],  # no unit stride: CuPy's copy
+    }[view]
+    out = tensorcore.transposed_copy(cp, v)
+    assert out.flags.c_contiguous and out.shape == v.shape
+    assert bool((out == cp.ascontiguousarray(v)).all())
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_dmma_kernel(backend, layout, monkeypatch):
     """float64 on the FP64 tensor cores, every layout read in place, at tile edges and beyond one tile."""
