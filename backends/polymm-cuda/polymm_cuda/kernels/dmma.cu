@@ -4,12 +4,12 @@
 //
 // Shapes (DM_MMA): m8n8k4 (884, the only one before sm_90) or Hopper's m16n8k4 (1684) and
 // m16n8k8 (1688). Kernels alone on the H100 (2026-11-24, benchmarks/h100-2026-11-24/sweeps/
-// dmma_sweep.py), against cuBLAS DGEMM at 2048 / 4096 / 8192: m8n8k4 0.40x / 0.42x / 0.44x,
+// sweep.py dmma-shapes), against cuBLAS DGEMM at 2048 / 4096 / 8192: m8n8k4 0.40x / 0.42x / 0.44x,
 // m16n8k4 0.59x / 0.61x / 0.58x, m16n8k8 0.54x / 0.50x / 0.43x (it spills under the two-block
-// register budget; with one block per SM neither m16n8 shape passes 0.51x). Default: 1684 on
+// register budget; with one block per SM neither m16n8 shape passes 0.53x). Default: 1684 on
 // sm_90 and later, 884 before. m16n8k4 spills 16-36 bytes (not accumulators) with the K loop
 // unrolled whole, and is still faster than unrolled by two without spills (0.59-0.61x against
-// 0.53-0.55x, dmma_sweep2.py).
+// 0.53-0.55x, sweep.py dmma-unroll).
 //
 // Tiling. A block of 256 threads (8 warps, 2 x 4) computes a 64 x 128 tile of C; each warp a
 // 32 x 32 sub-tile as (32 / DM_TM) x 4 MMA tiles of DM_TM x 8 (32 double accumulators per
@@ -48,7 +48,7 @@
 #define DM_BR (DM_TK / 4)           // B values: 1 or 2
 #define DM_R (DM_TM / 4)            // C values: 2 or 4
 #ifndef DM_WM
-#define DM_WM 32  // rows of C per warp; 64 (128-row blocks, one per SM) was no faster (dmma_sweep3.py)
+#define DM_WM 32  // rows of C per warp; 64 (128-row blocks, one per SM) was no faster (sweep.py dmma-warps)
 #endif
 #define DM_I (DM_WM / DM_TM)        // MMA tiles along M per warp
 #ifndef DM_MINB
