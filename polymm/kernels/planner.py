@@ -40,8 +40,9 @@ SMALL_BATCHED = 64 * 64
 #: (MWG, NWG, KWG, MDIMC, NDIMC, KTEAMS): the fastest at each size in sweeps on the H100 (kernels
 #: alone, 2026-11-23/24, ``.device``'s sweep scripts): 8 x 8 micro-tiles at 1000-1024 in four
 #: teams splitting K (1024: 66.3 -> 57.5 us, cuBLAS 56.9), 4 x 4 below, in two teams at 512
-#: (34.6 -> 14.0 us, cuBLAS 14.6), 2 x 2 for the smallest.  Teams were measured for 4-byte
-#: values only; other dtypes take one team (:func:`_gpu_tile`).
+#: (34.6 -> 14.0 us, cuBLAS 14.6), 2 x 2 for the smallest.  Teams were swept on float32; values
+#: kept in 32 bits (integers up to 32 bits, float16, bfloat16) take them too (their cells stayed
+#: above the floors: int16/int32 1.9x ``cupy.matmul`` and more), wider ones one team (:func:`_gpu_tile`).
 _SMALLER_TILES = (
     (64, 128, 8, 8, 16, 4),
     (64, 64, 16, 8, 16, 1),
@@ -183,7 +184,7 @@ def choose(device: DeviceInfo, algorithm: str, dtype, M, N, K, batch=1, a_stride
 
 def _gpu_tile(device, dtype, mwg, nwg, kwg, mdimc, ndimc, kteams=1) -> KernelParams:
     """A local-memory tile of this shape with the table's vector widths (narrowed to fit), padding
-    and work-group order; ``kteams`` teams splitting K for 4-byte values, fewer while they exceed
+    and work-group order; ``kteams`` teams splitting K for values kept in 32 bits, fewer while they exceed
     the device's work-group size or local memory, then the K step halved until the tiles fit
     (wide dtypes)."""
     base = regblock_params(device, dtype)

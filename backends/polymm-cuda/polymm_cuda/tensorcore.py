@@ -234,7 +234,8 @@ def transposed_copy(xp, v):
 
 
 def _transpose_kernel(xp, itemsize: int):
-    key = (id(xp), itemsize)
+    """``kernels/transpose.cu`` for elements of ``itemsize`` bytes, built once per GPU."""
+    key = (id(xp), xp.cuda.Device().id, itemsize)
     kernel = _TRANSPOSE.get(key)
     if kernel is None:
         module = xp.RawModule(code=source("transpose"), options=("-std=c++17",))
