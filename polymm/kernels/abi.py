@@ -88,6 +88,18 @@ SIGNATURES = {
     # CUDA only (polymm_cuda/kernels/wgmma.cu): the "gemm" list and the batch count (its grid is
     # one-dimensional: persistent blocks walk the tiles of every batch entry).
     "wgmma": (*_GEMM, ("batch", "size")),
+    # CUDA only (polymm_cuda/kernels/transpose.cu): dst[b*C*ld + c*ld + r] = src[s_off + b*s_b +
+    # r*s_r + c] for r < R, c < C (raw bits; one matrix per grid z).
+    "transpose": (
+        ("src", "in"),
+        ("s_off", "index"),
+        ("s_b", "index"),
+        ("s_r", "index"),
+        ("dst", "out"),
+        ("ld", "index"),
+        ("R", "size"),
+        ("C", "size"),
+    ),
     # CUDA only: the "gemm" list, then the flags of tf32-split (A's rows from 0, B's columns from
     # fb_off): the flagged rows and columns of C recomputed in float32.
     "tf32-fixup": (
@@ -109,6 +121,7 @@ ABI_OF = {
     "tf32-split": "tf32-split",
     "tf32-fixup": "tf32-fixup",
     "wgmma": "wgmma",
+    "transpose": "transpose",
 }
 _MACROS = {"gemm": "PM_ARGS", "pack": "PM_PACK_ARGS", "sum": "PM_SUM_ARGS"}
 _ELEMENT = {"gemm": "ELEM_T", "pack": "COPY_T", "sum": "ELEM_T"}

@@ -289,7 +289,10 @@ class CUDABackend(Backend):
         cc = self._compute_capability(a.buffer.data.device_id)
         if tensorcore.shape_rule(a.dtype, cc, (bt, m, n, k)) is not None:
             return False  # no layout would let the tensor cores run it
-        return tensorcore.choose(a.dtype, cc, (bt, m, n, k), a.strides, b.strides, _address(a), _address(b))[0] is None
+        shape, pa, pb = (bt, m, n, k), _address(a), _address(b)
+        if _wgmma.choose(a.dtype, cc, shape, a.strides, b.strides, pa, pb)[0] is not None:
+            return False  # wgmma reads them (or its plan copies B itself)
+        return tensorcore.choose(a.dtype, cc, shape, a.strides, b.strides, pa, pb)[0] is None
 
     def _repacked(self, a: Operand, b: Operand):
         return tuple(as_operand(x) for x in tensorcore.repack(self._cp, self._view(a), self._view(b)))

@@ -228,7 +228,17 @@ def transposed_copy(xp, v):
     ):
         return xp.ascontiguousarray(v)
     out = xp.empty(v.shape, v.dtype)
-    args = (np.uint64(v.data.ptr), out, np.int32(cols), np.int32(rows), np.int64(s_b // isz), np.int64(s_r // isz))
+    i64 = np.int64
+    args = (
+        np.uint64(v.data.ptr),
+        i64(0),
+        i64(s_b // isz),
+        i64(s_r // isz),
+        out,
+        i64(cols),
+        np.int32(cols),
+        np.int32(rows),
+    )
     _transpose_kernel(xp, isz)((-(-rows // 32), -(-cols // 32), bt), (32, 8, 1), args)
     return out
 

@@ -89,6 +89,8 @@ def choose(dtype: np.dtype, cc: int, shape, sa, sb, a_ptr: int, b_ptr: int) -> t
         return kernel_name(dtype.name, "kn"), "B is N-contiguous"
     if sb[1] == 1 and aligned(sb[0], sb[2]):
         return kernel_name(dtype.name, "nk"), "B is K-contiguous (B^T row-major)"
+    if sb[2] == 1 and sb[1] > 0 and sb[0] >= 0:  # 8-bit types: transposed into scratch by the plan
+        return kernel_name(dtype.name, "nk"), "B is N-contiguous: copied K-major first (8-bit wgmma has no transpose)"
     along = "N or K" if dtype.name in _N_MAJOR else "K"
     return None, f"B must be contiguous along {along} with 16-byte aligned strides"
 
@@ -167,15 +169,33 @@ def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
     """The planner's description of one launch: a persistent grid (at most one block per SM
     of ``sms``), block, shared memory, and the two tensor maps (``tma``:
     per map, the buffer slot it describes and its geometry, see :func:`_map`), which the backend
-    encodes per call with the buffers' addresses."""
+    encodes per call with the buffers' addresses. The operands start 16-byte aligned (:func:`choose`),
+    so their element offsets are 0. An N-contiguous B of an 8-bit type is first copied K-major into
+    scratch by ``kernels/transpose.cu`` (a ``before`` launch; the product then reads that copy)."""
     bt, m, n, k = shape
     bn = width(shape, sms)
     entries = lambda s_batch: bt if bt > 1 and s_batch != 0 else 1  # noqa: E731
     a_map = _operand_map(k, m, sa[1], sa[0], isz, (ROW // isz, BM, 1), entries(sa[0]))
     if layout == "kn":  # 64 x 64 chunks of B as stored
         b_map = _operand_map(n, k, sb[1], sb[0], isz, (64, 64, 1), entries(sb[0]))
-    else:
+    elif sb[1] == 1:  # B^T row-major as it lies
         b_map = _operand_map(k, n, sb[2], sb[0], isz, (ROW // isz, bn, 1), entries(sb[0]))
+    else:  # an N-contiguous B of 8-bit type: copied K-major into scratch (slot 3) first
+        e = entries(sb[0])
+        ldk = -(-k * isz // _ALIGN) * _ALIGN // isz  # rows padded to 16 bytes (the padding is never read)
+        values = dict(s_off=0, s_b=sb[0] if e > 1 else 0, s_r=sb[1], ld=ldk, R=k, C=n)
+        grid = (-(-n // 32), -(-k // 32), e)
+        kernel = f"polymm_transpose_{isz}"
+        before = _launch(kernel, "transpose", values, {"src": 1, "dst": 3}, grid, (32, 8, 1), source="transpose")
+        b_map = _map((k, n, e), (ldk * isz, n * ldk * isz), (ROW // isz, bn, 1), isz)
+        b_op = (3, 0, n * ldk if e > 1 else 0, 1, ldk)
+        return {
+            **_geometry(shape, bn, sms),
+            "tma": ((0, a_map), (3, b_map)),
+            "operands": ((0, 0, *sa), b_op),
+            "scratch": [e * n * ldk * isz],
+            "before": [before],
+        }
     return {**_geometry(shape, bn, sms), "tma": ((0, a_map), (1, b_map))}
 
 
@@ -264,14 +284,15 @@ def tf32_launch(mode: str, shape, a, b, sms: int) -> dict:
     }
 
 
-def _launch(kernel: str, abi: str, values: dict, buffers: dict, grid, block) -> dict:
-    """A launch of a ``kernels/tf32_split.cu`` kernel, as the planner's ``before``/``after`` entries."""
+def _launch(kernel: str, abi: str, values: dict, buffers: dict, grid, block, source: str = "tf32_split") -> dict:
+    """A launch of a helper kernel (``kernels/tf32_split.cu``, ``kernels/transpose.cu``), as the
+    planner's ``before``/``after`` entries."""
     return {
         "kernel": kernel,
         "abi": abi,
         "values": values,
         "buffers": buffers,
-        "source": "tf32_split",
+        "source": source,
         "options": (),
         "grid": grid,
         "block": block,

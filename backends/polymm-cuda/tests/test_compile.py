@@ -222,7 +222,11 @@ def test_wgmma_is_planned_on_hopper_only():
     assert made.choice.kernel == "polymm_wgmma_int8_nk"
     assert made.choice.external["tma"][1] == (1, ((512, 512, 1), (512, 512 * 512), (128, 128, 1), 1))
     made = planner.plan(dataclasses.replace(H100, cc=90), "int8", (1, 512, 512, 512), strides, strides)
-    assert "wgmma" not in made.choice.kernel  # B N-major: the backend repacks it first
+    # B N-major: the plan first copies it K-major into scratch (slot 3), which the product reads
+    assert made.choice.kernel == "polymm_wgmma_int8_nk"
+    assert [x.kernel for x in made.launches] == ["polymm_transpose_1", "polymm_wgmma_int8_nk"]
+    assert made.launches[0].buffers == {0: 1, 4: 3} and made.scratch == [512 * 512]
+    assert made.choice.external["tma"][1] == (3, ((512, 512, 1), (512, 512 * 512), (128, 128, 1), 1))
     repeated = (0, (0, 0, 1))  # one row of A seen M times (a broadcast view): no tensor map has stride 0
     made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 512, 512, 512), repeated, strides)
     assert not made.choice.kernel.startswith("polymm_wgmma")
