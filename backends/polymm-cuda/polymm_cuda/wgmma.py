@@ -4,7 +4,8 @@ the copy engine).
 What this module decides and builds, and nothing else:
 
 - :func:`choose`: whether the kernel reads a call's operands as they lie (the copy engine needs
-  16-byte aligned bases and row strides, and unit stride along K for A, along N or K for B);
+  16-byte aligned bases and row strides, and unit stride along K for A, along N or K for B; an
+  8-bit B contiguous along N is copied K-major first, by :func:`external_launch`'s plan);
 - :func:`tf32_launch`: float32 products in the ``"tf32"`` and ``"tf32x3"`` precision modes:
   the operands split into TF32 parts where needed (``kernels/tf32_split.cu``), one product
   (three for ``tf32x3``), and the repair of rows and columns that hold Inf or NaN;
