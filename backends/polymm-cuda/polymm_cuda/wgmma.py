@@ -43,8 +43,9 @@ __all__ = [
 #: The only compute capability the ``sm_90a`` instructions run on.
 CC = 90
 BM, ROW, STAGES, THREADS = 128, 128, 4, 384  # ROW: bytes of K per pipeline slice
-#: Tile widths compiled (``-DWG_BN``): 256 for large products, 128 where 256 leaves SMs idle.
-WIDTHS = (256, 128)
+#: Tile widths compiled (``-DWG_BN``): 256 for large products, 128 and 64 where wider tiles leave
+#: SMs idle.
+WIDTHS = (256, 128, 64)
 BN = WIDTHS[0]
 
 

@@ -168,7 +168,7 @@ def test_tensor_core_kernels_compile_without_spills(arch, source):
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
-@pytest.mark.parametrize("bn", [256, 128])
+@pytest.mark.parametrize("bn", [256, 128, 64])
 def test_wgmma_kernels_compile_without_spills(bn):
     """Hopper's wgmma kernels (float16 and bfloat16, B N- or K-major; TF32 with one and with three
     products; int8 and uint8; each tile width) assemble for sm_90a with every accumulator in
@@ -208,7 +208,7 @@ def test_wgmma_is_planned_on_hopper_only():
     (a_map, b_map) = made.choice.external["tma"]  # (buffer slot, (dims, byte strides, box, element size))
     assert a_map == (0, ((512, 512, 1), (1024, 512 * 1024), (64, 128, 1), 2))
     assert b_map == (1, ((512, 512, 1), (1024, 512 * 1024), (64, 64, 1), 2))
-    assert made.choice.external["source"] == "wgmma-128"  # 8 tiles of 256 or 16 of 128 on 132 SMs
+    assert made.choice.external["source"] == "wgmma-64"  # 8 tiles of 256, 16 of 128 or 32 of 64 on 132 SMs
     big = (0, (4096 * 4096, 4096, 1))
     made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 4096, 4096, 4096), big, big)
     assert made.choice.external["source"] == "wgmma-256" and made.launches[0].global_size[0] == 132 * 384
@@ -220,13 +220,13 @@ def test_wgmma_is_planned_on_hopper_only():
     bt_int8 = (0, (512 * 512, 1, 512))  # B^T row-major: the 8-bit wgmma reads K-major B only
     made = planner.plan(dataclasses.replace(H100, cc=90), "int8", (1, 512, 512, 512), strides, bt_int8)
     assert made.choice.kernel == "polymm_wgmma_int8_nk"
-    assert made.choice.external["tma"][1] == (1, ((512, 512, 1), (512, 512 * 512), (128, 128, 1), 1))
+    assert made.choice.external["tma"][1] == (1, ((512, 512, 1), (512, 512 * 512), (128, 64, 1), 1))
     made = planner.plan(dataclasses.replace(H100, cc=90), "int8", (1, 512, 512, 512), strides, strides)
     # B N-major: the plan first copies it K-major into scratch (slot 3), which the product reads
     assert made.choice.kernel == "polymm_wgmma_int8_nk"
     assert [x.kernel for x in made.launches] == ["polymm_transpose_1", "polymm_wgmma_int8_nk"]
     assert made.launches[0].buffers == {0: 1, 4: 3} and made.scratch == [512 * 512]
-    assert made.choice.external["tma"][1] == (3, ((512, 512, 1), (512, 512 * 512), (128, 128, 1), 1))
+    assert made.choice.external["tma"][1] == (3, ((512, 512, 1), (512, 512 * 512), (128, 64, 1), 1))
     repeated = (0, (0, 0, 1))  # one row of A seen M times (a broadcast view): no tensor map has stride 0
     made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 512, 512, 512), repeated, strides)
     assert not made.choice.kernel.startswith("polymm_wgmma")

@@ -147,6 +147,86 @@ __device__ __forceinline__ unsigned wg_pack_bf16(float lo, float hi) {
 // `wgmma.mma_async` wrappers (WG_BN / 2 accumulator operands) are written by polymm_cuda.wgmma
 // ahead of this text.
 
+// The stores of C. Accumulator 4j + e of a consumer thread sits at row 16 * warp + lane / 4
+// (+ 8 for e >= 2), column 8j + 2 (lane % 4) + e % 2: the four lanes of a quad share a row and
+// hold 2 columns each of every 8-column group. Stored as they lie, a warp would write 8 rows x
+// 16 bytes (f16) per instruction, half of each 32-byte sector, and C's stores cost 8 us of a
+// 32 us 2048 float16 product on the H100. So for each run of four groups the quad first trades
+// pairs (two exchanges, lane bits against group bits) until lane q holds group q whole: one
+// 8-element store per lane, whole sectors per row.
+
+// A pair of results as stored, in one or two 32-bit words (float32: two).
+template <int KIND>
+struct wg_pair {
+    static constexpr int WORDS = KIND == 2 ? 2 : 1;
+};
+
+template <int KIND, typename ACC>
+__device__ __forceinline__ void wg_pack(ACC lo, ACC hi, unsigned (&w)[wg_pair<KIND>::WORDS]) {
+    if constexpr (KIND == 2) {
+        w[0] = __float_as_uint(lo), w[1] = __float_as_uint(hi);
+    } else if constexpr (KIND >= 3) {  // the low bytes: wrap-around, as NumPy's
+        w[0] = (lo & 0xff) | ((hi & 0xff) << 8);
+    } else {
+        w[0] = KIND == 1 ? wg_pack_bf16(lo, hi) : wg_pack_f16(lo, hi);
+    }
+}
+
+// Element e (0..7) of a group held whole: slot e / 2, half e % 2.
+template <int KIND, typename T>
+__device__ __forceinline__ T wg_element(const unsigned (&v)[4][wg_pair<KIND>::WORDS], int e) {
+    const unsigned w = v[e >> 1][KIND == 2 ? (e & 1) : 0];
+    if constexpr (KIND == 2) return __uint_as_float(w);
+    else if constexpr (KIND >= 3) return (T)((w >> (8 * (e & 1))) & 0xff);
+    else return (T)(w >> (16 * (e & 1)));
+}
+
+template <int KIND, typename ACC, typename T>
+__device__ __forceinline__ void wg_store(const ACC (&d)[WG_ACC], T* Cz, int M, int N, int row_base, int n0, int q,
+                                         bool vector) {
+    constexpr int W = wg_pair<KIND>::WORDS;
+#pragma unroll
+    for (int j0 = 0; j0 < WG_BN / 8; j0 += 4) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            unsigned v[4][W];
+#pragma unroll
+            for (int g = 0; g < 4; ++g) wg_pack<KIND>(d[4 * (j0 + g) + 2 * h], d[4 * (j0 + g) + 2 * h + 1], v[g]);
+            // lane q slot i := lane i's group q (every lane takes part, whatever its bounds)
+#pragma unroll
+            for (int bit = 2; bit >= 1; bit >>= 1) {
+#pragma unroll
+                for (int lo = 0; lo < 4; ++lo) {
+                    if (lo & bit) continue;
+                    const int hi = lo | bit;
+#pragma unroll
+                    for (int x = 0; x < W; ++x) {
+                        const unsigned got = __shfl_xor_sync(0xffffffffu, (q & bit) ? v[lo][x] : v[hi][x], bit);
+                        if (q & bit) v[lo][x] = got; else v[hi][x] = got;
+                    }
+                }
+            }
+            const int row = row_base + 8 * h, col = n0 + 8 * (j0 + q);
+            if (row >= M || col >= N) continue;
+            T* dst = Cz + (pm_i64)row * N + col;
+            if (vector && col + 8 <= N) {
+                if constexpr (KIND == 2) {
+                    *(uint4*)dst = make_uint4(v[0][0], v[0][1], v[1][0], v[1][1]);
+                    *(uint4*)(dst + 4) = make_uint4(v[2][0], v[2][1], v[3][0], v[3][1]);
+                } else if constexpr (KIND >= 3) {
+                    *(uint2*)dst = make_uint2(v[0][0] | (v[1][0] << 16), v[2][0] | (v[3][0] << 16));
+                } else {
+                    *(uint4*)dst = make_uint4(v[0][0], v[1][0], v[2][0], v[3][0]);
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; ++e)
+                    if (col + e < N) dst[e] = wg_element<KIND, T>(v, e);
+            }
+        }
+    }
+}
+
 // Tile `tile` of C (row-major over the tile grid, in groups of WG_GROUP_M tile rows, so the tiles
 // computed at once share panels of A and B in L2): its first row and column.
 __device__ __forceinline__ void wg_tile(int tile, int tiles_m, int tiles_n, int& m0, int& n0) {
@@ -224,8 +304,8 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int row0 = (wg - 1) * 64, t = tid & 127, warp = t >> 5, lane = t & 31;
     C += c_off;
-    // every entry's C starts as aligned as the first when N is even
-    const bool pairs = ((N & 1) == 0) && ((((unsigned long long)C) & (2 * sizeof(T) - 1)) == 0);
+    // every entry's C starts as aligned as the first when N is a multiple of 8
+    const bool vector = ((N & 7) == 0) && ((((unsigned long long)C) & (8 * sizeof(T) - 1)) == 0);
     int it = 0;
     ACC d[WG_ACC];
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -269,42 +349,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
         wg_hold(d);
         if (slices > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
 
-        // Accumulator 4j + e: row 16 * warp + lane / 4 (+ 8 for e >= 2), column 8j + 2 (lane % 4) + e % 2.
-#pragma unroll
-        for (int j = 0; j < WG_BN / 8; ++j) {
-            const int col = n0 + 8 * j + 2 * (lane & 3);
-            if (col >= N) continue;
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = m0 + row0 + 16 * warp + (lane >> 2) + 8 * h;
-                if (row >= M) continue;
-                T* dst = Cz + (pm_i64)row * N + col;
-                const ACC lo = d[4 * j + 2 * h], hi = d[4 * j + 2 * h + 1];
-                if constexpr (KIND == 2) {
-                    if (pairs) {
-                        *(float2*)dst = make_float2(lo, hi);
-                    } else {
-                        dst[0] = lo;
-                        if (col + 1 < N) dst[1] = hi;
-                    }
-                } else if constexpr (KIND >= 3) {  // the low bytes: wrap-around, as NumPy's
-                    if (pairs) {
-                        *(unsigned short*)dst = (unsigned short)((lo & 0xff) | ((hi & 0xff) << 8));
-                    } else {
-                        dst[0] = (T)lo;
-                        if (col + 1 < N) dst[1] = (T)hi;
-                    }
-                } else {
-                    const unsigned two = KIND == 1 ? wg_pack_bf16(lo, hi) : wg_pack_f16(lo, hi);
-                    if (pairs) {
-                        *(unsigned*)dst = two;
-                    } else {
-                        dst[0] = (T)(two & 0xffffu);
-                        if (col + 1 < N) dst[1] = (T)(two >> 16);
-                    }
-                }
-            }
-        }
+        wg_store<KIND>(d, Cz, M, N, m0 + row0 + 16 * warp + (lane >> 2), n0, lane & 3, vector);
     }
 }
 
