@@ -65,9 +65,13 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
     if precision is not None and precision != current_precision():  # backends read it with current()
         with use_precision(precision):
             return matmul(x1, x2, backend=backend, algorithm=algorithm, out=out)
-    plain = PLAIN_TYPES.get(type(x1))
-    if plain is not None and type(x2) is type(x1) and out is None:
-        result = _matmul_plain(plain, x1, x2, backend, algorithm)
+    if type(x2) is type(x1) and out is None:  # the short paths, for types seen before
+        plain = PLAIN_TYPES.get(type(x1))
+        if plain is not None:
+            result = _matmul_plain(plain, x1, x2, backend, algorithm)
+        else:
+            native = _VIEWERS.get(type(x1))
+            result = None if native is None else _matmul_viewed(native, x1, x2, backend, algorithm)
         if result is not None:
             return result
     if is_dask_array(x1) or is_dask_array(x2):  # a lazy result, built in its own module (Dask is optional)
@@ -272,6 +276,7 @@ def _matmul_foreign(x1, x2, backend, algorithm, out):
     if out is None and hasattr(native, "view_foreign"):  # e.g. PyTorch CUDA tensors seen by CuPy
         result = _matmul_viewed(native, x1, x2, backend, algorithm)
         if result is not None:
+            _VIEWERS[type(x1)] = native
             return result
     xp = array_api_compat.array_namespace(x1, x2)
     dtype = promotion.foreign_result_type(x1, x2)
@@ -302,13 +307,22 @@ def _matmul_viewed(native, x1, x2, backend, algorithm):
     a, b = native.view_foreign(x1), native.view_foreign(x2)
     if a is None or b is None:
         return None
-    result = native.new_foreign(x1, matmul_shape(tuple(a.shape), tuple(b.shape)).result)
+    if a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]:  # the common case, checked cheaply
+        shape = (a.shape[0], b.shape[1])
+    else:
+        shape = matmul_shape(tuple(a.shape), tuple(b.shape)).result
+    result = native.new_foreign(x1, shape)
     view = native.view_foreign(result)
     if view is None:
         return None
     if _matmul_plain(PLAIN_TYPES.get(type(a)), a, b, backend, algorithm, out=view) is None:
         matmul(a, b, backend=backend, algorithm=algorithm, out=view)
     return result
+
+
+#: Foreign array types (PyTorch tensors) a native adapter has viewed in place: their products go
+#: straight to :func:`_matmul_viewed`, which declines (None) whatever it cannot view.
+_VIEWERS: dict = {}
 
 
 def _resolved(x):

@@ -41,29 +41,28 @@ class CupyKind(ArrayKind):
         handshake (which costs a PyTorch call about 0.1 ms)."""
         if type(x).__module__.split(".")[0] != "torch" or not x.is_cuda:
             return False
-        import torch
-
         device = x.device.index
         if device != self.cp.cuda.runtime.getDevice():
             return False
-        return torch.cuda.current_stream(device).cuda_stream == self.cp.cuda.get_current_stream().ptr
+        return _torch_stream(device) == self.cp.cuda.get_current_stream().ptr
 
     def view_foreign(self, x):
         """A CuPy view sharing the memory of ``x``, a PyTorch CUDA tensor (after
         :meth:`same_stream`), or None (empty, autograd, a dtype polymm does not compute: the
-        DLPack path decides). Lazily conjugated or negated tensors are resolved first."""
-        if x.numel() == 0 or x.requires_grad:
-            return None
+        DLPack path decides). Lazily conjugated or negated tensors are resolved first. The view
+        spans the elements ``x`` reaches (PyTorch strides are never negative)."""
         dtype = _torch_dtypes().get(x.dtype)
-        if dtype is None:
+        if dtype is None or x.requires_grad:
             return None
         if x.is_conj() or x.is_neg():
             x = x.resolve_conj().resolve_neg()
-        storage = x.untyped_storage()
-        memory = self.cp.cuda.UnownedMemory(storage.data_ptr(), storage.nbytes(), x, x.device.index)
-        pointer = self.cp.cuda.MemoryPointer(memory, x.storage_offset() * dtype.itemsize)
-        strides = tuple(s * dtype.itemsize for s in x.stride())
-        return self.cp.ndarray(tuple(x.shape), dtype, pointer, strides)
+        shape, strides = x.shape, x.stride()
+        if 0 in shape:
+            return None
+        extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+        memory = self.cp.cuda.UnownedMemory(x.data_ptr(), extent * dtype.itemsize, x, x.device.index)
+        byte_strides = tuple(s * dtype.itemsize for s in strides)
+        return self.cp.ndarray(tuple(shape), dtype, self.cp.cuda.MemoryPointer(memory, 0), byte_strides)
 
     @staticmethod
     def new_foreign(like, shape):
@@ -101,6 +100,22 @@ class CupyKind(ArrayKind):
 
 
 _TORCH_DTYPES: dict | None = None
+
+
+def _torch_stream(device: int) -> int:
+    """The handle of PyTorch's current CUDA stream on ``device``: through PyTorch's internal
+    accessor where it has one (0.3 us on the H100's host against 4 us for the public
+    ``torch.cuda.current_stream(device).cuda_stream``, a fifth of a small product's call)."""
+    global _TORCH_STREAM
+    if _TORCH_STREAM is None:
+        import torch
+
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _TORCH_STREAM = raw if raw is not None else (lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return _TORCH_STREAM(device)
+
+
+_TORCH_STREAM = None
 
 
 def _torch_dtypes() -> dict:

@@ -28,7 +28,7 @@ class Prepared:
     slots), after ``maps`` leading tensor maps (128 bytes each) when the kernel takes them.
     ``launch_kernel`` is ``cupy.cuda.driver.launchKernel``."""
 
-    __slots__ = ("_launch", "_geometry", "_block", "_params", "_buffer_at", "_map_at", "_maps", "_lock")
+    __slots__ = ("_launch", "_geometry", "_block", "_params", "_params_at", "_buffer_at", "_map_at", "_maps", "_lock")
 
     def __init__(self, launch_kernel, function: int, grid, block, smem: int, args, slots, maps: int = 0):
         self._launch = launch_kernel
@@ -43,6 +43,7 @@ class Prepared:
         self._block = raw[first : first + end]
         address = self._block.ctypes.data
         self._params = np.array([address + o for o in offsets], np.uint64)
+        self._params_at = self._params.ctypes.data  # (a ctypes lookup per call costs a microsecond)
         for arg, offset in zip(args, offsets[maps:]):
             if arg is not None:
                 value = np.frombuffer(np.asarray(arg).tobytes(), np.uint8)
@@ -62,4 +63,4 @@ class Prepared:
                 for offset, tmap in zip(self._map_at, maps):
                     self._block[offset : offset + 128] = np.frombuffer(tmap.tobytes(), np.uint8)
                 self._maps = maps
-            self._launch(*self._geometry, stream, self._params.ctypes.data, 0)
+            self._launch(*self._geometry, stream, self._params_at, 0)

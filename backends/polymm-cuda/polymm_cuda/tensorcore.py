@@ -32,6 +32,7 @@ __all__ = [
     "planner_entry",
     "shape_rule",
     "repack",
+    "transpose_grid",
     "source",
 ]
 
@@ -239,8 +240,15 @@ def transposed_copy(xp, v):
         np.int32(cols),
         np.int32(rows),
     )
-    _transpose_kernel(xp, isz)((-(-rows // 32), -(-cols // 32), bt), (32, 8, 1), args)
+    _transpose_kernel(xp, isz)(transpose_grid(isz, cols, rows, bt), (32, 8, 1), args)
     return out
+
+
+def transpose_grid(itemsize: int, rows: int, cols: int, batch: int) -> tuple[int, int, int]:
+    """The grid of ``kernels/transpose.cu`` (blocks of 32 x 8) copying ``batch`` matrices of
+    ``rows`` x ``cols`` (its R and C): tiles of 64 x 64 8-bit elements, 32 x 32 larger ones."""
+    tile = 64 if itemsize == 1 else 32
+    return -(-cols // tile), -(-rows // tile), batch
 
 
 def _transpose_kernel(xp, itemsize: int):

@@ -26,6 +26,7 @@ from functools import lru_cache
 import numpy as np
 
 from .tensorcore import source as _file_source
+from .tensorcore import transpose_grid
 
 __all__ = [
     "CC",
@@ -186,7 +187,7 @@ def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
         e = entries(sb[0])
         ldk = -(-k * isz // _ALIGN) * _ALIGN // isz  # rows padded to 16 bytes (the padding is never read)
         values = dict(s_off=0, s_b=sb[0] if e > 1 else 0, s_r=sb[1], ld=ldk, R=k, C=n)
-        grid = (-(-n // 32), -(-k // 32), e)
+        grid = transpose_grid(isz, k, n, e)
         kernel = f"polymm_transpose_{isz}"
         before = _launch(kernel, "transpose", values, {"src": 1, "dst": 3}, grid, (32, 8, 1), source="transpose")
         b_map = _map((k, n, e), (ldk * isz, n * ldk * isz), (ROW // isz, bn, 1), isz)
