@@ -132,12 +132,22 @@ def options(bn: int = BN) -> tuple[str, ...]:
 
 
 def width(shape, sms: int) -> int:
-    """The tile width for a product: the one whose busiest SM computes the fewest columns
-    (tiles per SM, rounded up, times the width), the wider on a tie (fewer, larger tiles waste
-    less bandwidth). 2048 squares: 128 tiles of 256 or 256 of 128 on 132 SMs, a tie: 256; a
-    256-wide skinny product of 8192 rows: 64 tiles of 256 leave half the SMs idle: 128."""
+    """The tile width for a product: the widest, unless a narrower one cuts the columns its
+    busiest SM computes (tiles per SM, rounded up, times the width) by more than a tenth (a
+    narrower tile reads more per multiply-add). 2048 squares: 128 tiles of 256 or 256 of 128 on
+    132 SMs, a tie: 256; 8192 squares: 63 tiles of 64 per SM against 16 of 256, 2% fewer
+    columns: 256 (64 ran at half the speed on the H100); 1024 squares: 64; a 256-wide skinny
+    product of 8192 rows: 64 tiles of 256 leave half the SMs idle: 128."""
     bt, m, n, _ = shape
-    return min(WIDTHS, key=lambda bn: (-(-(bt * -(-m // BM) * -(-n // bn)) // sms) * bn, -bn))
+
+    def busiest(bn: int) -> int:
+        return -(-(bt * -(-m // BM) * -(-n // bn)) // sms) * bn
+
+    best = WIDTHS[0]
+    for bn in WIDTHS[1:]:
+        if busiest(bn) < 0.9 * busiest(best):
+            best = bn
+    return best
 
 
 def _map(dims, strides, box, isz: int):
