@@ -38,16 +38,17 @@ DEEP_K = 16
 SMALL_BATCHED = 64 * 64
 #: Tiles for products too small to fill the device with the table's, largest first, as
 #: (MWG, NWG, KWG, MDIMC, NDIMC, KTEAMS): the fastest at each size in sweeps on the H100 (kernels
-#: alone, 2026-11-23/24, ``.device``'s sweep scripts): 8 x 8 micro-tiles at 1000-1024 in four
-#: teams splitting K (1024: 66.3 -> 57.5 us, cuBLAS 56.9), 4 x 4 below, in two teams at 512
-#: (34.6 -> 14.0 us, cuBLAS 14.6), 2 x 2 for the smallest.  Teams were swept on float32; values
-#: kept in 32 bits (integers up to 32 bits, float16, bfloat16) take them too (their cells stayed
-#: above the floors: int16/int32 1.9x ``cupy.matmul`` and more), wider ones one team (:func:`_gpu_tile`).
+#: alone, 2026-11-23/24, ``benchmarks/h100-2026-11-24/sweeps/sweep.py``): 8 x 8 micro-tiles at
+#: 1000-1024 in four teams splitting K (1024: 66.3 -> 57.5 us, cuBLAS 56.9), 4 x 4 below, in two
+#: teams at 512 (34.6 -> 14.0 us, cuBLAS 14.6), 2 x 2 in four teams for the smallest (float32 128:
+#: 4.3 -> 3.4 us, 256: 6.5 -> 5.5, cuBLAS 5.3 and 8.2; complex64 256: 15.8 -> 9.7, cuBLAS 10.0;
+#: the ``small`` grid). Values up to 8 bytes take teams (float64 and complex64 were swept at 256;
+#: float32 at every size); complex128's one team (:func:`_gpu_tile`).
 _SMALLER_TILES = (
     (64, 128, 8, 8, 16, 4),
     (64, 64, 16, 8, 16, 1),
     (32, 32, 16, 8, 8, 2),
-    (16, 16, 16, 8, 8, 1),
+    (16, 16, 16, 8, 8, 4),
 )
 #: Partial sums split-K may write (bytes): the reduction reads them all back.
 SLICES_BYTES = 8 << 20
@@ -184,11 +185,11 @@ def choose(device: DeviceInfo, algorithm: str, dtype, M, N, K, batch=1, a_stride
 
 def _gpu_tile(device, dtype, mwg, nwg, kwg, mdimc, ndimc, kteams=1) -> KernelParams:
     """A local-memory tile of this shape with the table's vector widths (narrowed to fit), padding
-    and work-group order; ``kteams`` teams splitting K for values kept in 32 bits, fewer while they exceed
+    and work-group order; ``kteams`` teams splitting K for values of up to 8 bytes, fewer while they exceed
     the device's work-group size or local memory, then the K step halved until the tiles fit
     (wide dtypes)."""
     base = regblock_params(device, dtype)
-    kteams = kteams if value_itemsize(dtype) == 4 else 1
+    kteams = kteams if value_itemsize(dtype) <= 8 else 1
 
     def local(kwg, kteams):
         shape = KernelParams(mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, pad=base.pad, kteams=kteams)

@@ -100,6 +100,9 @@ DMMA_IN_AUTO = os.environ.get("POLYMM_CUDA_DMMA", "1") != "0"
 DMMA_BM, DMMA_BN = 64, 128
 #: Shallower products stay on the SIMT kernel.
 DMMA_MIN_K = 64
+#: Products of fewer tiles too (H100, 2026-11-24, kernels alone: float64 256 squares, 8 tiles,
+#: 24.6 us on DMMA against 8.2 on the SIMT kernel in four teams; cuBLAS 4.8).
+DMMA_MIN_TILES = 16
 DMMA_SMEM = 3 * (DMMA_BM * 20 + 16 * (DMMA_BN + 4)) * 8
 
 
@@ -116,6 +119,8 @@ def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb) -> tuple[str | None, st
     bt, m, n, k = shape
     if min(m, n) < 32 or m * n * k < 64**3:
         return None, "too small for 64 x 128 tiles"
+    if bt * -(-m // DMMA_BM) * -(-n // DMMA_BN) < DMMA_MIN_TILES:
+        return None, f"fewer than {DMMA_MIN_TILES} tiles of {DMMA_BM} x {DMMA_BN}: the SIMT kernel spreads wider"
     if k < DMMA_MIN_K:  # H100, 2026-11-23: 4096 x 32 @ 32 x 4096 at 0.55x cuBLAS on DMMA, 0.84x on SIMT
         return None, f"K = {k} < {DMMA_MIN_K}: writing C dominates, the SIMT kernel's stores are faster"
     if k >= DEEP_K * max(m, n) and bt * -(-m // DMMA_BM) * -(-n // DMMA_BN) < DEEP_TILES:

@@ -504,6 +504,7 @@ def test_transposed_copy_equals_cupy(dtype, view):
 def test_dmma_kernel(backend, layout, monkeypatch):
     """float64 on the FP64 tensor cores, every layout read in place, at tile edges and beyond one tile."""
     monkeypatch.setattr(tensorcore, "DMMA_IN_AUTO", True)
+    monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)  # the small shapes too: every edge of the tiles
     backend._plans.clear()
     rng = np.random.default_rng(13)
     cc = backend._compute_capability(0)

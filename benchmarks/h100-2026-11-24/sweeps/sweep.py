@@ -6,6 +6,8 @@ cuBLAS (``cupy.matmul``, TF32 off) on the same operands, every result checked ag
 
 ``GRID`` (the JSON beside this script of the same name holds that run):
 
+- ``small`` (``sweep7-small.json``, 2026-11-24, the third session): small squares, float32 128 and
+  256, complex64 and float64 256, tiles of 16-64 with teams splitting K;
 - regblock, float32 squares, each candidate through ``CUDABackend.launch``:
   ``teams`` (``sweep4-f32.json``: teams splitting K, bands, padding; 256-4096),
   ``microtiles`` (``sweep5-f32.json``: 8 x 16 and 16 x 8 micro-tiles; 2048-8192),
@@ -73,6 +75,9 @@ def _regblock_grid(grid: str, n: int):
     if grid == "transposed":
         tiles = [(64, 128, 8, 16), (128, 64, 16, 8), (64, 64, 8, 8)]
         return itertools.product(tiles, (8, 16), (2, 4), (0, 8), (0, 4), (None,))
+    if grid == "small":
+        tiles = [(16, 16, 8, 8), (32, 32, 8, 8), (16, 16, 4, 4), (32, 32, 16, 16), (64, 64, 8, 8)]
+        return itertools.product(tiles, (8, 16), (1, 2, 4, 8), (0,), (0, 4), (None,))
     raise SystemExit(f"unknown grid {grid!r}")
 
 
@@ -80,6 +85,7 @@ _REGBLOCK_SIZES = {
     "teams": (256, 512, 1000, 1024, 2048, 4096),
     "microtiles": (2048, 4096, 8192),
     "transposed": (1024, 1000),
+    "small": (128, 256, ("complex64", 256), ("float64", 256)),
 }
 
 
@@ -89,14 +95,16 @@ def regblock(grid: str) -> dict:
 
     be = polymm.get_backend("cuda")
     results = {}
-    for n in _REGBLOCK_SIZES[grid]:
-        a = cp.random.standard_normal((n, n)).astype("float32")
-        b = cp.random.standard_normal((n, n)).astype("float32")
+    for size in _REGBLOCK_SIZES[grid]:
+        dtype, n = size if isinstance(size, tuple) else ("float32", size)
+        a = cp.random.standard_normal((n, n)).astype(dtype)
+        b = cp.random.standard_normal((n, n)).astype(dtype)
         if grid == "transposed":
             a, b = a.T, b.T
         ref = cp.matmul(a, b)
         out = cp.empty_like(ref)
         tref = ktime(lambda: cp.matmul(a, b))
+        tauto = ktime(lambda: be.matmul(a[None], b[None], out[None], "auto"))
         rows = []
         for (mwg, nwg, mdimc, ndimc), kwg, teams, group, pad, regs in _regblock_grid(grid, n):
             wm, wn = mwg // mdimc, nwg // ndimc
@@ -105,14 +113,15 @@ def regblock(grid: str) -> dict:
             elif (wm * wn == 64) != (regs == 128):
                 continue  # 8 x 8 micro-tiles take the table's cap, larger ones none or 255
             p = KernelParams(
-                mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, vw=min(4, wm, wn), gvw=4, pad=pad,
+                mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, vw=min(4 if dtype == "float32" else 2, wm, wn),
+                gvw=4 if dtype == "float32" else 2, pad=pad,
                 maxrreg=regs, kteams=teams, group=group,
             )  # fmt: skip
             try:
                 p.validate("regblock")
             except ValueError:
                 continue
-            if mdimc * ndimc * teams > 1024 or local_mem_bytes("regblock", "float32", p) > 48 * 1024:
+            if mdimc * ndimc * teams > 1024 or local_mem_bytes("regblock", dtype, p) > 48 * 1024:
                 continue
             out.fill(np.nan)
             t = ktime(lambda: be.launch(a[None], b[None], out[None], "regblock", p), reps=5)
@@ -122,8 +131,8 @@ def regblock(grid: str) -> dict:
                 continue
             rows.append((t, p))
         rows.sort(key=lambda r: r[0])
-        results[f"float32 {n}"] = {"cublas_us": tref, "best": [(t, str(p)) for t, p in rows[:10]]}
-        print(f"float32 {n}: cuBLAS {tref:8.1f} us", flush=True)
+        results[f"{dtype} {n}"] = {"cublas_us": tref, "auto_us": tauto, "best": [(t, str(p)) for t, p in rows[:10]]}
+        print(f"{dtype} {n}: cuBLAS {tref:8.1f} us, auto {tauto:8.1f} us", flush=True)
         for t, p in rows[:8]:
             what = f"{p.mwg}x{p.nwg}x{p.kwg} t{p.mdimc}x{p.ndimc} kt{p.kteams} g{p.group} pad{p.pad} r{p.maxrreg}"
             print(f"   {t:8.1f} {tref / t:5.2f}x {what}", flush=True)
