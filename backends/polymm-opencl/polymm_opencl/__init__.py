@@ -31,7 +31,7 @@ from polymm.kernels import KernelParams, abi, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo, tiled_params
 
 from . import drivercache
-from .arrays import byte_span
+from .arrays import DRIVER_LOCK, byte_span
 from . import image as _image
 
 __all__ = [
@@ -308,8 +308,9 @@ class OpenCLBackend(Backend):
         self._plans: dict = {}
         # One thread at a time plans, uploads and enqueues (Dask runs tasks on threads): a cl.Kernel's
         # arguments and the scratch MemoryPool are shared state, and the NVIDIA driver crashed
-        # (SIGSEGV) under concurrent downloads, uploads, kernel creation and enqueues.
-        self._lock = threading.RLock()
+        # (SIGSEGV) under concurrent downloads, uploads, kernel creation and enqueues. The lock is
+        # the array adapter's too (its allocations, casts and copies).
+        self._lock = DRIVER_LOCK
         self._warned: set = set()  # (device, kernel variant) that failed to build, warned about once
         self.last_event = None
         self.last_choice = None

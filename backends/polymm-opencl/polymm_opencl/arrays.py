@@ -12,7 +12,14 @@ import numpy as np
 
 from polymm.arrays import ArrayKind
 
-__all__ = ["OpenCLKind"]
+__all__ = ["OpenCLKind", "DRIVER_LOCK"]
+
+#: One thread at a time calls into the OpenCL driver through polymm: the backend's plans, uploads
+#: and enqueues, and this adapter's allocations (a PyOpenCL ``MemoryPool`` is not thread-safe),
+#: casts, fills and copies. Dask runs tasks on threads, and the NVIDIA driver crashed (SIGSEGV)
+#: under concurrent calls: with the backend's calls alone serialized, still once in nine runs of
+#: the conformance suite on the H100 (2026-11-24, a Dask case).
+DRIVER_LOCK = threading.RLock()
 
 
 class OpenCLKind(ArrayKind):
@@ -34,7 +41,6 @@ class OpenCLKind(ArrayKind):
         self._array_type = cl_array.Array
         self._pools = {}
         self._gather = {}  # (context, item size) -> program; (..., scalar arguments) -> its kernel
-        self._gather_lock = threading.Lock()
         try:  # the fast constructor's keywords are PyOpenCL's own; fall back if they change
             cl_array.Array(
                 None, (0,), np.dtype("float32"), strides=(4,), _fast=True, _size=0, _context=None, _queue=None
@@ -54,9 +60,10 @@ class OpenCLKind(ArrayKind):
         dtypes its kernels name), else through the host -- PyOpenCL's cast refuses other
         layouts, bool and float16, and writes an F-ordered array's elements out of place."""
         dtype = np.dtype(dtype)
-        if x.flags.c_contiguous and _device_castable(x.dtype) and _device_castable(dtype):
-            return x.astype(dtype)
-        return self.cl_array.to_device(x.queue, np.ascontiguousarray(_to_host(x).astype(dtype)))
+        with DRIVER_LOCK:
+            if x.flags.c_contiguous and _device_castable(x.dtype) and _device_castable(dtype):
+                return x.astype(dtype)
+            return self.cl_array.to_device(x.queue, np.ascontiguousarray(_to_host(x).astype(dtype)))
 
     def broadcast_copy(self, x, shape, elem_strides):
         """A C-contiguous copy of ``x`` seen as ``shape`` with ``elem_strides``, gathered on the
@@ -73,7 +80,7 @@ class OpenCLKind(ArrayKind):
             pad = _GATHER_DIMS - len(shape)
             sizes, strides = (1,) * pad + tuple(shape), (0,) * pad + tuple(elem_strides)
             group = 256
-            with self._gather_lock:  # a kernel object's arguments are shared state
+            with DRIVER_LOCK:  # a kernel object's arguments are shared state too
                 kernel = self._gather_kernel(queue.context, dtype.itemsize, (start, total, *sizes[1:], *strides))
                 kernel.set_arg(0, out.base_data)
                 kernel.set_arg(1, buffer)
@@ -113,12 +120,8 @@ class OpenCLKind(ArrayKind):
         for n in shape:
             nbytes *= n
         if nbytes == 0 or like.allocator is not None or not self._fast:
-            return self.cl_array.empty(queue, shape, dtype, allocator=like.allocator)
-        pool = self._pools.get(queue)
-        if pool is None:
-            from pyopencl.tools import ImmediateAllocator, MemoryPool
-
-            pool = self._pools[queue] = MemoryPool(ImmediateAllocator(queue))
+            with DRIVER_LOCK:
+                return self.cl_array.empty(queue, shape, dtype, allocator=like.allocator)
         if len(shape) == 2:
             strides = (shape[1] * dtype.itemsize, dtype.itemsize)
         else:
@@ -127,12 +130,19 @@ class OpenCLKind(ArrayKind):
                 strides.append(step)
                 step *= max(n, 1)
             strides = tuple(reversed(strides))
+        with DRIVER_LOCK:
+            pool = self._pools.get(queue)
+            if pool is None:
+                from pyopencl.tools import ImmediateAllocator, MemoryPool
+
+                pool = self._pools[queue] = MemoryPool(ImmediateAllocator(queue))
+            data = pool(nbytes)
         return self.cl_array.Array(
             None,
             shape,
             dtype,
             strides=strides,
-            data=pool(nbytes),
+            data=data,
             _fast=True,
             _size=nbytes // dtype.itemsize,
             _context=like.context,
@@ -140,21 +150,23 @@ class OpenCLKind(ArrayKind):
         )
 
     def zeros(self, shape, dtype, like):
-        return self.cl_array.zeros(like.queue, shape, dtype)
+        with DRIVER_LOCK:
+            return self.cl_array.zeros(like.queue, shape, dtype)
 
     def assign(self, dst, src):
         import pyopencl as cl
 
         if not dst.flags.c_contiguous:
             raise ValueError("out= must be a C-contiguous pyopencl array")
-        cl.enqueue_copy(
-            dst.queue,
-            dst.base_data,
-            src.base_data,
-            byte_count=src.nbytes,
-            src_offset=src.offset,
-            dst_offset=dst.offset,
-        )
+        with DRIVER_LOCK:
+            cl.enqueue_copy(
+                dst.queue,
+                dst.base_data,
+                src.base_data,
+                byte_count=src.nbytes,
+                src_offset=src.offset,
+                dst_offset=dst.offset,
+            )
 
     def shares_memory(self, x, y):
         return x.base_data is not None and x.base_data == y.base_data
