@@ -69,7 +69,7 @@ __all__ = [
 DIALECTS = ("cuda", "opencl")
 #: Kernel names accepted by :func:`render` (``tiled-dynamic`` is ``tiled.c``
 #: rendered with ``PM_DYNAMIC_LOCAL``).
-KERNELS = ("naive", "image", "tiled", "tiled-dynamic", "regblock", "matvec", "pack", "sum-slices")
+KERNELS = ("naive", "image", "tiled", "tiled-dynamic", "regblock", "matvec", "vecmat", "pack", "sum-slices")
 _BODY_FILES = {
     "naive": "naive.c",
     "image": "image.c",
@@ -77,6 +77,7 @@ _BODY_FILES = {
     "tiled-dynamic": "tiled.c",
     "regblock": "regblock.c",
     "matvec": "matvec.c",
+    "vecmat": "vecmat.c",
     "pack": "pack.c",
     "sum-slices": "sum_slices.c",
 }
@@ -116,6 +117,10 @@ class KernelParams:
     work-items per group; ``use_local`` (GPUs): the ``mdimc`` work-items of a
     group share one ``mr x nwg`` block, walking K side by side, and reduce
     in local memory (``mdimc`` a power of two).
+
+    ``vecmat`` (few rows, GPUs) too: ``mr`` rows x ``nwg`` columns per work-group, ``ndimc``
+    work-items along N holding ``gvw`` adjacent columns each (``nwg = ndimc * gvw``), ``mdimc``
+    teams walking K side by side, each with ``kwg`` rows of B in flight.
     """
 
     ts: int = 16
@@ -156,6 +161,10 @@ class KernelParams:
             raise ValueError(f"matvec needs positive mr, nwg, vw: {self}")
         if kernel == "matvec" and self.use_local and self.mdimc & (self.mdimc - 1):
             raise ValueError(f"the work-group matvec needs mdimc a power of two: {self}")
+        if kernel == "vecmat" and (
+            min(self.mr, self.kwg, self.gvw, self.ndimc, self.mdimc) < 1 or self.nwg != self.ndimc * self.gvw
+        ):
+            raise ValueError(f"vecmat needs positive mr, kwg, gvw, ndimc, mdimc and nwg = ndimc * gvw: {self}")
         if kernel != "regblock":
             return
         if self.mwg % self.mdimc or self.nwg % self.ndimc:
@@ -365,6 +374,7 @@ def render(
         PM_RB_A_MMAJOR="1" if (vec_a and a_mmajor and vector_ok) else "0",
         PM_RB_B_KMAJOR="1" if (vec_b and b_kmajor and vector_ok) else "0",
         PM_MV_VEC="1" if (kernel == "matvec" and vec_a and vec_b and vector_ok) else "0",
+        PM_VM_VEC="1" if (kernel == "vecmat" and vec_b and dtype.kind == "f" and vector_ok) else "0",
         COPY_T=_COPY_TYPES[dtype.itemsize][0 if dialect == "opencl" else 1],
         COPY_ZERO=_COPY_ZERO[dialect],
         PM_MV_GROUP="1" if (kernel == "matvec" and params.use_local) else "0",
@@ -430,6 +440,9 @@ def launch_geometry(kernel: str, params: KernelParams | None, M: int, N: int, B:
     elif kernel == "matvec" and params.use_local:
         local = (params.mdimc, 1, 1)
         glob = (_ceil_div(M, params.mr) * params.mdimc, _ceil_div(N, params.nwg), B)
+    elif kernel == "vecmat":
+        local = (params.ndimc, params.mdimc, 1)
+        glob = (_ceil_div(N, params.nwg) * params.ndimc, _ceil_div(M, params.mr) * params.mdimc, B)
     elif kernel == "matvec":
         local = (params.mdimc, 1, 1)
         glob = (_ceil_div(_ceil_div(M, params.mr), params.mdimc) * params.mdimc, _ceil_div(N, params.nwg), B)
@@ -462,6 +475,8 @@ def local_mem_bytes(kernel: str, dtype, params: KernelParams | None = None) -> i
         return tiles + partial
     if kernel == "matvec" and params.use_local:
         return params.mr * params.nwg * params.mdimc * max(4, size)
+    if kernel == "vecmat":
+        return params.mdimc * params.mr * params.nwg * max(4, size)
     return 0
 
 
@@ -498,6 +513,11 @@ def fast_path(
     if dtype.name not in _VECTOR_DTYPES or (dtype.kind == "c" and not (params.use_local and kernel == "regblock")):
         return {"vec_a": False, "vec_b": False}
     a_sb, a_sm, a_sk = a_strides
+    if kernel == "vecmat":  # rows of B as vectors (real dtypes)
+        b_sb, b_sk, b_sn = b_strides
+        g = params.gvw
+        rows = dtype.kind == "f" and b_sn == 1 and all(v % g == 0 for v in (N, b_off, b_sk, b_sb if batch > 1 else 0))
+        return {"vec_a": False, "vec_b": rows}
     if kernel == "matvec":  # the CPU shape, both operands contiguous along K
         both = dialect == "opencl" and not params.use_local and a_sk == 1 and b_strides[1] == 1
         return {"vec_a": both, "vec_b": both}

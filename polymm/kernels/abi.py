@@ -116,6 +116,7 @@ ABI_OF = {
     "tiled-dynamic": "gemm",
     "regblock": "gemm",
     "matvec": "gemm",
+    "vecmat": "gemm",
     "pack": "pack",
     "sum-slices": "sum",
     "tf32-split": "tf32-split",

@@ -32,6 +32,12 @@ __all__ = ["Choice", "Launch", "Plan", "choose", "plan", "register_entry", "Devi
 _VECTOR = ("float32", "float64")
 #: Few columns (matvec) or, twice that, few rows (row strip).
 FEW = 4
+#: Few rows: ``vecmat`` on GPUs.
+FEW_ROWS = FEW
+#: ``vecmat`` on GPUs: (work-items along N, teams along K, rows of B in flight per team).
+VECMAT = (32, 8, 4)
+#: Work-groups per compute unit that ``vecmat`` splits K for (when N alone gives fewer).
+VECMAT_GROUPS = 4
 #: K at least this many times max(M, N), batch 1: split-K.
 DEEP_K = 16
 #: M * N per matrix at most for the CPU's several-matrices-per-work-group path.
@@ -240,6 +246,8 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
         if a_sk == 1 or M == 1:
             return Choice("matvec", mv, f"N={N} <= {FEW}: a work-group of {lanes} per {mv.mr} rows, lanes along K")
         return Choice("matvec", mv, f"N={N} <= {FEW}, A not row-major: packed to rows first", pack_a=True)
+    if M <= FEW_ROWS and K >= 32:
+        return _vecmat_choice(device, dtype, M, N, K, batch)
     table = regblock_params(device, dtype)
     if M <= 2 * FEW and K >= 32 and batch == 1:
         # A few rows: one pass over B in wide column panels, K split when the panels are too
@@ -287,6 +295,26 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
         what += f", {tile.kteams} teams splitting K" if tile.kteams > 1 else ""
         choice = Choice("regblock", tile, f"{M}x{N}x{K}: {what} ({groups} work-groups)")
     return _gpu_packing(choice, dtype, M, N, K, batch, a_strides, b_strides)
+
+
+def _vecmat_choice(device, dtype, M, N, K, batch) -> Choice:
+    """Few rows: ``vecmat`` streams B once, 16 bytes a lane (real dtypes: one vector load), split
+    along K (slices added in order) until about :data:`VECMAT_GROUPS` work-groups per compute
+    unit keep B's reads in flight."""
+    ndimc, mdimc, kwg = VECMAT
+    gvw = max(1, min(4, 16 // np.dtype(dtype).itemsize))
+    params = KernelParams(mr=M, nwg=ndimc * gvw, ndimc=ndimc, mdimc=mdimc, kwg=kwg, gvw=gvw, use_local=False)
+    groups = _cdiv(N, params.nwg) * batch
+    splits = 1
+    if batch == 1:
+        splits = max(1, min(_cdiv(VECMAT_GROUPS * device.compute_units, groups), K // (mdimc * kwg * 8), 32))
+    slices = f", {splits} slices of K added in order" if splits > 1 else ""
+    return Choice(
+        "vecmat",
+        params,
+        f"M={M} <= {FEW_ROWS}: B streamed once, {params.nwg} columns per work-group{slices}",
+        splits=splits,
+    )
 
 
 def _gpu_packing(choice, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
@@ -519,7 +547,7 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
 
     def product(A, B, c_slot, c_off, count, depth):
         flags = {}
-        if kernel in ("regblock", "matvec"):
+        if kernel in ("regblock", "matvec", "vecmat"):
             dialect = device.dialect
             flags = fast_path(
                 dialect, dtype, params, M, N, depth, count, A[1], A[2:], B[1], B[2:], kernel=kernel, padded=padded

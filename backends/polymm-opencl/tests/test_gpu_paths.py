@@ -3,11 +3,12 @@
 CI has no GPU, but PoCL runs GPU-shaped kernels too (local memory, barriers,
 work-groups): here the planner is told the device is a GPU with 16 compute
 units and at most 7 batch entries per launch (like CUDA's grid z limit,
-smaller), so every GPU path -- the work-group matvec, the split row strip,
-split-K with its ordered reduction, batched small tiles, zero-padded packing
-for the vector path, narrow vectors for odd sizes, column-major operands read
-with vectors in place, batches launched in parts -- computes real products,
-checked against the reference oracle like the conformance suite.
+smaller), so every GPU path -- the work-group matvec, vecmat (split or not,
+vectors or not), the split row strip, split-K with its ordered reduction,
+batched small tiles, zero-padded packing for the vector path, narrow vectors
+for odd sizes, column-major operands read with vectors in place, batches
+launched in parts -- computes real products, checked against the reference
+oracle like the conformance suite.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ from polymm.testing.test_conformance import run  # noqa: E402
 CASES = [
     ((2000, 700), (700, 3), "c", "lanes along K"),
     ((700, 900), (900, 1), "fortran", "packed to rows"),
+    ((3000,), (3000, 900), "c", "streamed once"),
+    ((3, 700), (700, 250), "fortran", "streamed once"),
+    ((6, 2, 300), (6, 300, 70), "c", "streamed once"),
     ((5, 3000), (3000, 900), "c", "row strip"),
     ((40, 9000), (9000, 24), "c", "slices of K"),
     ((300, 20, 40), (300, 40, 30), "c", "small"),

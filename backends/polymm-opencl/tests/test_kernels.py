@@ -25,6 +25,7 @@ VECTOR_DTYPES = ("float32", "float64", "complex64")  # those the GPU shape reads
 CPU_SHAPE = KernelParams(mwg=12, nwg=16, kwg=8, mdimc=2, ndimc=1, vw=8, mr=6, use_local=False)
 GPU_SHAPE = KernelParams(mwg=32, nwg=32, kwg=8, mdimc=8, ndimc=8, vw=2, gvw=2, pad=2)
 MATVEC_SHAPE = KernelParams(mr=3, nwg=2, vw=8, mdimc=4, use_local=False)
+VECMAT_SHAPE = KernelParams(mr=3, nwg=16, ndimc=8, gvw=2, mdimc=4, kwg=3, use_local=False)
 #: (kernel, params, render flags): every code path of every body.
 VARIANTS = [
     ("naive", None, {}),
@@ -45,6 +46,8 @@ VARIANTS = [
     ("matvec", MATVEC_SHAPE, {}),
     ("matvec", MATVEC_SHAPE, {"vec_a": True, "vec_b": True}),
     ("matvec", KernelParams(mr=2, nwg=2, mdimc=16, vw=1), {}),  # the GPU shape: a work-group per rows
+    ("vecmat", VECMAT_SHAPE, {}),
+    ("vecmat", VECMAT_SHAPE, {"vec_b": True}),
 ]
 #: The helper kernels (own interfaces), rendered and compiled beside the products.
 HELPERS = [("pack", None, {}), ("sum-slices", None, {})]
@@ -52,7 +55,7 @@ HELPERS = [("pack", None, {}), ("sum-slices", None, {})]
 
 def _variant_id(v):
     kernel, params, flags = v
-    shape = "" if params is None else ("-local" if params.use_local else "-cpu")
+    shape = "" if params is None or kernel == "vecmat" else ("-local" if params.use_local else "-cpu")
     shape += f"-mr{params.mr}" if kernel == "matvec" and params.use_local else ""
     shape += "-packed" if params is not None and params.pack_b else ""
     shape += f"-bpg{params.bpg}" if params is not None and params.bpg > 1 else ""
