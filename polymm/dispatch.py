@@ -272,7 +272,13 @@ def _matmul_foreign(x1, x2, backend, algorithm, out):
     """PyTorch, JAX, array-api-strict, ...: compute through DLPack, return the caller's kind."""
     import array_api_compat
 
-    native = kind_for_dlpack_device(x1.__dlpack_device__()[0])
+    where = x1.__dlpack_device__()
+    if x2.__dlpack_device__() != where:
+        raise ValueError(
+            f"polymm.matmul: x1 and x2 are on different devices ({_dlpack_device_name(where)} and "
+            f"{_dlpack_device_name(x2.__dlpack_device__())}); move one of them first"
+        )
+    native = kind_for_dlpack_device(where[0])
     if out is None and hasattr(native, "view_foreign"):  # e.g. PyTorch CUDA tensors seen by CuPy
         result = _matmul_viewed(native, x1, x2, backend, algorithm)
         if result is not None:
@@ -298,10 +304,18 @@ def _matmul_foreign(x1, x2, backend, algorithm, out):
         return xp.asarray(result)
 
 
+def _dlpack_device_name(device) -> str:
+    """``(device type, index)`` of ``__dlpack_device__`` in words (``cuda:0``)."""
+    kind, index = int(device[0]), int(device[1])
+    name = {1: "cpu", 2: "cuda", 3: "cuda-host", 4: "opencl", 10: "rocm", 13: "cuda-managed"}.get(kind)
+    return f"{name}:{index}" if name else f"DLPack device type {kind}, index {index}"
+
+
 def _matmul_viewed(native, x1, x2, backend, algorithm):
     """Two same-dtype arrays of a foreign library that ``native`` views in place (sharing memory
     and, for GPUs, the stream): the result is allocated by that library and written through a
-    view. None whenever the general (DLPack) path must decide."""
+    view.  The views (``native.view_foreign``) are what ``native.operand`` takes; the general path
+    gets ``native.native_array`` of them.  None whenever the general (DLPack) path must decide."""
     if type(x2) is not type(x1) or x1.dtype != x2.dtype or not native.same_stream(x1):
         return None
     a, b = native.view_foreign(x1), native.view_foreign(x2)
@@ -315,7 +329,8 @@ def _matmul_viewed(native, x1, x2, backend, algorithm):
     view = native.view_foreign(result)
     if view is None:
         return None
-    if _matmul_plain(PLAIN_TYPES.get(type(a)), a, b, backend, algorithm, out=view) is None:
+    if _matmul_plain(native, a, b, backend, algorithm, out=view) is None:
+        a, b, view = (native.native_array(x) for x in (a, b, view))
         matmul(a, b, backend=backend, algorithm=algorithm, out=view)
     return result
 

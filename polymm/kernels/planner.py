@@ -56,8 +56,12 @@ _SMALLER_TILES = (
     (32, 32, 16, 8, 8, 2),
     (16, 16, 16, 8, 8, 4),
 )
-#: Partial sums split-K may write (bytes): the reduction reads them all back.
-SLICES_BYTES = 8 << 20
+#: Partial sums split-K may write (bytes): the reduction reads them all back.  16 MiB on the
+#: H100 (2026-11-24, the backend's launches timed whole, ``.device/probe14.py deepk``, recorded
+#: in ``benchmarks/h100-2026-11-24/session4``): float32 128 x 65536 x 128 in 256 slices 71.4 us
+#: against 76.1 in 128 (the cap of 8 MiB), 256 x 65536 x 256 in 64 slices 213 us against 226 in
+#: 32 (cuBLAS 81.6 and 206).
+SLICES_BYTES = 16 << 20
 #: Multiply-adds (and depth) from which a GPU product packs operands for its vector path: below
 #: them the extra launches cost more than the scalar loads (255 cubed: 46 us packed on the H100,
 #: against 26 for cuBLAS).

@@ -578,6 +578,24 @@ def test_torch_cpu_tensors_in_and_out(polymm_backend, rng):
     assert_matches(out.numpy(), x1, x2.astype(np.float32))
 
 
+class _OnDevice:
+    """An array of another library that only tells its DLPack device (it must not be read)."""
+
+    def __init__(self, device):
+        self.device, self.shape, self.dtype = device, (4, 4), np.dtype("float32")
+
+    def __dlpack__(self, **kwargs):
+        raise AssertionError("an operand on another device was read")
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+def test_dlpack_operands_on_different_devices_are_refused(polymm_backend):
+    with pytest.raises(ValueError, match=r"different devices \(cpu:0 and cuda:1\)"):
+        polymm.matmul(_OnDevice((1, 0)), _OnDevice((2, 1)), backend=polymm_backend)
+
+
 def test_torch_lazy_conjugates_are_resolved(polymm_backend, rng):
     """PyTorch's conj() and neg views (a bit on the tensor, data untouched) multiply as what they show."""
     torch = pytest.importorskip("torch")

@@ -26,6 +26,7 @@ from polymm.kernels import abi, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo
 
 from . import image as _image
+from .arrays import ForeignView
 from . import launch as _launch
 from . import tensorcore
 from . import wgmma as _wgmma
@@ -275,8 +276,9 @@ class CUDABackend(Backend):
         """A CuPy view of operand ``op`` (for :func:`tensorcore.repack`, which copies CuPy arrays)."""
         isz = op.dtype.itemsize
         as_strided = self._cp.lib.stride_tricks.as_strided
+        buffer = op.buffer.cupy() if type(op.buffer) is ForeignView else op.buffer
         # two elements `offset` apart, keeping the second: a view that starts there
-        start = as_strided(op.buffer, (2,), (op.offset * isz,))[1:] if op.offset else op.buffer
+        start = as_strided(buffer, (2,), (op.offset * isz,))[1:] if op.offset else buffer
         return as_strided(start, op.shape, tuple(s * isz for s in op.strides))
 
     def _wants_tensor_core_layout(self, a: Operand, b: Operand) -> bool:

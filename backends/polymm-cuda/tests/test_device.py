@@ -466,6 +466,34 @@ def test_torch_tensors_in_place_and_through_dlpack(backend):
         polymm.matmul(big.requires_grad_(), big, backend=backend.name)
 
 
+def test_torch_views_reach_every_path(backend, monkeypatch):
+    """Tensors seen in place (:class:`polymm_cuda.arrays.ForeignView`) become CuPy arrays where a
+    path needs one: 4-D batches (the general path), float16 operands the tensor cores copy first
+    (misaligned), the image kernel; a CPU tensor beside a CUDA one is refused, naming both."""
+    torch = pytest.importorskip("torch")
+    import polymm
+    from polymm_cuda.arrays import ForeignView
+
+    made = []
+    real = ForeignView.cupy
+    monkeypatch.setattr(ForeignView, "cupy", lambda self: made.append(self.shape) or real(self))
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    x = torch.randn(2, 3, 40, 50, device="cuda", generator=gen)
+    y = torch.randn(2, 3, 50, 30, device="cuda", generator=gen)
+    flat = torch.randn(300 * 512 + 1, device="cuda", generator=gen).half()
+    h = flat[1:].view(300, 512)  # two bytes past a 16-byte boundary: no TMA
+    g = torch.randn(512, 600, device="cuda", generator=gen).half()
+    for a, b, algorithm, tol in ((x, y, "auto", 1e-4), (x[0, 0], y[0, 0], "image", 1e-4), (h, g, "auto", 2e-2)):
+        made.clear()
+        got = polymm.matmul(a, b, backend=backend.name, algorithm=algorithm)
+        want = a.double().cpu() @ b.double().cpu()
+        assert type(got) is torch.Tensor and got.dtype == a.dtype and got.shape == want.shape
+        assert torch.allclose(got.double().cpu(), want, rtol=tol, atol=tol * want.abs().max())
+        assert made, f"no CuPy view was made for {algorithm} {tuple(a.shape)} @ {tuple(b.shape)}"
+    with pytest.raises(ValueError, match=r"different devices \(cuda:0 and cpu:0\)"):
+        polymm.matmul(x[0, 0], y[0, 0].cpu(), backend=backend.name)
+
+
 def test_int8_tensor_core_wraps_like_numpy(backend):
     """Full-range int8 operands with K = 4096: int32 sums far outside int8, truncated like NumPy."""
     rng = np.random.default_rng(5)
