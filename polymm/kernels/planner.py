@@ -7,7 +7,8 @@ local memory -- that a backend only has to compile, cache and enqueue.  Both
 the CUDA and the OpenCL backend call it with their own :class:`DeviceInfo`.
 
 GPU paths: ``matvec`` (work-group per row block, lanes along K) for N up to
-:data:`FEW`; a split row strip for M up to 2 x FEW; split-K with a
+:data:`FEW`; ``vecmat`` (lanes along N, teams along K, one pass over B) for M up
+to :data:`FEW_ROWS`; a split row strip for M up to 2 x FEW; split-K with a
 deterministic reduction (``sum-slices``, slices added in order) for deep K;
 small tiles for batches of small matrices; tiles sized so that small squares
 fill the device; the table's large tiles otherwise.  Column-major operands are
@@ -34,10 +35,14 @@ _VECTOR = ("float32", "float64")
 FEW = 4
 #: Few rows: ``vecmat`` on GPUs.
 FEW_ROWS = FEW
-#: ``vecmat`` on GPUs: (work-items along N, teams along K, rows of B in flight per team).
-VECMAT = (32, 8, 4)
-#: Work-groups per compute unit that ``vecmat`` splits K for (when N alone gives fewer).
-VECMAT_GROUPS = 4
+#: ``vecmat`` on GPUs: (work-items along N, teams along K, rows of B in flight per team), 8 bytes
+#: of B per work-item and row.  On the H100 (2026-11-24, whole calls, ``.device/probe14.py``,
+#: recorded in ``benchmarks/h100-2026-11-24/session4``) narrow work-groups of many teams in one
+#: launch beat wider ones split along K, whose reduction is a second launch: float32 1 x 4096 @
+#: 4096 x 4096 46 us (cuBLAS 42, the row strip it replaces 63), float64 67 us (cuBLAS 73, strip 121).
+VECMAT = (8, 64, 8)
+#: ``vecmat`` splits K only when N gives fewer work-groups than a quarter of the compute units.
+VECMAT_SPLIT_BELOW = 0.25
 #: K at least this many times max(M, N), batch 1: split-K.
 DEEP_K = 16
 #: M * N per matrix at most for the CPU's several-matrices-per-work-group path.
@@ -302,16 +307,19 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
 
 
 def _vecmat_choice(device, dtype, M, N, K, batch) -> Choice:
-    """Few rows: ``vecmat`` streams B once, 16 bytes a lane (real dtypes: one vector load), split
-    along K (slices added in order) until about :data:`VECMAT_GROUPS` work-groups per compute
-    unit keep B's reads in flight."""
+    """Few rows: ``vecmat`` streams B once (real dtypes: one vector load per row and work-item),
+    in one launch unless N gives too few work-groups; then K is split too (slices added in
+    order), each slice deep enough for every team to fill its rows in flight once."""
     ndimc, mdimc, kwg = VECMAT
-    gvw = max(1, min(4, 16 // np.dtype(dtype).itemsize))
+    gvw = max(1, min(4, 8 // np.dtype(dtype).itemsize))
     params = KernelParams(mr=M, nwg=ndimc * gvw, ndimc=ndimc, mdimc=mdimc, kwg=kwg, gvw=gvw, use_local=False)
+    while params.mdimc > 1 and local_mem_bytes("vecmat", dtype, params) > device.local_mem:
+        params = params.replace(mdimc=params.mdimc // 2)
+    cus = device.compute_units
     groups = _cdiv(N, params.nwg) * batch
     splits = 1
-    if batch == 1:
-        splits = max(1, min(_cdiv(VECMAT_GROUPS * device.compute_units, groups), K // (mdimc * kwg * 8), 32))
+    if batch == 1 and groups < VECMAT_SPLIT_BELOW * cus:
+        splits = max(1, min(_cdiv(cus, 2 * groups), K // (params.mdimc * kwg), 32))
     slices = f", {splits} slices of K added in order" if splits > 1 else ""
     return Choice(
         "vecmat",

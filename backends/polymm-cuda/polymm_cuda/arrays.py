@@ -110,8 +110,7 @@ class ForeignView:
         self.shape = tuple(tensor.shape)
         self.ndim = len(self.shape)
         self.dtype = dtype
-        size = dtype.itemsize
-        self.strides = tuple(s * size for s in tensor.stride())
+        self.strides = tuple(map(dtype.itemsize.__mul__, tensor.stride()))
         self.ptr = tensor.data_ptr()
         self.device_id = tensor.get_device()
 

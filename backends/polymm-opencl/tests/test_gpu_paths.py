@@ -32,6 +32,7 @@ CASES = [
     ((3000,), (3000, 900), "c", "streamed once"),
     ((3, 700), (700, 250), "fortran", "streamed once"),
     ((6, 2, 300), (6, 300, 70), "c", "streamed once"),
+    ((2, 9000), (9000, 40), "c", "slices of K added in order"),
     ((5, 3000), (3000, 900), "c", "row strip"),
     ((40, 9000), (9000, 24), "c", "slices of K"),
     ((300, 20, 40), (300, 40, 30), "c", "small"),
