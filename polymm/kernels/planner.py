@@ -33,7 +33,9 @@ __all__ = ["Choice", "Launch", "Plan", "choose", "plan", "register_entry", "Devi
 _VECTOR = ("float32", "float64")
 #: Few columns (matvec) or, twice that, few rows (row strip).
 FEW = 4
-#: Few rows: ``vecmat`` on GPUs.
+#: Few rows: ``vecmat`` on GPUs, for values of up to 4 bytes (one row for wider ones: float64 4 x
+#: 4096 @ 4096 x 4096 on the H100 took 126 us in ``vecmat``, 106 in the row strip; 1 x 4096, 67
+#: against 121).
 FEW_ROWS = FEW
 #: ``vecmat`` on GPUs: (work-items along N, teams along K, rows of B in flight per team), 8 bytes
 #: of B per work-item and row.  On the H100 (2026-11-24, whole calls, ``.device/probe14.py``,
@@ -255,7 +257,7 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
         if a_sk == 1 or M == 1:
             return Choice("matvec", mv, f"N={N} <= {FEW}: a work-group of {lanes} per {mv.mr} rows, lanes along K")
         return Choice("matvec", mv, f"N={N} <= {FEW}, A not row-major: packed to rows first", pack_a=True)
-    if M <= FEW_ROWS and K >= 32:
+    if K >= 32 and (M == 1 or M <= FEW_ROWS and dtype.itemsize <= 4):
         return _vecmat_choice(device, dtype, M, N, K, batch)
     table = regblock_params(device, dtype)
     if M <= 2 * FEW and K >= 32 and batch == 1:
