@@ -192,6 +192,11 @@ def _params_text(launch) -> str:
     if launch.kernel == "matvec":
         shape = "work-group per rows" if p.use_local else "work-item per rows"
         return f"MR={p.mr} NWG={p.nwg} MDIMC={p.mdimc} ({shape})"
+    if launch.kernel == "vecmat":
+        return (
+            f"MR={p.mr} NWG={p.nwg} NDIMC={p.ndimc} GVW={p.gvw} MDIMC={p.mdimc} KWG={p.kwg} "
+            f"({p.ndimc} work-items x {p.gvw} columns along N, {p.mdimc} teams along K, {p.kwg} rows of B in flight each)"
+        )
     text = f"MWG={p.mwg} NWG={p.nwg} KWG={p.kwg} MDIMC={p.mdimc} NDIMC={p.ndimc} VW={p.vw}"
     if p.use_local:
         text += f" GVW={p.gvw} PAD={p.pad}"
