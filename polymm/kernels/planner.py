@@ -7,8 +7,8 @@ local memory -- that a backend only has to compile, cache and enqueue.  Both
 the CUDA and the OpenCL backend call it with their own :class:`DeviceInfo`.
 
 GPU paths: ``matvec`` (work-group per row block, lanes along K) for N up to
-:data:`FEW`; ``vecmat`` (lanes along N, teams along K, one pass over B) for M up
-to :data:`FEW_ROWS`; a split row strip for M up to 2 x FEW; split-K with a
+:data:`FEW`; ``vecmat`` (lanes along N, teams along K, one pass over B) for M = 1;
+a split row strip for M up to 2 x FEW; split-K with a
 deterministic reduction (``sum-slices``, slices added in order) for deep K;
 small tiles for batches of small matrices; tiles sized so that small squares
 fill the device; the table's large tiles otherwise.  Column-major operands are
@@ -33,16 +33,15 @@ __all__ = ["Choice", "Launch", "Plan", "choose", "plan", "register_entry", "Devi
 _VECTOR = ("float32", "float64")
 #: Few columns (matvec) or, twice that, few rows (row strip).
 FEW = 4
-#: Few rows: ``vecmat`` on GPUs, for values of up to 4 bytes (one row for wider ones: float64 4 x
-#: 4096 @ 4096 x 4096 on the H100 took 126 us in ``vecmat``, 106 in the row strip; 1 x 4096, 67
-#: against 121).
-FEW_ROWS = FEW
-#: ``vecmat`` on GPUs: (work-items along N, teams along K, rows of B in flight per team), 8 bytes
-#: of B per work-item and row.  On the H100 (2026-11-24, whole calls, ``.device/probe14.py``,
-#: recorded in ``benchmarks/h100-2026-11-24/session4``) narrow work-groups of many teams in one
-#: launch beat wider ones split along K, whose reduction is a second launch: float32 1 x 4096 @
-#: 4096 x 4096 46 us (cuBLAS 42, the row strip it replaces 63), float64 67 us (cuBLAS 73, strip 121).
-VECMAT = (8, 64, 8)
+#: ``vecmat`` on GPUs, for a row vector times a matrix: (work-items along N, teams along K, rows
+#: of B in flight per team, columns per work-item).  On the H100 (2026-11-24, CUDA events;
+#: ``benchmarks/h100-2026-11-24/session4``) narrow work-groups of many teams in one launch beat
+#: wider ones split along K, whose reduction is a second launch (``probe14``); of those, 16
+#: columns per work-group were the fastest for float32 and float64 alike (``probe16``, the GPU's
+#: time alone: float32 1 x 4096 @ 4096 x 4096 27.4 us, cuBLAS 25.3; float64 47.9, cuBLAS 48.0).
+#: Two or more rows stay on the row strip, which reads A once per tile instead of once per row of
+#: B (M = 2-4, float32: 30 us against 39 in ``vecmat``).
+VECMAT = (8, 64, 8, 2)
 #: ``vecmat`` splits K only when N gives fewer work-groups than a quarter of the compute units.
 VECMAT_SPLIT_BELOW = 0.25
 #: K at least this many times max(M, N), batch 1: split-K.
@@ -257,8 +256,8 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
         if a_sk == 1 or M == 1:
             return Choice("matvec", mv, f"N={N} <= {FEW}: a work-group of {lanes} per {mv.mr} rows, lanes along K")
         return Choice("matvec", mv, f"N={N} <= {FEW}, A not row-major: packed to rows first", pack_a=True)
-    if K >= 32 and (M == 1 or M <= FEW_ROWS and dtype.itemsize <= 4):
-        return _vecmat_choice(device, dtype, M, N, K, batch)
+    if M == 1 and K >= 32:
+        return _vecmat_choice(device, dtype, N, K, batch)
     table = regblock_params(device, dtype)
     if M <= 2 * FEW and K >= 32 and batch == 1:
         # A few rows: one pass over B in wide column panels, K split when the panels are too
@@ -308,13 +307,13 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
     return _gpu_packing(choice, dtype, M, N, K, batch, a_strides, b_strides)
 
 
-def _vecmat_choice(device, dtype, M, N, K, batch) -> Choice:
-    """Few rows: ``vecmat`` streams B once (real dtypes: one vector load per row and work-item),
-    in one launch unless N gives too few work-groups; then K is split too (slices added in
-    order), each slice deep enough for every team to fill its rows in flight once."""
-    ndimc, mdimc, kwg = VECMAT
-    gvw = max(1, min(4, 8 // np.dtype(dtype).itemsize))
-    params = KernelParams(mr=M, nwg=ndimc * gvw, ndimc=ndimc, mdimc=mdimc, kwg=kwg, gvw=gvw, use_local=False)
+def _vecmat_choice(device, dtype, N, K, batch) -> Choice:
+    """A row vector times a matrix: ``vecmat`` streams B once (float32 and float64: one vector
+    load per row and work-item), in one launch unless N gives too few work-groups; then K is
+    split too (slices added in order), each slice deep enough for every team to fill its rows in
+    flight once."""
+    ndimc, mdimc, kwg, gvw = VECMAT
+    params = KernelParams(mr=1, nwg=ndimc * gvw, ndimc=ndimc, mdimc=mdimc, kwg=kwg, gvw=gvw, use_local=False)
     while params.mdimc > 1 and local_mem_bytes("vecmat", dtype, params) > device.local_mem:
         params = params.replace(mdimc=params.mdimc // 2)
     cus = device.compute_units
@@ -323,12 +322,7 @@ def _vecmat_choice(device, dtype, M, N, K, batch) -> Choice:
     if batch == 1 and groups < VECMAT_SPLIT_BELOW * cus:
         splits = max(1, min(_cdiv(cus, 2 * groups), K // (params.mdimc * kwg), 32))
     slices = f", {splits} slices of K added in order" if splits > 1 else ""
-    return Choice(
-        "vecmat",
-        params,
-        f"M={M} <= {FEW_ROWS}: B streamed once, {params.nwg} columns per work-group{slices}",
-        splits=splits,
-    )
+    return Choice("vecmat", params, f"M=1: B streamed once, {params.nwg} columns per work-group{slices}", splits=splits)
 
 
 def _gpu_packing(choice, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:

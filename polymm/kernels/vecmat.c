@@ -1,5 +1,5 @@
-/* vecmat: products with few rows (a row vector times a matrix, M up to a
- * few): a stream through B at memory speed, every element of B read once.
+/* vecmat: products with few rows (the planner's: a row vector times a
+ * matrix): a stream through B at memory speed, every element of B read once.
  *
  * A work-group owns MR rows x NWG columns of C.  Its NDIMC lanes lie along N,
  * GVW adjacent columns each, so a warp reads whole runs of a row of B; its
