@@ -35,23 +35,11 @@ KERNEL void polymm_matvec(PM_ARGS)
 #define K_STEP 1
 #endif
     INDEX_T a_row[MR];
-    PM_UNROLL
-    for (int i = 0; i < MR; ++i) {
-        const int m = (m0 + i < M) ? m0 + i : M - 1;
-        a_row[i] = a_off + batch * a_sb + (INDEX_T)m * a_sm;
-    }
+    PM_CLAMPED_OFFSETS(a_row, MR, m0, M, a_off + batch * a_sb, a_sm);
     INDEX_T b_col[NWG];
-    PM_UNROLL
-    for (int j = 0; j < NWG; ++j) {
-        const int n = (n0 + j < N) ? n0 + j : N - 1;
-        b_col[j] = b_off + batch * b_sb + (INDEX_T)n * b_sn;
-    }
+    PM_CLAMPED_OFFSETS(b_col, NWG, n0, N, b_off + batch * b_sb, b_sn);
     ACC_T acc[MR][NWG];
-    PM_UNROLL
-    for (int i = 0; i < MR; ++i) {
-        PM_UNROLL
-        for (int j = 0; j < NWG; ++j) ACC_INIT(acc[i][j]);
-    }
+    PM_ACC_ZERO(acc, MR, NWG);
     int k = K_FIRST;
 #if PM_MV_VEC && PM_VECTOR_MATH && !PM_MV_GROUP
     {

@@ -75,11 +75,7 @@ KERNEL_WG(NDIMC, MDIMC * KTEAMS) void polymm_regblock(PM_ARGS)
     const INDEX_T b_base = b_off + batch * b_sb;
 
     ACC_T acc[WPTM][WPTN];
-    PM_UNROLL
-    for (int i = 0; i < WPTM; ++i) {
-        PM_UNROLL
-        for (int j = 0; j < WPTN; ++j) ACC_INIT(acc[i][j]);
-    }
+    PM_ACC_ZERO(acc, WPTM, WPTN);
 
 #if PM_RB_VEC_A && PM_RB_VEC_B
     /* Fast path: GVW-vector loads of both operands, fetched into registers
@@ -249,11 +245,7 @@ KERNEL void polymm_regblock(PM_ARGS)
     const INDEX_T batch = GLOBAL_ID(2);   /* BPG batch entries per work-group */
     const INDEX_T b_base = b_off + batch * b_sb;
     INDEX_T a_row[WPTM];
-    PM_UNROLL
-    for (int i = 0; i < WPTM; ++i) {
-        const int m = (m0 + i < M) ? m0 + i : M - 1;   /* clamp: loaded, never stored */
-        a_row[i] = a_off + batch * a_sb + (INDEX_T)m * a_sm;
-    }
+    PM_CLAMPED_OFFSETS(a_row, WPTM, m0, M, a_off + batch * a_sb, a_sm);
 
 #if PM_RB_VEC_B && PM_VECTOR_MATH
     /* Whole NR-column slices with vectors; the last few columns of C (fewer
@@ -348,17 +340,9 @@ KERNEL void polymm_regblock(PM_ARGS)
 #endif
     /* Scalar path: any dtype, any strides (the vector build covers all its blocks above). */
     INDEX_T b_col[WPTN];
-    PM_UNROLL
-    for (int j = 0; j < WPTN; ++j) {
-        const int n = (n0 + j < N) ? n0 + j : N - 1;
-        b_col[j] = b_base + (INDEX_T)n * b_sn;
-    }
+    PM_CLAMPED_OFFSETS(b_col, WPTN, n0, N, b_base, b_sn);
     ACC_T acc[WPTM][WPTN];
-    PM_UNROLL
-    for (int i = 0; i < WPTM; ++i) {
-        PM_UNROLL
-        for (int j = 0; j < WPTN; ++j) ACC_INIT(acc[i][j]);
-    }
+    PM_ACC_ZERO(acc, WPTM, WPTN);
     for (int k = 0; k < K; ++k) {
         VAL_T b_reg[WPTN];
         PM_UNROLL

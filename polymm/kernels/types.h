@@ -63,6 +63,21 @@ DEVICE_FN unsigned short pm_float_to_bf16(float f) {
 #error "polymm: no PM_KIND_* defined"
 #endif
 
+/* Helpers of the kernel bodies (any dtype).
+ * PM_CLAMPED_OFFSETS: out[i] = base + min(first + i, count - 1) * stride for i < R, the element
+ * offsets of R consecutive rows (or columns), those past the edge clamped to the last one (they
+ * are loaded, never stored).  PM_ACC_ZERO: acc[i][j] = 0 for i < R, j < C. */
+#define PM_CLAMPED_OFFSETS(out, R, first, count, base, stride)                                     \
+    PM_UNROLL                                                                                      \
+    for (int pm_i = 0; pm_i < (R); ++pm_i)                                                         \
+        (out)[pm_i] = (base) + (INDEX_T)(((first) + pm_i < (count)) ? (first) + pm_i : (count) - 1) * (stride)
+#define PM_ACC_ZERO(acc, R, C)                                                                     \
+    PM_UNROLL                                                                                      \
+    for (int pm_i = 0; pm_i < (R); ++pm_i) {                                                       \
+        PM_UNROLL                                                                                  \
+        for (int pm_j = 0; pm_j < (C); ++pm_j) ACC_INIT((acc)[pm_i][pm_j]);                        \
+    }
+
 /* The kernel signatures (PM_ARGS for the products, PM_PACK_ARGS, PM_SUM_ARGS)
  * are written by the renderer from polymm/kernels/abi.py, where they are
  * declared once for both dialects and both backends' argument packing. */

@@ -22,11 +22,7 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_vecmat(PM_ARGS)
     const int m0 = GROUP_ID(1) * MR;
     const INDEX_T batch = GROUP_ID(2);
     INDEX_T a_row[MR];
-    PM_UNROLL
-    for (int i = 0; i < MR; ++i) {
-        const int m = (m0 + i < M) ? m0 + i : M - 1;
-        a_row[i] = a_off + batch * a_sb + (INDEX_T)m * a_sm;
-    }
+    PM_CLAMPED_OFFSETS(a_row, MR, m0, M, a_off + batch * a_sb, a_sm);
 #if PM_VM_VEC
     const INDEX_T b_col = b_off + batch * b_sb + ((n0 < N) ? n0 : N - GVW);
 #define B_LOAD(v, k) v = *(GLOBAL const GVEC_T*)(B + b_col + (INDEX_T)(k) * b_sk)
@@ -34,11 +30,7 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_vecmat(PM_ARGS)
     typedef GVEC_T pm_b_t;
 #else
     INDEX_T b_col[GVW];
-    PM_UNROLL
-    for (int j = 0; j < GVW; ++j) {
-        const int n = (n0 + j < N) ? n0 + j : N - 1;
-        b_col[j] = b_off + batch * b_sb + (INDEX_T)n * b_sn;
-    }
+    PM_CLAMPED_OFFSETS(b_col, GVW, n0, N, b_off + batch * b_sb, b_sn);
 #define B_LOAD(v, k)                                                                   \
     PM_UNROLL                                                                          \
     for (int j = 0; j < GVW; ++j) (v)[j] = LOAD(B, b_col[j] + (INDEX_T)(k) * b_sk)
@@ -46,11 +38,7 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_vecmat(PM_ARGS)
     typedef VAL_T pm_b_t[GVW];
 #endif
     ACC_T acc[MR][GVW];
-    PM_UNROLL
-    for (int i = 0; i < MR; ++i) {
-        PM_UNROLL
-        for (int j = 0; j < GVW; ++j) ACC_INIT(acc[i][j]);
-    }
+    PM_ACC_ZERO(acc, MR, GVW);
     int k = team;
     /* KWG rows of B in flight per team: all loaded, then all used. */
     for (; k + (KWG - 1) * MDIMC < K; k += KWG * MDIMC) {
