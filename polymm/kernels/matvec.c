@@ -102,16 +102,7 @@ KERNEL void polymm_matvec(PM_ARGS)
         if (m < M && n < N) STORE(C, c_off + (batch * M + m) * (INDEX_T)N + n, part[lane * MDIMC]);
     }
 #else
-    PM_UNROLL
-    for (int i = 0; i < MR; ++i) {
-        if (m0 + i < M) {
-            const INDEX_T c_row = c_off + (batch * M + m0 + i) * (INDEX_T)N;
-            PM_UNROLL
-            for (int j = 0; j < NWG; ++j) {
-                if (n0 + j < N) STORE(C, c_row + n0 + j, acc[i][j]);
-            }
-        }
-    }
+    PM_STORE_BLOCK(acc, MR, NWG);
 #endif
 #undef K_FIRST
 #undef K_STEP

@@ -354,15 +354,6 @@ KERNEL void polymm_regblock(PM_ARGS)
             for (int j = 0; j < WPTN; ++j) ACC_MADD(acc[i][j], a_val, b_reg[j]);
         }
     }
-    PM_UNROLL
-    for (int i = 0; i < WPTM; ++i) {
-        if (m0 + i < M) {
-            const INDEX_T c_row = c_off + (batch * M + m0 + i) * (INDEX_T)N;
-            PM_UNROLL
-            for (int j = 0; j < WPTN; ++j) {
-                if (n0 + j < N) STORE(C, c_row + n0 + j, acc[i][j]);
-            }
-        }
-    }
+    PM_STORE_BLOCK(acc, WPTM, WPTN);
 }
 #endif

@@ -66,7 +66,9 @@ DEVICE_FN unsigned short pm_float_to_bf16(float f) {
 /* Helpers of the kernel bodies (any dtype).
  * PM_CLAMPED_OFFSETS: out[i] = base + min(first + i, count - 1) * stride for i < R, the element
  * offsets of R consecutive rows (or columns), those past the edge clamped to the last one (they
- * are loaded, never stored).  PM_ACC_ZERO: acc[i][j] = 0 for i < R, j < C. */
+ * are loaded, never stored).  PM_ACC_ZERO: acc[i][j] = 0 for i < R, j < C.  PM_STORE_BLOCK: the
+ * R x C block acc into C from row m0 and column n0 of batch entry batch, what lies inside M x N
+ * (a product's C, c_off, batch, M, N, m0 and n0 in scope). */
 #define PM_CLAMPED_OFFSETS(out, R, first, count, base, stride)                                     \
     PM_UNROLL                                                                                      \
     for (int pm_i = 0; pm_i < (R); ++pm_i)                                                         \
@@ -76,6 +78,18 @@ DEVICE_FN unsigned short pm_float_to_bf16(float f) {
     for (int pm_i = 0; pm_i < (R); ++pm_i) {                                                       \
         PM_UNROLL                                                                                  \
         for (int pm_j = 0; pm_j < (C); ++pm_j) ACC_INIT((acc)[pm_i][pm_j]);                        \
+    }
+
+#define PM_STORE_BLOCK(acc, R, C_)                                                                 \
+    PM_UNROLL                                                                                      \
+    for (int pm_i = 0; pm_i < (R); ++pm_i) {                                                       \
+        if (m0 + pm_i < M) {                                                                       \
+            const INDEX_T pm_row = c_off + (batch * M + m0 + pm_i) * (INDEX_T)N;                   \
+            PM_UNROLL                                                                              \
+            for (int pm_j = 0; pm_j < (C_); ++pm_j) {                                              \
+                if (n0 + pm_j < N) STORE(C, pm_row + n0 + pm_j, (acc)[pm_i][pm_j]);               \
+            }                                                                                      \
+        }                                                                                          \
     }
 
 /* The kernel signatures (PM_ARGS for the products, PM_PACK_ARGS, PM_SUM_ARGS)

@@ -85,14 +85,5 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_vecmat(PM_ARGS)
             for (int j = 0; j < GVW; ++j) ACC_ADD(acc[i][j], part[((t * MR + i) * GVW + j) * NDIMC + lane]);
         }
     }
-    PM_UNROLL
-    for (int i = 0; i < MR; ++i) {
-        if (m0 + i < M) {
-            const INDEX_T c_row = c_off + (batch * M + m0 + i) * (INDEX_T)N;
-            PM_UNROLL
-            for (int j = 0; j < GVW; ++j) {
-                if (n0 + j < N) STORE(C, c_row + n0 + j, acc[i][j]);
-            }
-        }
-    }
+    PM_STORE_BLOCK(acc, MR, GVW);
 }
