@@ -3,7 +3,7 @@
 ``kernels/tensorcore.cu`` multiplies float16 and bfloat16 matrices on the tensor cores
 (``mma.sync``; float32 accumulation, what the contract asks of float16) and int8 and uint8 ones
 (int32 accumulation, whose low byte is NumPy's wrapped result) in 128-row tiles;
-``kernels/dmma.cu`` multiplies float64 matrices on the FP64 tensor cores (``mma.sync`` m16n8k4 on
+``kernels/dmma.cu`` multiplies float64 matrices on the FP64 tensor cores (``mma.sync`` m16n8k8 on
 Hopper, m8n8k4 before).
 It copies 16-byte chunks straight from global memory, so it needs operands laid out for that;
 :func:`choose` says which kernel reads a call's layout or which rule it breaks; ``"auto"``
@@ -96,14 +96,44 @@ def source(name: str = "tensorcore") -> str:
 #: device tests, the conformance suite and 100,000 fuzzed float64 cases with them on, no failure;
 #: 0.42-0.50x cuBLAS DGEMM against the SIMT kernel's 0.35x). ``POLYMM_CUDA_DMMA=0`` turns them off.
 DMMA_IN_AUTO = os.environ.get("POLYMM_CUDA_DMMA", "1") != "0"
-#: The float64 kernels (``kernels/dmma.cu``): 64 x 128 tiles, 3 stages of 16-deep K slices.
-DMMA_BM, DMMA_BN = 64, 128
+#: The float64 kernels (``kernels/dmma.cu`` with its defaults): 64 x 64 tiles of 2 x 2 warps, 4 stages
+#: of 16-deep K slices, blocks in groups of 16 tile rows (H100, 2026-11-24, kernels alone against
+#: cuBLAS DGEMM, 1024 / 2048 / 4096 / 8192: 0.76x / 0.81x / 0.83x / 0.80x; 128 x 64 tiles: 0.57x /
+#: 0.74x / 0.79x / 0.76x; ``benchmarks/h100-2026-11-24/session5/dmma-sweep7.json``).
+DMMA_BM, DMMA_BN, DMMA_THREADS, DMMA_STAGES = 64, 64, 128, 4
 #: Shallower products stay on the SIMT kernel.
 DMMA_MIN_K = 64
-#: Products of fewer tiles too (H100, 2026-11-24, kernels alone: float64 256 squares, 8 tiles,
-#: 24.6 us on DMMA against 8.2 on the SIMT kernel in four teams; cuBLAS 4.8).
-DMMA_MIN_TILES = 16
-DMMA_SMEM = 3 * (DMMA_BM * 20 + 16 * (DMMA_BN + 4)) * 8
+#: Products of fewer tiles too (H100, 2026-11-24, kernels alone: float64 256 squares, 8 tiles of the
+#: first kernel's 64 x 128, 24.6 us on DMMA against 8.2 on the SIMT kernel in four teams; cuBLAS
+#: 4.8): the same area in 64 x 64 tiles.
+DMMA_MIN_TILES = 32
+
+
+def dmma_smem(name: str) -> int:
+    """Bytes of shared memory of a float64 kernel: per stage, A and B in K rows of 16 doubles or in
+    rows of 64 along M / N, each padded by 4 doubles (``kernels/dmma.cu``)."""
+    a = DMMA_BM * 20 if "_ak_" in name else 16 * (DMMA_BM + 4)
+    b = 16 * (DMMA_BN + 4) if name.endswith("_bn") else DMMA_BN * 20
+    return DMMA_STAGES * (a + b) * 8
+
+
+def dmma_launch(name: str, shape, a, b) -> dict:
+    """The planner's description of a float64 kernel's launch: 16-byte copies of an operand
+    (``-DDM_VA=2`` / ``-DDM_VB=2``) where its unit-stride axis starts 16-byte aligned in every row
+    and batch entry (``a``/``b`` = (element offset from a 16-byte aligned base, strides)), one
+    element per copy otherwise; a 1-D grid of tiles (the kernel orders them), the batch along z."""
+    (a_off, sa), (b_off, sb) = a, b
+
+    def pairs(off, strides, unit_axis):
+        other = 3 - unit_axis
+        return strides[unit_axis] == 1 and off % 2 == 0 and strides[other] % 2 == 0 and strides[0] % 2 == 0
+
+    va = 2 if pairs(a_off, sa, 2 if "_ak_" in name else 1) else 1
+    vb = 2 if pairs(b_off, sb, 2 if name.endswith("_bn") else 1) else 1
+    bt, m, n, _ = shape
+    grid = (-(-m // DMMA_BM) * -(-n // DMMA_BN), 1, bt)
+    options = (f"-DDM_VA={va}", f"-DDM_VB={vb}")
+    return {"source": "dmma", "options": options, "grid": grid, "block": (DMMA_THREADS, 1, 1), "smem": dmma_smem(name)}
 
 
 def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb) -> tuple[str | None, str]:
@@ -118,15 +148,15 @@ def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb) -> tuple[str | None, st
         return None, f"compute capability {cc / 10:.1f} < {MIN_CC / 10:.1f}"
     bt, m, n, k = shape
     if min(m, n) < 32 or m * n * k < 64**3:
-        return None, "too small for 64 x 128 tiles"
+        return None, f"too small for {DMMA_BM} x {DMMA_BN} tiles"
     if bt * -(-m // DMMA_BM) * -(-n // DMMA_BN) < DMMA_MIN_TILES:
         return None, f"fewer than {DMMA_MIN_TILES} tiles of {DMMA_BM} x {DMMA_BN}: the SIMT kernel spreads wider"
     if k < DMMA_MIN_K:  # H100, 2026-11-23: 4096 x 32 @ 32 x 4096 at 0.55x cuBLAS on DMMA, 0.84x on SIMT
         return None, f"K = {k} < {DMMA_MIN_K}: writing C dominates, the SIMT kernel's stores are faster"
     if k >= DEEP_K * max(m, n) and bt * -(-m // DMMA_BM) * -(-n // DMMA_BN) < DEEP_TILES:
         return None, f"deep K = {k} on few tiles: split-K on the SIMT cores"
-    if -(-m // DMMA_BM) > 65535:
-        return None, f"more than 65535 tiles of {DMMA_BM} rows"
+    if -(-m // DMMA_BM) * -(-n // DMMA_BN) >= 2**31:
+        return None, f"2**31 tiles of {DMMA_BM} x {DMMA_BN} or more"
     a_along_k = abs(sa[2]) <= abs(sa[1])
     b_along_n = abs(sb[2]) <= abs(sb[1])
     return f"polymm_dmma_{'ak' if a_along_k else 'am'}_{'bn' if b_along_n else 'bk'}", "FP64 tensor cores"
@@ -136,7 +166,7 @@ def describe(cc: int) -> str:
     """What ``"auto"`` runs on the tensor cores of a device of compute capability ``cc`` (for ``polymm info``)."""
     if cc < MIN_CC:
         return "tensor cores: none used (needs sm_80)"
-    shape = "m16n8k4" if cc >= 90 else "m8n8k4"
+    shape = "m16n8k8" if cc >= 90 else "m8n8k4"
     float64 = f"float64 (mma.sync {shape})" if DMMA_IN_AUTO else "float64 off (POLYMM_CUDA_DMMA=0: SIMT)"
     if cc == 90:
         return (
@@ -303,11 +333,10 @@ def planner_entry(device, dtype, shape, a, b):
     name, why = choose_dmma(dtype, device.cc, shape, sa, sb)
     if name is None:
         return None
-    bt, m, n, _ = shape
-    grid = (-(-n // DMMA_BN), -(-m // DMMA_BM), bt)
-    external = {"source": "dmma", "options": (), "grid": grid, "block": (256, 1, 1), "smem": DMMA_SMEM}
-    shape = "m16n8k4" if device.cc >= 90 else "m8n8k4"
-    return Choice(name, None, f"FP64 tensor cores (mma.sync {shape}): {why}", external=external)
+    external = dmma_launch(name, shape, a, b)
+    shape = "m16n8k8" if device.cc >= 90 else "m8n8k4"
+    copies = "16-byte" if external["options"] == ("-DDM_VA=2", "-DDM_VB=2") else "8-byte where unaligned"
+    return Choice(name, None, f"FP64 tensor cores (mma.sync {shape}, {copies} copies): {why}", external=external)
 
 
 #: Multiply-adds per matrix from which a float32 product in a TF32 precision mode runs on the

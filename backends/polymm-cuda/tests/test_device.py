@@ -536,6 +536,7 @@ def test_dmma_kernel(backend, layout, monkeypatch):
     backend._plans.clear()
     rng = np.random.default_rng(13)
     cc = backend._compute_capability(0)
+    widths = set()
     for bt, m, n, k in TC_SHAPES + [(1, 300, 260, 130), (2, 64, 128, 16), (1, 65, 129, 17)]:
         da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "float64")
         isz = 8
@@ -544,10 +545,16 @@ def test_dmma_kernel(backend, layout, monkeypatch):
         name, why = tensorcore.choose_dmma(np.dtype("float64"), cc, (bt, m, n, k), sa, sb)
         if cc >= tensorcore.MIN_CC and min(m, n) >= 32 and m * n * k >= 64**3 and k >= tensorcore.DMMA_MIN_K:
             assert name is not None, why
+        if name is not None:  # the copy widths the planner gives this call
+            a_at, b_at = (da.data.ptr % 16 // isz, sa), (db.data.ptr % 16 // isz, sb)
+            widths.update(tensorcore.dmma_launch(name, (bt, m, n, k), a_at, b_at)["options"])
         out = _poisoned(bt, m, n, "float64")
         backend.matmul(da, db, out, "auto")
         _check(out, ha, hb, "float64")
     backend._plans.clear()
+    if cc >= tensorcore.MIN_CC:  # 16-byte copies of rows padded past an odd K; one element where unaligned
+        expected = {"padded": "-DDM_VA=2", "padded-t": "-DDM_VB=2", "misaligned": "-DDM_VA=1", "slice": "-DDM_VA=1"}
+        assert expected.get(layout, next(iter(widths))) in widths, widths
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

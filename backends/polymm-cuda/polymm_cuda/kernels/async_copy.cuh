@@ -21,6 +21,16 @@ __device__ __forceinline__ void pm_cp_async(unsigned dst, const void* src, bool 
         asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(BYTES),
                      "r"(valid ? BYTES : 0));
 }
+// BYTES (8 or 16) from global to shared memory of which the first `src_bytes` (0 to BYTES) are
+// read and the rest zero-filled: a chunk that crosses the edge of a matrix.
+template <int BYTES>
+__device__ __forceinline__ void pm_cp_async_part(unsigned dst, const void* src, int src_bytes) {
+    if (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(BYTES),
+                     "r"(src_bytes));
+}
 __device__ __forceinline__ void pm_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Wait until at most N committed groups are still in flight.
 template <int N>

@@ -2,34 +2,34 @@
 // (sm_80 and later). Each DMMA is an exact IEEE double fused multiply-add per element, so the
 // result is a float64 product like any other: the contract's float64 precision, nothing traded.
 //
-// Shapes (DM_MMA): m8n8k4 (884, the only one before sm_90) or Hopper's m16n8k4 (1684) and
-// m16n8k8 (1688). Kernels alone on the H100 (2026-11-24, benchmarks/h100-2026-11-24/sweeps/
-// sweep.py dmma-shapes), against cuBLAS DGEMM at 2048 / 4096 / 8192: m8n8k4 0.40x / 0.42x / 0.44x,
-// m16n8k4 0.59x / 0.61x / 0.58x, m16n8k8 0.54x / 0.50x / 0.43x (it spills under the two-block
-// register budget; with one block per SM neither m16n8 shape passes 0.53x). Default: 1684 on
-// sm_90 and later, 884 before. m16n8k4 spills 16-36 bytes (not accumulators) with the K loop
-// unrolled whole, and is still faster than unrolled by two without spills (0.59-0.61x against
-// 0.53-0.55x, sweep.py dmma-unroll).
+// Why it looks like this. Alone, every Hopper shape (m16n8k4, m16n8k8, m16n8k16) runs at 66
+// TFLOP/s on an H100, m8n8k4 at half that (benchmarks/h100-2026-11-24/session5/probe17.py). The
+// first kernel here (64 x 128 tiles, per-element copies and swizzled addresses computed per load)
+// reached 0.6x cuBLAS DGEMM: Nsight Compute counted 4.1 times cuBLAS's instructions for the same
+// product, and the schedulers idle half the time (session5/ncu18.txt). This one issues few
+// (session5/README.md has the sweeps):
 //
-// Tiling. A block of 256 threads (8 warps, 2 x 4) computes a 64 x 128 tile of C; each warp a
-// 32 x 32 sub-tile as (32 / DM_TM) x 4 MMA tiles of DM_TM x 8 (32 double accumulators per
-// thread). K is walked in slices of 16 through a ring of DM_STAGES shared-memory stages filled by
-// 8-byte `cp.async` copies, one element each: any strides (transposed, negative, sliced) are read
-// in place, and the threads of a warp walk the operand's unit-stride axis when it has one (DM_AK /
-// DM_BN say which), so the copies coalesce.
+// - Tiling. A block of DM_WARPS_M x DM_WARPS_N warps computes a DM_BM x DM_BN tile of C (default
+//   2 x 2 warps of 32 x 32: 64 x 64, three blocks per SM), each warp (DM_WM / DM_TM) x (DM_WN / 8)
+//   MMA tiles of m16n8k8 (Hopper; m8n8k4 before). Blocks run in groups of DM_GROUP_M tile rows, so
+//   that the blocks in flight share rows of A and columns of B in L2.
+// - Copies. K is walked in slices of 16 through a ring of DM_STAGES shared-memory stages filled by
+//   `cp.async`, DM_VA / DM_VB elements of A / B per copy (2: 16-byte copies along the operand's
+//   unit-stride axis, which the host allows where that is 16-byte aligned; 1: one element each,
+//   any strides). A thread's copies sit at fixed steps from its first, in the matrix and in shared
+//   memory. Elements outside the matrices are zero-filled, never read.
+// - Shared memory keeps each operand as it is stored: "K rows" (16 doubles; A when K is its
+//   unit-stride axis, B likewise) or "outer rows" (DM_BM or DM_BN doubles along M or N), every row
+//   padded by 4 doubles: the lanes of a half warp then read distinct banks, and every fragment is a
+//   per-thread base plus a constant offset (no address arithmetic in the main loop).
 //
-// Fragments (row.col), with g = lane / 4 and q = lane % 4: a lane holds A[g + 8 (r % 2)][q + 4 (r / 2)]
-// for r < DM_AR, B[q + 4 r][g] for r < DM_BR and C[g + 8 (c / 2)][2 q + c % 2] for c < DM_R (the
-// m8n8k4 layout is the case of one A, one B and two C values). Shared rows are padded by 4
-// doubles, so that the 16 lanes of each half-warp read 16 different bank pairs.
-//
-// Two blocks per SM (launch bounds: 128 registers, no spills; 2 x 81 KiB of shared memory).
-// The kernel argument list is the one every polymm CUDA kernel takes. No #include
-// (async_copy.cuh comes first).
+// Fragments (row.col), with g = lane / 4 and q = lane % 4: A[g + 8 h][q + 4 j] (h < DM_TM / 8,
+// j < DM_KW), B[q + 4 j][g], C[g + 8 (c / 2)][2 q + c % 2] for c < DM_R. The kernel argument list
+// is the one every polymm CUDA kernel takes. No #include (async_copy.cuh comes first).
 
 #ifndef DM_MMA
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define DM_MMA 1684
+#define DM_MMA 1688
 #else
 #define DM_MMA 884
 #endif
@@ -44,30 +44,44 @@
 #define DM_TM 16
 #define DM_TK 8
 #endif
-#define DM_AR (DM_TM * DM_TK / 32)  // A values per lane and MMA: 1, 2 or 4
-#define DM_BR (DM_TK / 4)           // B values: 1 or 2
-#define DM_R (DM_TM / 4)            // C values: 2 or 4
+#define DM_KW (DM_TK / 4)             // K values per lane and MMA (q + 4 j, j < DM_KW): 1 or 2
+#define DM_AR (DM_TM / 8 * DM_KW)     // A values per lane and MMA
+#define DM_R (DM_TM / 4)              // C values per lane and MMA
+#ifndef DM_WARPS_M
+#define DM_WARPS_M 2
+#endif
+#ifndef DM_WARPS_N
+#define DM_WARPS_N 2
+#endif
 #ifndef DM_WM
-#define DM_WM 32  // rows of C per warp; 64 (128-row blocks, one per SM) was no faster (sweep.py dmma-warps)
+#define DM_WM 32
 #endif
-#define DM_I (DM_WM / DM_TM)        // MMA tiles along M per warp
-#ifndef DM_MINB
-#define DM_MINB 2  // blocks per SM the register budget is cut for
+#ifndef DM_WN
+#define DM_WN 32
 #endif
-
-#define DM_BM (2 * DM_WM)
-#define DM_BN 128
-#define DM_BK 16
-#define DM_THREADS 256
 #ifndef DM_STAGES
-#define DM_STAGES 3
+#define DM_STAGES 4
 #endif
-#define DM_APAD (DM_BK + 4)  // A stored [m][k]
-#define DM_BPAD (DM_BN + 4)  // B stored [k][n]
-#define DM_A_STAGE (DM_BM * DM_APAD)
-#define DM_B_STAGE (DM_BK * DM_BPAD)
+#ifndef DM_MINB
+#define DM_MINB 3  // blocks per SM the register budget is cut for
+#endif
+#ifndef DM_GROUP_M
+#define DM_GROUP_M 16  // 0: a grid of (tiles along N, tiles along M); else a 1-D grid in groups of rows
+#endif
+#ifndef DM_VA
+#define DM_VA 1
+#endif
+#ifndef DM_VB
+#define DM_VB 1
+#endif
+#define DM_MI (DM_WM / DM_TM)  // MMA tiles along M per warp
+#define DM_NJ (DM_WN / 8)      // along N
+#define DM_BM (DM_WARPS_M * DM_WM)
+#define DM_BN (DM_WARPS_N * DM_WN)
+#define DM_BK 16
+#define DM_THREADS (32 * DM_WARPS_M * DM_WARPS_N)
 
-__device__ __forceinline__ void dm_mma(double (&d)[DM_R], const double (&a)[DM_AR], const double (&b)[DM_BR]) {
+__device__ __forceinline__ void dm_mma(double (&d)[DM_R], const double (&a)[DM_AR], const double (&b)[DM_KW]) {
 #if DM_MMA == 884
     asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
                  : "+d"(d[0]), "+d"(d[1])
@@ -84,97 +98,159 @@ __device__ __forceinline__ void dm_mma(double (&d)[DM_R], const double (&a)[DM_A
 #endif
 }
 
-// AK: A is read with consecutive threads along K (else along M); BN: B with consecutive threads
-// along N (else along K). The host picks them from the strides.
+// Shared rows are padded (DM_PK / dm_pitch_outer) so that the lanes of a quarter warp (16-byte
+// loads; a half warp for 8-byte ones) read distinct banks, and every fragment's address is a
+// per-thread base plus a constant.
+template <bool KROWS, int OUTER>
+struct DmLayout {
+    static constexpr int PITCH = (KROWS ? DM_BK : OUTER) + 4;
+    static constexpr int SIZE = KROWS ? OUTER * PITCH : DM_BK * PITCH;  // doubles per stage
+    // offset of element (o, k) of the tile
+    static __device__ __forceinline__ int at(int o, int k) { return KROWS ? o * PITCH + k : k * PITCH + o; }
+};
+
+// Copies 16-deep K slices of an operand's OUTER x 16 tile (outer rows from o0, `count` of them in
+// the matrix; element (o, k) at src + o * so + k * sk) into shared memory. KROWS: stored as K
+// rows; V elements per copy along the copy's contiguous axis (K for K rows). Copy h of a thread
+// sits at a fixed step from copy 0, in the matrix and in shared memory; elements outside the
+// matrix are zero-filled, never read.
+template <int OUTER, bool KROWS, int V>
+struct DmCopier {
+    static constexpr int PER_ROW = (KROWS ? DM_BK : OUTER) / V;  // copies per shared row
+    static constexpr int COPIES = OUTER * DM_BK / V / DM_THREADS;  // per thread and slice
+    static constexpr int ROW_STEP = DM_THREADS / PER_ROW;          // shared rows between copies
+    static_assert(OUTER * DM_BK % (V * DM_THREADS) == 0 && DM_THREADS % PER_ROW == 0, "whole copies");
+    typedef DmLayout<KROWS, OUTER> L;
+    const double* p;  // copy 0 at the current slice
+    pm_i64 step;      // between copies
+    pm_i64 slice;     // between slices
+    unsigned s_off;   // byte offset of copy 0 in a stage
+    int o, k, count;  // copy 0's coordinates in the matrix (k within the slice)
+    __device__ __forceinline__ DmCopier(const double* src, pm_i64 so, pm_i64 sk, int o0, int count_, int tid)
+        : count(count_) {
+        const int row = tid / PER_ROW, col = (tid % PER_ROW) * V;
+        o = o0 + (KROWS ? row : col);
+        k = KROWS ? col : row;
+        p = src + (pm_i64)o * so + (pm_i64)k * sk;
+        step = (pm_i64)ROW_STEP * (KROWS ? so : sk);
+        slice = (pm_i64)DM_BK * sk;
+        s_off = 8 * (KROWS ? L::at(row, col) : L::at(col, row));
+    }
+    // elements of copy h inside the matrix, for the slice from k0 of K
+    __device__ __forceinline__ int inside(int h, int k0, int K) const {
+        const int ho = KROWS ? o + h * ROW_STEP : o, hk = k0 + (KROWS ? k : k + h * ROW_STEP);
+        const int n = KROWS ? (ho < count ? K - hk : 0) : (hk < K ? count - ho : 0);
+        return max(0, min(V, n));
+    }
+    // issue the copies of the slice from k0 into the stage at shared address dst; advance
+    __device__ __forceinline__ void copy(unsigned dst, int k0, int K) {
+#pragma unroll
+        for (int h = 0; h < COPIES; ++h) {
+            const int n = inside(h, k0, K);
+            const double* from = n ? p + h * step : p;
+            pm_cp_async_part<8 * V>(dst + s_off + 8 * h * ROW_STEP * L::PITCH, from, 8 * n);
+        }
+        p += slice;
+    }
+};
+
+// AK: A's unit-stride (or smaller) axis is K (else M); BN: B's is N (else K). The host picks them
+// from the strides, and DM_VA / DM_VB from the alignment.
 template <bool AK, bool BN>
 __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __restrict__ A, pm_i64 sa0, pm_i64 sa1,
                                         pm_i64 sa2, const double* __restrict__ B, pm_i64 sb0, pm_i64 sb1,
                                         pm_i64 sb2, double* __restrict__ C) {
-    extern __shared__ __align__(16) double dm_smem[];  // DM_STAGES * (A stage + B stage): 81 KiB
+    typedef DmLayout<AK, DM_BM> LA;
+    typedef DmLayout<!BN, DM_BN> LB;
+    extern __shared__ __align__(16) double dm_smem[];  // DM_STAGES * (LA::SIZE + LB::SIZE)
     double* sA = dm_smem;
-    double* sB = dm_smem + DM_STAGES * DM_A_STAGE;
+    double* sB = dm_smem + DM_STAGES * LA::SIZE;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int wm = warp >> 2, wn = warp & 3;  // 2 x 4 warps: 32 x 32 each
+    const int wm0 = (warp / DM_WARPS_N) * DM_WM, wn0 = (warp % DM_WARPS_N) * DM_WN;
+#if DM_GROUP_M
+    // blocks in groups of DM_GROUP_M tile rows, column by column: a wave of blocks shares rows of A
+    // and columns of B in L2 (a plain row-major order re-reads all of B every few tile rows)
+    const int tiles_m = (M + DM_BM - 1) / DM_BM, tiles_n = (N + DM_BN - 1) / DM_BN;
+    const int pid = blockIdx.x, per_group = DM_GROUP_M * tiles_n, first = pid / per_group * DM_GROUP_M;
+    const int rows = min(tiles_m - first, DM_GROUP_M);
+    const int m0 = (first + pid % per_group % rows) * DM_BM, n0 = (pid % per_group / rows) * DM_BN;
+#else
     const int m0 = blockIdx.y * DM_BM, n0 = blockIdx.x * DM_BN;
+#endif
     const pm_i64 z = blockIdx.z;
-    A += z * sa0;
-    B += z * sb0;
     C += z * (pm_i64)M * N;
     const int kt_count = (K + DM_BK - 1) / DM_BK;
+    DmCopier<DM_BM, AK, DM_VA> copy_a(A + z * sa0, sa1, sa2, m0, M, tid);
+    DmCopier<DM_BN, !BN, DM_VB> copy_b(B + z * sb0, sb2, sb1, n0, N, tid);
+    const unsigned sA0 = pm_smem_addr(sA), sB0 = pm_smem_addr(sB);
 
-    auto load_slice = [&](int stage, int kt) {
-        const int k0 = kt * DM_BK;
-        const unsigned dA = pm_smem_addr(sA + stage * DM_A_STAGE);
-        const unsigned dB = pm_smem_addr(sB + stage * DM_B_STAGE);
+    double acc[DM_MI][DM_NJ][DM_R];
 #pragma unroll
-        for (int h = 0; h < DM_BM * DM_BK / DM_THREADS; ++h) {  // 4 (or 8) elements of A each
-            const int e = tid + h * DM_THREADS;
-            const int r = AK ? e / DM_BK : e % DM_BM, c = AK ? e % DM_BK : e / DM_BM;
-            const int gm = m0 + r, gk = k0 + c;
-            const bool ok = gm < M && gk < K;
-            pm_cp_async<8>(dA + (r * DM_APAD + c) * 8, ok ? A + gm * sa1 + gk * sa2 : A, ok);
-        }
+    for (int i = 0; i < DM_MI; ++i)
 #pragma unroll
-        for (int h = 0; h < DM_BK * DM_BN / DM_THREADS; ++h) {  // 8 elements of B each
-            const int e = tid + h * DM_THREADS;
-            const int r = BN ? e / DM_BN : e % DM_BK, c = BN ? e % DM_BN : e / DM_BK;
-            const int gk = k0 + r, gn = n0 + c;
-            const bool ok = gk < K && gn < N;
-            pm_cp_async<8>(dB + (r * DM_BPAD + c) * 8, ok ? B + gk * sb1 + gn * sb2 : B, ok);
-        }
-    };
-
-    double acc[DM_I][4][DM_R];
-#pragma unroll
-    for (int i = 0; i < DM_I; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < DM_NJ; ++j)
 #pragma unroll
             for (int c = 0; c < DM_R; ++c) acc[i][j][c] = 0.0;
 
 #pragma unroll
     for (int s = 0; s < DM_STAGES - 1; ++s) {
-        if (s < kt_count) load_slice(s, s);
+        if (s < kt_count) {
+            copy_a.copy(sA0 + 8 * s * LA::SIZE, s * DM_BK, K);
+            copy_b.copy(sB0 + 8 * s * LB::SIZE, s * DM_BK, K);
+        }
         pm_cp_commit();
     }
     const int g = lane >> 2, q = lane & 3;
+    // this lane's first A and B values in a stage; every other one is a constant away
+    const int fa = LA::at(wm0 + g, q), fb = LB::at(wn0 + g, q);
     for (int kt = 0; kt < kt_count; ++kt) {
         pm_cp_wait<DM_STAGES - 2>();
         __syncthreads();
         const int next = kt + DM_STAGES - 1;
-        if (next < kt_count) load_slice(next % DM_STAGES, next);
+        if (next < kt_count) {
+            const int ns = next % DM_STAGES;
+            copy_a.copy(sA0 + 8 * ns * LA::SIZE, next * DM_BK, K);
+            copy_b.copy(sB0 + 8 * ns * LB::SIZE, next * DM_BK, K);
+        }
         pm_cp_commit();
 
-        const double* cA = sA + (kt % DM_STAGES) * DM_A_STAGE + (wm * DM_WM + g) * DM_APAD + q;
-        const double* cB = sB + (kt % DM_STAGES) * DM_B_STAGE + q * DM_BPAD + wn * 32 + g;
+        const int stage = kt % DM_STAGES;
+        const double* cA = sA + stage * LA::SIZE + fa;
+        const double* cB = sB + stage * LB::SIZE + fb;
 #pragma unroll
-        for (int ks = 0; ks < DM_BK; ks += DM_TK) {
-            double af[DM_I][DM_AR], bf[4][DM_BR];
+        for (int kk = 0; kk < DM_BK; kk += DM_TK) {
+            double af[DM_MI][DM_AR], bf[DM_NJ][DM_KW];
 #pragma unroll
-            for (int i = 0; i < DM_I; ++i)
+            for (int i = 0; i < DM_MI; ++i)
 #pragma unroll
-                for (int r = 0; r < DM_AR; ++r) af[i][r] = cA[(i * DM_TM + 8 * (r % 2)) * DM_APAD + ks + 4 * (r / 2)];
+                for (int h = 0; h < DM_TM / 8; ++h) {
+                    const double* r = cA + LA::at(i * DM_TM + 8 * h, kk);
 #pragma unroll
-            for (int j = 0; j < 4; ++j)
+                    for (int j = 0; j < DM_KW; ++j) af[i][h + DM_TM / 8 * j] = r[LA::at(0, 4 * j)];
+                }
 #pragma unroll
-                for (int r = 0; r < DM_BR; ++r) bf[j][r] = cB[(ks + 4 * r) * DM_BPAD + j * 8];
+            for (int j = 0; j < DM_NJ; ++j) {
+                const double* r = cB + LB::at(8 * j, kk);
 #pragma unroll
-            for (int i = 0; i < DM_I; ++i)
+                for (int t = 0; t < DM_KW; ++t) bf[j][t] = r[LB::at(0, 4 * t)];
+            }
 #pragma unroll
-                for (int j = 0; j < 4; ++j) dm_mma(acc[i][j], af[i], bf[j]);
+            for (int i = 0; i < DM_MI; ++i)
+#pragma unroll
+                for (int j = 0; j < DM_NJ; ++j) dm_mma(acc[i][j], af[i], bf[j]);
         }
     }
     pm_cp_wait<0>();
 
 #pragma unroll
-    for (int i = 0; i < DM_I; ++i) {
+    for (int i = 0; i < DM_MI; ++i) {
 #pragma unroll
         for (int h = 0; h < DM_R / 2; ++h) {  // the 8-row halves of a 16-row tile
-            const int row = m0 + wm * DM_WM + i * DM_TM + 8 * h + g;
+            const int row = m0 + wm0 + i * DM_TM + 8 * h + g;
             if (row >= M) continue;
 #pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const int col = n0 + wn * 32 + j * 8 + 2 * q;
+            for (int j = 0; j < DM_NJ; ++j) {
+                const int col = n0 + wn0 + j * 8 + 2 * q;
                 if (col < N) C[(pm_i64)row * N + col] = acc[i][j][2 * h];
                 if (col + 1 < N) C[(pm_i64)row * N + col + 1] = acc[i][j][2 * h + 1];
             }
@@ -183,7 +259,7 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
 }
 
 #define DM_KERNEL(NAME, AK, BN)                                                                          \
-    extern "C" __global__ void __launch_bounds__(DM_THREADS, DM_MINB)                                           \
+    extern "C" __global__ void __launch_bounds__(DM_THREADS, DM_MINB)                                    \
         NAME(int M, int N, int K, const double* __restrict__ A, pm_i64 a_off, pm_i64 sa0, pm_i64 sa1,     \
              pm_i64 sa2, const double* __restrict__ B, pm_i64 b_off, pm_i64 sb0, pm_i64 sb1, pm_i64 sb2,  \
              double* __restrict__ C, pm_i64 c_off) {                                                     \
