@@ -97,9 +97,9 @@ def source(name: str = "tensorcore") -> str:
 #: 0.42-0.50x cuBLAS DGEMM against the SIMT kernel's 0.35x). ``POLYMM_CUDA_DMMA=0`` turns them off.
 DMMA_IN_AUTO = os.environ.get("POLYMM_CUDA_DMMA", "1") != "0"
 #: The float64 kernels (``kernels/dmma.cu`` with its defaults): 64 x 64 tiles of 2 x 2 warps, 4 stages
-#: of 16-deep K slices, blocks in groups of 16 tile rows (H100, 2026-11-24, kernels alone against
-#: cuBLAS DGEMM, 1024 / 2048 / 4096 / 8192: 0.76x / 0.81x / 0.83x / 0.80x; 128 x 64 tiles: 0.57x /
-#: 0.74x / 0.79x / 0.76x; ``benchmarks/h100-2026-11-24/session5/dmma-sweep7.json``).
+#: of 16-deep K slices, blocks in groups of 16 tile rows. H100, 2026-11-25, whole calls against
+#: cuBLAS DGEMM: 1024 / 2048 / 4096 squares 0.87x / 0.84x / 0.86x (0.57x / 0.62x / 0.64x before);
+#: ``benchmarks/h100-2026-11-25/`` has the sweeps behind the choice.
 DMMA_BM, DMMA_BN, DMMA_THREADS, DMMA_STAGES = 64, 64, 128, 4
 #: Shallower products stay on the SIMT kernel.
 DMMA_MIN_K = 64

@@ -15,7 +15,10 @@ cuBLAS (``cupy.matmul``, TF32 off) on the same operands, every result checked ag
 - ``kernels/dmma.cu``, float64 squares 1024-8192, launched directly:
   ``dmma-shapes`` (``dmma-sweep.json``: m8n8k4, m16n8k4, m16n8k8, one or two blocks per SM),
   ``dmma-unroll`` (``dmma-sweep2.json``: m16n8k4's K loop unrolled whole or by two),
-  ``dmma-warps`` (``dmma-sweep3.json``: 32 x 32 or 64 x 32 warp tiles).
+  ``dmma-warps`` (``dmma-sweep3.json``: 32 x 32 or 64 x 32 warp tiles);
+  ``dmma-k16`` (``../../h100-2026-11-25/sweeps/dmma-sweep4.json``: m16n8k16, which only the
+  variant of the first kernel it ran with knew; that kernel is gone, ``dmma_sweep.py`` there
+  sweeps the one that replaced it).
 
 ``sweep2-f32.json`` and ``sweep3-f32.json`` came from grids over two regblock parameters tried and
 removed the same night (double-buffered tiles, warp shapes); the README says what they found.
@@ -144,6 +147,14 @@ def regblock(grid: str) -> dict:
 _DMMA_CONFIGS = {  # (DM_MMA, DM_MINB, DM_WM, DM_STAGES, K loop unrolled by: 0 = whole)
     "dmma-shapes": [(mma, minb, 32, 3, 0) for mma in (884, 1684, 1688) for minb in (2, 1)],
     "dmma-unroll": [(1684, 2, 32, 3, 0), (1684, 2, 32, 3, 2)],
+    "dmma-k16": [
+        (1684, 2, 32, 3, 0),
+        (16816, 1, 32, 3, 0),
+        (16816, 1, 32, 4, 0),
+        (16816, 2, 32, 3, 0),
+        (16816, 1, 64, 3, 0),
+        (16816, 1, 64, 4, 0),
+    ],
     "dmma-warps": [
         (1684, 2, 32, 3, 0),
         (1684, 1, 64, 3, 0),
