@@ -3,7 +3,7 @@
 ``kernels/tensorcore.cu`` multiplies float16 and bfloat16 matrices on the tensor cores
 (``mma.sync``; float32 accumulation, what the contract asks of float16) and int8 and uint8 ones
 (int32 accumulation, whose low byte is NumPy's wrapped result) in 128-row tiles;
-``kernels/dmma.cu`` multiplies float64 matrices on the FP64 tensor cores (``mma.sync`` m16n8k8 on
+``kernels/dmma.cu`` multiplies float64 matrices on the FP64 tensor cores (``mma.sync`` m16n8k4 on
 Hopper, m8n8k4 before).
 It copies 16-byte chunks straight from global memory, so it needs operands laid out for that;
 :func:`choose` says which kernel reads a call's layout or which rule it breaks; ``"auto"``
@@ -101,6 +101,9 @@ DMMA_IN_AUTO = os.environ.get("POLYMM_CUDA_DMMA", "1") != "0"
 #: cuBLAS DGEMM: 1024 / 2048 / 4096 squares 0.87x / 0.84x / 0.86x (0.57x / 0.62x / 0.64x before);
 #: ``benchmarks/h100-2026-11-25/`` has the sweeps behind the choice.
 DMMA_BM, DMMA_BN, DMMA_THREADS, DMMA_STAGES = 64, 64, 128, 4
+#: The MMA shape on Hopper (sm_90 and later; m8n8k4 before): m16n8k4 ran 1.03-1.19x as fast as
+#: m16n8k8 in this kernel (H100, 2026-11-25, ``benchmarks/h100-2026-11-25/sweeps/dmma-sweep11``).
+DMMA_SHAPE = 1684
 #: Shallower products stay on the SIMT kernel.
 DMMA_MIN_K = 64
 #: Products of fewer tiles too (H100, 2026-11-24, kernels alone: float64 256 squares, 8 tiles of the
@@ -110,19 +113,20 @@ DMMA_MIN_TILES = 32
 
 
 def dmma_smem(name: str) -> int:
-    """Bytes of shared memory of a float64 kernel: per stage, A and B in K rows of 16 doubles or in
-    rows of 64 along M / N, each padded by 4 doubles (``kernels/dmma.cu``)."""
-    a = DMMA_BM * 20 if "_ak_" in name else 16 * (DMMA_BM + 4)
-    b = 16 * (DMMA_BN + 4) if name.endswith("_bn") else DMMA_BN * 20
+    """Bytes of shared memory of float64 kernel ``name`` (``kernels/dmma.cu``'s ``DmLayout``s): per
+    stage, A and B in K rows of 16 doubles or in rows of 64 along M / N, each padded by 4 doubles."""
+    a = DMMA_BM * (16 + 4) if "_ak_" in name else 16 * (DMMA_BM + 4)
+    b = 16 * (DMMA_BN + 4) if name.endswith("_bn") else DMMA_BN * (16 + 4)
     return DMMA_STAGES * (a + b) * 8
 
 
-def dmma_launch(name: str, shape, a, b) -> dict:
+def dmma_launch(name: str, cc: int, shape, a, b) -> dict:
     """The planner's description of a float64 kernel's launch: 16-byte copies of an operand
     (``-DDM_VA=2`` / ``-DDM_VB=2``) where its unit-stride axis starts 16-byte aligned in every row
     and batch entry (``a``/``b`` = (element offset from a 16-byte aligned base, strides)), one
     element per copy otherwise; a 1-D grid of tiles (the kernel orders them), the batch along z."""
     (a_off, sa), (b_off, sb) = a, b
+    mma = DMMA_SHAPE if cc >= 90 else 884
 
     def pairs(off, strides, unit_axis):
         other = 3 - unit_axis
@@ -132,8 +136,9 @@ def dmma_launch(name: str, shape, a, b) -> dict:
     vb = 2 if pairs(b_off, sb, 2 if name.endswith("_bn") else 1) else 1
     bt, m, n, _ = shape
     grid = (-(-m // DMMA_BM) * -(-n // DMMA_BN), 1, bt)
-    options = (f"-DDM_VA={va}", f"-DDM_VB={vb}")
-    return {"source": "dmma", "options": options, "grid": grid, "block": (DMMA_THREADS, 1, 1), "smem": dmma_smem(name)}
+    options = (f"-DDM_MMA={mma}", f"-DDM_VA={va}", f"-DDM_VB={vb}")
+    block = (DMMA_THREADS, 1, 1)
+    return {"source": "dmma", "options": options, "grid": grid, "block": block, "smem": dmma_smem(name)}
 
 
 def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb) -> tuple[str | None, str]:
@@ -166,8 +171,12 @@ def describe(cc: int) -> str:
     """What ``"auto"`` runs on the tensor cores of a device of compute capability ``cc`` (for ``polymm info``)."""
     if cc < MIN_CC:
         return "tensor cores: none used (needs sm_80)"
-    shape = "m16n8k8" if cc >= 90 else "m8n8k4"
-    float64 = f"float64 (mma.sync {shape})" if DMMA_IN_AUTO else "float64 off (POLYMM_CUDA_DMMA=0: SIMT)"
+    shape = "m16n8k8" if DMMA_SHAPE == 1688 else "m16n8k4"
+    float64 = (
+        f"float64 (mma.sync {shape if cc >= 90 else 'm8n8k4'})"
+        if DMMA_IN_AUTO
+        else "float64 off (POLYMM_CUDA_DMMA=0: SIMT)"
+    )
     if cc == 90:
         return (
             "tensor cores: float16, bfloat16, int8, uint8 (wgmma); float32 in precision 'tf32' and 'tf32x3' "
@@ -333,9 +342,9 @@ def planner_entry(device, dtype, shape, a, b):
     name, why = choose_dmma(dtype, device.cc, shape, sa, sb)
     if name is None:
         return None
-    external = dmma_launch(name, shape, a, b)
-    shape = "m16n8k8" if device.cc >= 90 else "m8n8k4"
-    copies = "16-byte" if external["options"] == ("-DDM_VA=2", "-DDM_VB=2") else "8-byte where unaligned"
+    external = dmma_launch(name, device.cc, shape, a, b)
+    shape = "m8n8k4" if device.cc < 90 else "m16n8k8" if DMMA_SHAPE == 1688 else "m16n8k4"
+    copies = "16-byte" if external["options"][1:] == ("-DDM_VA=2", "-DDM_VB=2") else "8-byte where unaligned"
     return Choice(name, None, f"FP64 tensor cores (mma.sync {shape}, {copies} copies): {why}", external=external)
 
 

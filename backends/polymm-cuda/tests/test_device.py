@@ -547,7 +547,7 @@ def test_dmma_kernel(backend, layout, monkeypatch):
             assert name is not None, why
         if name is not None:  # the copy widths the planner gives this call
             a_at, b_at = (da.data.ptr % 16 // isz, sa), (db.data.ptr % 16 // isz, sb)
-            widths.update(tensorcore.dmma_launch(name, (bt, m, n, k), a_at, b_at)["options"])
+            widths.update(tensorcore.dmma_launch(name, cc, (bt, m, n, k), a_at, b_at)["options"])
         out = _poisoned(bt, m, n, "float64")
         backend.matmul(da, db, out, "auto")
         _check(out, ha, hb, "float64")

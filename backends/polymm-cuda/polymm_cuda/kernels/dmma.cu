@@ -11,7 +11,7 @@
 //
 // - Tiling. A block of DM_WARPS_M x DM_WARPS_N warps computes a DM_BM x DM_BN tile of C (default
 //   2 x 2 warps of 32 x 32: 64 x 64, three blocks per SM), each warp (DM_WM / DM_TM) x (DM_WN / 8)
-//   MMA tiles of m16n8k8 (Hopper; m8n8k4 before). Blocks run in groups of DM_GROUP_M tile rows, so
+//   MMA tiles of DM_MMA (Hopper: m16n8k4, the fastest here in sweep 11; m8n8k4 before). Blocks run in groups of DM_GROUP_M tile rows, so
 //   that the blocks in flight share rows of A and columns of B in L2.
 // - Copies. K is walked in slices of 16 through a ring of DM_STAGES shared-memory stages filled by
 //   `cp.async`, DM_VA / DM_VB elements of A / B per copy (2: 16-byte copies along the operand's
@@ -21,7 +21,9 @@
 // - Shared memory keeps each operand as it is stored: "K rows" (16 doubles; A when K is its
 //   unit-stride axis, B likewise) or "outer rows" (DM_BM or DM_BN doubles along M or N), every row
 //   padded by 4 doubles: the lanes of a half warp then read distinct banks, and every fragment is a
-//   per-thread base plus a constant offset (no address arithmetic in the main loop).
+//   per-thread base plus a constant offset (no address arithmetic in the main loop). The MMA's A
+//   operand is whichever of A and B^T lies in outer rows (see dm_gemm): its two rows per lane then
+//   come in one 16-byte load.
 //
 // Fragments (row.col), with g = lane / 4 and q = lane % 4: A[g + 8 h][q + 4 j] (h < DM_TM / 8,
 // j < DM_KW), B[q + 4 j][g], C[g + 8 (c / 2)][2 q + c % 2] for c < DM_R. The kernel argument list
@@ -29,7 +31,7 @@
 
 #ifndef DM_MMA
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define DM_MMA 1688
+#define DM_MMA 1684
 #else
 #define DM_MMA 884
 #endif
@@ -59,6 +61,9 @@
 #ifndef DM_WN
 #define DM_WN 32
 #endif
+#ifndef DM_BK
+#define DM_BK 16  // K per slice
+#endif
 #ifndef DM_STAGES
 #define DM_STAGES 4
 #endif
@@ -74,11 +79,8 @@
 #ifndef DM_VB
 #define DM_VB 1
 #endif
-#define DM_MI (DM_WM / DM_TM)  // MMA tiles along M per warp
-#define DM_NJ (DM_WN / 8)      // along N
 #define DM_BM (DM_WARPS_M * DM_WM)
 #define DM_BN (DM_WARPS_N * DM_WN)
-#define DM_BK 16
 #define DM_THREADS (32 * DM_WARPS_M * DM_WARPS_N)
 
 __device__ __forceinline__ void dm_mma(double (&d)[DM_R], const double (&a)[DM_AR], const double (&b)[DM_KW]) {
@@ -98,12 +100,12 @@ __device__ __forceinline__ void dm_mma(double (&d)[DM_R], const double (&a)[DM_A
 #endif
 }
 
-// Shared rows are padded (DM_PK / dm_pitch_outer) so that the lanes of a quarter warp (16-byte
-// loads; a half warp for 8-byte ones) read distinct banks, and every fragment's address is a
-// per-thread base plus a constant.
-template <bool KROWS, int OUTER>
+// A tile in shared memory: K rows (KROWS: OUTER rows of DM_BK) or outer rows (DM_BK rows of OUTER),
+// each padded by PAD doubles, so that the lanes of a quarter warp (16-byte loads; a half warp for
+// 8-byte ones) read distinct banks; every fragment's address is a per-thread base plus a constant.
+template <bool KROWS, int OUTER, int PAD>
 struct DmLayout {
-    static constexpr int PITCH = (KROWS ? DM_BK : OUTER) + 4;
+    static constexpr int PITCH = (KROWS ? DM_BK : OUTER) + PAD;
     static constexpr int SIZE = KROWS ? OUTER * PITCH : DM_BK * PITCH;  // doubles per stage
     // offset of element (o, k) of the tile
     static __device__ __forceinline__ int at(int o, int k) { return KROWS ? o * PITCH + k : k * PITCH + o; }
@@ -114,25 +116,28 @@ struct DmLayout {
 // rows; V elements per copy along the copy's contiguous axis (K for K rows). Copy h of a thread
 // sits at a fixed step from copy 0, in the matrix and in shared memory; elements outside the
 // matrix are zero-filled, never read.
-template <int OUTER, bool KROWS, int V>
+template <int OUTER, bool KROWS, int V, class L>
 struct DmCopier {
     static constexpr int PER_ROW = (KROWS ? DM_BK : OUTER) / V;  // copies per shared row
     static constexpr int COPIES = OUTER * DM_BK / V / DM_THREADS;  // per thread and slice
     static constexpr int ROW_STEP = DM_THREADS / PER_ROW;          // shared rows between copies
     static_assert(OUTER * DM_BK % (V * DM_THREADS) == 0 && DM_THREADS % PER_ROW == 0, "whole copies");
-    typedef DmLayout<KROWS, OUTER> L;
-    const double* p;  // copy 0 at the current slice
-    pm_i64 step;      // between copies
-    pm_i64 slice;     // between slices
-    unsigned s_off;   // byte offset of copy 0 in a stage
-    int o, k, count;  // copy 0's coordinates in the matrix (k within the slice)
+    const double* p[COPIES];  // each copy's source at the current slice
+    int bytes[COPIES];        // what each copy reads of a whole slice (0 outside the matrix)
+    pm_i64 slice;             // between slices
+    unsigned s_off;           // byte offset of copy 0 in a stage
+    int o, k, count;          // copy 0's coordinates in the matrix (k within the slice)
     __device__ __forceinline__ DmCopier(const double* src, pm_i64 so, pm_i64 sk, int o0, int count_, int tid)
         : count(count_) {
         const int row = tid / PER_ROW, col = (tid % PER_ROW) * V;
         o = o0 + (KROWS ? row : col);
         k = KROWS ? col : row;
-        p = src + (pm_i64)o * so + (pm_i64)k * sk;
-        step = (pm_i64)ROW_STEP * (KROWS ? so : sk);
+        const pm_i64 step = (pm_i64)ROW_STEP * (KROWS ? so : sk);
+#pragma unroll
+        for (int h = 0; h < COPIES; ++h) {
+            p[h] = src + (pm_i64)o * so + (pm_i64)k * sk + h * step;
+            bytes[h] = 8 * max(0, min(V, KROWS ? (o + h * ROW_STEP < count ? V : 0) : count - o));
+        }
         slice = (pm_i64)DM_BK * sk;
         s_off = 8 * (KROWS ? L::at(row, col) : L::at(col, row));
     }
@@ -142,31 +147,51 @@ struct DmCopier {
         const int n = KROWS ? (ho < count ? K - hk : 0) : (hk < K ? count - ho : 0);
         return max(0, min(V, n));
     }
-    // issue the copies of the slice from k0 into the stage at shared address dst; advance
+    // issue the copies of the slice from k0 into the stage at shared address dst; advance. Whole
+    // slices (all but a last one cut by K) take the bytes worked out once.
     __device__ __forceinline__ void copy(unsigned dst, int k0, int K) {
+        if (k0 + DM_BK <= K) {
 #pragma unroll
-        for (int h = 0; h < COPIES; ++h) {
-            const int n = inside(h, k0, K);
-            const double* from = n ? p + h * step : p;
-            pm_cp_async_part<8 * V>(dst + s_off + 8 * h * ROW_STEP * L::PITCH, from, 8 * n);
+            for (int h = 0; h < COPIES; ++h)
+                pm_cp_async_part<8 * V>(dst + s_off + 8 * h * ROW_STEP * L::PITCH, p[h], bytes[h]);
+        } else {
+#pragma unroll
+            for (int h = 0; h < COPIES; ++h) {
+                const int n = inside(h, k0, K);
+                pm_cp_async_part<8 * V>(dst + s_off + 8 * h * ROW_STEP * L::PITCH, p[h], 8 * n);
+            }
         }
-        p += slice;
+#pragma unroll
+        for (int h = 0; h < COPIES; ++h) p[h] += slice;
     }
 };
 
 // AK: A's unit-stride (or smaller) axis is K (else M); BN: B's is N (else K). The host picks them
 // from the strides, and DM_VA / DM_VB from the alignment.
+//
+// The MMA's A operand ("X") and B operand ("Y") are A and B, or B^T and A^T (SWAP: C^T = B^T A^T
+// is computed when A is K-contiguous and B N-contiguous, the common case), chosen so that X is
+// stored in outer rows where the layouts allow: then a lane's two rows of X (g and g + 8 of the
+// MMA, stored side by side as rows 2g and 2g + 1: the tile's rows may be numbered in any order that
+// the store undoes) come in one 16-byte load. (Pairing Y's K values q and q + 4 of m16n8k8 the same
+// way made every cell slower: benchmarks/h100-2026-11-25/, sweep 11.)
 template <bool AK, bool BN>
 __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __restrict__ A, pm_i64 sa0, pm_i64 sa1,
                                         pm_i64 sa2, const double* __restrict__ B, pm_i64 sb0, pm_i64 sb1,
                                         pm_i64 sb2, double* __restrict__ C) {
-    typedef DmLayout<AK, DM_BM> LA;
-    typedef DmLayout<!BN, DM_BN> LB;
-    extern __shared__ __align__(16) double dm_smem[];  // DM_STAGES * (LA::SIZE + LB::SIZE)
-    double* sA = dm_smem;
-    double* sB = dm_smem + DM_STAGES * LA::SIZE;
+    constexpr bool SWAP = AK && BN;
+    constexpr bool X_KROWS = SWAP ? false : AK, Y_KROWS = SWAP ? true : !BN;
+    constexpr bool PAIR_X = !X_KROWS && DM_TM == 16;                 // rows g, g + 8 side by side
+    constexpr int XO = SWAP ? DM_BN : DM_BM, YO = SWAP ? DM_BM : DM_BN;  // block tile along X, Y
+    constexpr int XI = (SWAP ? DM_WN : DM_WM) / DM_TM, YJ = (SWAP ? DM_WM : DM_WN) / 8;  // MMA tiles
+    typedef DmLayout<X_KROWS, XO, 4> LX;
+    typedef DmLayout<Y_KROWS, YO, 4> LY;
+    extern __shared__ __align__(16) double dm_smem[];  // DM_STAGES * (LX::SIZE + LY::SIZE)
+    double* sX = dm_smem;
+    double* sY = dm_smem + DM_STAGES * LX::SIZE;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm0 = (warp / DM_WARPS_N) * DM_WM, wn0 = (warp % DM_WARPS_N) * DM_WN;
+    const int wx0 = SWAP ? wn0 : wm0, wy0 = SWAP ? wm0 : wn0;
 #if DM_GROUP_M
     // blocks in groups of DM_GROUP_M tile rows, column by column: a wave of blocks shares rows of A
     // and columns of B in L2 (a plain row-major order re-reads all of B every few tile rows)
@@ -180,82 +205,88 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
     const pm_i64 z = blockIdx.z;
     C += z * (pm_i64)M * N;
     const int kt_count = (K + DM_BK - 1) / DM_BK;
-    DmCopier<DM_BM, AK, DM_VA> copy_a(A + z * sa0, sa1, sa2, m0, M, tid);
-    DmCopier<DM_BN, !BN, DM_VB> copy_b(B + z * sb0, sb2, sb1, n0, N, tid);
-    const unsigned sA0 = pm_smem_addr(sA), sB0 = pm_smem_addr(sB);
+    // element (o, k) of X and of Y: (m, k) of A or (n, k) of B
+    const double* xs = SWAP ? B + z * sb0 : A + z * sa0;
+    const double* ys = SWAP ? A + z * sa0 : B + z * sb0;
+    DmCopier<XO, X_KROWS, SWAP ? DM_VB : DM_VA, LX> copy_x(xs, SWAP ? sb2 : sa1, SWAP ? sb1 : sa2, SWAP ? n0 : m0,
+                                                           SWAP ? N : M, tid);
+    DmCopier<YO, Y_KROWS, SWAP ? DM_VA : DM_VB, LY> copy_y(ys, SWAP ? sa1 : sb2, SWAP ? sa2 : sb1, SWAP ? m0 : n0,
+                                                           SWAP ? M : N, tid);
+    const unsigned sX0 = pm_smem_addr(sX), sY0 = pm_smem_addr(sY);
 
-    double acc[DM_MI][DM_NJ][DM_R];
+    double acc[XI][YJ][DM_R];
 #pragma unroll
-    for (int i = 0; i < DM_MI; ++i)
+    for (int i = 0; i < XI; ++i)
 #pragma unroll
-        for (int j = 0; j < DM_NJ; ++j)
+        for (int j = 0; j < YJ; ++j)
 #pragma unroll
             for (int c = 0; c < DM_R; ++c) acc[i][j][c] = 0.0;
 
+    auto issue = [&](int stage, int kt) {
+        copy_x.copy(sX0 + 8 * stage * LX::SIZE, kt * DM_BK, K);
+        copy_y.copy(sY0 + 8 * stage * LY::SIZE, kt * DM_BK, K);
+    };
 #pragma unroll
     for (int s = 0; s < DM_STAGES - 1; ++s) {
-        if (s < kt_count) {
-            copy_a.copy(sA0 + 8 * s * LA::SIZE, s * DM_BK, K);
-            copy_b.copy(sB0 + 8 * s * LB::SIZE, s * DM_BK, K);
-        }
+        if (s < kt_count) issue(s, s);
         pm_cp_commit();
     }
     const int g = lane >> 2, q = lane & 3;
-    // this lane's first A and B values in a stage; every other one is a constant away
-    const int fa = LA::at(wm0 + g, q), fb = LB::at(wn0 + g, q);
+    // where the MMA's row r (< DM_TM) and K index k (< DM_TK) of this lane sit in the tiles
+    auto xrow = [&](int h) { return PAIR_X ? 2 * g + h : g + 8 * h; };  // h: the row half
+    const double* fx = sX + LX::at(wx0 + xrow(0), q);
+    const double* fy = sY + LY::at(wy0 + g, q);
     for (int kt = 0; kt < kt_count; ++kt) {
         pm_cp_wait<DM_STAGES - 2>();
         __syncthreads();
         const int next = kt + DM_STAGES - 1;
-        if (next < kt_count) {
-            const int ns = next % DM_STAGES;
-            copy_a.copy(sA0 + 8 * ns * LA::SIZE, next * DM_BK, K);
-            copy_b.copy(sB0 + 8 * ns * LB::SIZE, next * DM_BK, K);
-        }
+        if (next < kt_count) issue(next % DM_STAGES, next);
         pm_cp_commit();
 
-        const int stage = kt % DM_STAGES;
-        const double* cA = sA + stage * LA::SIZE + fa;
-        const double* cB = sB + stage * LB::SIZE + fb;
+        const double* cX = fx + (kt % DM_STAGES) * LX::SIZE;
+        const double* cY = fy + (kt % DM_STAGES) * LY::SIZE;
 #pragma unroll
         for (int kk = 0; kk < DM_BK; kk += DM_TK) {
-            double af[DM_MI][DM_AR], bf[DM_NJ][DM_KW];
+            double af[XI][DM_AR], bf[YJ][DM_KW];
 #pragma unroll
-            for (int i = 0; i < DM_MI; ++i)
+            for (int i = 0; i < XI; ++i)
 #pragma unroll
-                for (int h = 0; h < DM_TM / 8; ++h) {
-                    const double* r = cA + LA::at(i * DM_TM + 8 * h, kk);
+                for (int j = 0; j < DM_KW; ++j) {
+                    const double* r = cX + LX::at(i * DM_TM, kk + 4 * j);
+                    if (PAIR_X) {  // both row halves
+                        const double2 v = *reinterpret_cast<const double2*>(r);
+                        af[i][2 * j] = v.x;
+                        af[i][2 * j + 1] = v.y;
+                    } else {
 #pragma unroll
-                    for (int j = 0; j < DM_KW; ++j) af[i][h + DM_TM / 8 * j] = r[LA::at(0, 4 * j)];
+                        for (int h = 0; h < DM_TM / 8; ++h) af[i][h + DM_TM / 8 * j] = r[LX::at(xrow(h) - xrow(0), 0)];
+                    }
                 }
 #pragma unroll
-            for (int j = 0; j < DM_NJ; ++j) {
-                const double* r = cB + LB::at(8 * j, kk);
+            for (int j = 0; j < YJ; ++j) {
+                const double* r = cY + LY::at(8 * j, kk);
 #pragma unroll
-                for (int t = 0; t < DM_KW; ++t) bf[j][t] = r[LB::at(0, 4 * t)];
+                for (int t = 0; t < DM_KW; ++t) bf[j][t] = r[LY::at(0, 4 * t)];
             }
 #pragma unroll
-            for (int i = 0; i < DM_MI; ++i)
+            for (int i = 0; i < XI; ++i)
 #pragma unroll
-                for (int j = 0; j < DM_NJ; ++j) dm_mma(acc[i][j], af[i], bf[j]);
+                for (int j = 0; j < YJ; ++j) dm_mma(acc[i][j], af[i], bf[j]);
         }
     }
     pm_cp_wait<0>();
 
+    // C[m][n]: the MMA's (row, column) is (x, y), (m, n) or (n, m) when swapped
 #pragma unroll
-    for (int i = 0; i < DM_MI; ++i) {
+    for (int i = 0; i < XI; ++i)
 #pragma unroll
-        for (int h = 0; h < DM_R / 2; ++h) {  // the 8-row halves of a 16-row tile
-            const int row = m0 + wm0 + i * DM_TM + 8 * h + g;
-            if (row >= M) continue;
+        for (int j = 0; j < YJ; ++j)
 #pragma unroll
-            for (int j = 0; j < DM_NJ; ++j) {
-                const int col = n0 + wn0 + j * 8 + 2 * q;
-                if (col < N) C[(pm_i64)row * N + col] = acc[i][j][2 * h];
-                if (col + 1 < N) C[(pm_i64)row * N + col + 1] = acc[i][j][2 * h + 1];
+            for (int c = 0; c < DM_R; ++c) {
+                const int x = wx0 + i * DM_TM + xrow(c / 2), y = wy0 + j * 8 + 2 * q + c % 2;
+                const int m = (SWAP ? y : x) + m0, n = (SWAP ? x : y) + n0;
+                if (m < M && n < N) C[(pm_i64)m * N + n] = acc[i][j][c];
             }
-        }
-    }
 }
 
 #define DM_KERNEL(NAME, AK, BN)                                                                          \
