@@ -3,7 +3,7 @@
 ``kernels/tensorcore.cu`` multiplies float16 and bfloat16 matrices on the tensor cores
 (``mma.sync``; float32 accumulation, what the contract asks of float16) and int8 and uint8 ones
 (int32 accumulation, whose low byte is NumPy's wrapped result) in 128-row tiles;
-``kernels/dmma.cu`` multiplies float64 matrices on the FP64 tensor cores (``mma.sync`` m16n8k4 on
+``kernels/dmma.cu`` multiplies float64 matrices on the FP64 tensor cores (``mma.sync`` m16n8k8 on
 Hopper, m8n8k4 before).
 It copies 16-byte chunks straight from global memory, so it needs operands laid out for that;
 :func:`choose` says which kernel reads a call's layout or which rule it breaks; ``"auto"``
@@ -101,9 +101,10 @@ DMMA_IN_AUTO = os.environ.get("POLYMM_CUDA_DMMA", "1") != "0"
 #: cuBLAS DGEMM: 1024 / 2048 / 4096 squares 0.87x / 0.84x / 0.86x (0.57x / 0.62x / 0.64x before);
 #: ``benchmarks/h100-2026-11-25/`` has the sweeps behind the choice.
 DMMA_BM, DMMA_BN, DMMA_THREADS, DMMA_STAGES = 64, 64, 128, 4
-#: The MMA shape on Hopper (sm_90 and later; m8n8k4 before): m16n8k4 ran 1.03-1.19x as fast as
-#: m16n8k8 in this kernel (H100, 2026-11-25, ``benchmarks/h100-2026-11-25/sweeps/dmma-sweep11``).
-DMMA_SHAPE = 1684
+#: The MMA shape on Hopper (sm_90 and later; m8n8k4 before): m16n8k8 and m16n8k4 level on squares,
+#: m16n8k8 1.13x as fast on (8192, 4096) @ (4096, 256) (H100, 2026-11-25, kernels alone,
+#: ``benchmarks/h100-2026-11-25/probe19.log``).
+DMMA_SHAPE = 1688
 #: Shallower products stay on the SIMT kernel.
 DMMA_MIN_K = 64
 #: Products of fewer tiles too (H100, 2026-11-24, kernels alone: float64 256 squares, 8 tiles of the

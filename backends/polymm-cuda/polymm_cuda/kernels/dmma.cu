@@ -11,7 +11,7 @@
 //
 // - Tiling. A block of DM_WARPS_M x DM_WARPS_N warps computes a DM_BM x DM_BN tile of C (default
 //   2 x 2 warps of 32 x 32: 64 x 64, three blocks per SM), each warp (DM_WM / DM_TM) x (DM_WN / 8)
-//   MMA tiles of DM_MMA (Hopper: m16n8k4, the fastest here in sweep 11; m8n8k4 before). Blocks run in groups of DM_GROUP_M tile rows, so
+//   MMA tiles of DM_MMA (m16n8k8 on Hopper, m8n8k4 before). Blocks run in groups of DM_GROUP_M tile rows, so
 //   that the blocks in flight share rows of A and columns of B in L2.
 // - Copies. K is walked in slices of 16 through a ring of DM_STAGES shared-memory stages filled by
 //   `cp.async`, DM_VA / DM_VB elements of A / B per copy (2: 16-byte copies along the operand's
@@ -31,7 +31,7 @@
 
 #ifndef DM_MMA
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define DM_MMA 1684
+#define DM_MMA 1688
 #else
 #define DM_MMA 884
 #endif
@@ -115,14 +115,18 @@ struct DmLayout {
 // the matrix; element (o, k) at src + o * so + k * sk) into shared memory. KROWS: stored as K
 // rows; V elements per copy along the copy's contiguous axis (K for K rows). Copy h of a thread
 // sits at a fixed step from copy 0, in the matrix and in shared memory; elements outside the
-// matrix are zero-filled, never read.
+// matrix are zero-filled, never read. A thread keeps each copy's source pointer (fewer
+// instructions per slice) where it has at most 4 copies; with more (one element per copy) they
+// would not fit the register budget, and copy h reads from copy 0's pointer plus h steps.
 template <int OUTER, bool KROWS, int V, class L>
 struct DmCopier {
     static constexpr int PER_ROW = (KROWS ? DM_BK : OUTER) / V;  // copies per shared row
     static constexpr int COPIES = OUTER * DM_BK / V / DM_THREADS;  // per thread and slice
     static constexpr int ROW_STEP = DM_THREADS / PER_ROW;          // shared rows between copies
     static_assert(OUTER * DM_BK % (V * DM_THREADS) == 0 && DM_THREADS % PER_ROW == 0, "whole copies");
-    const double* p[COPIES];  // each copy's source at the current slice
+    static constexpr int POINTERS = COPIES <= 4 ? COPIES : 1;
+    const double* p[POINTERS];  // each copy's source at the current slice (or copy 0's)
+    pm_i64 step;                // elements between copies in the matrix
     int bytes[COPIES];        // what each copy reads of a whole slice (0 outside the matrix)
     pm_i64 slice;             // between slices
     unsigned s_off;           // byte offset of copy 0 in a stage
@@ -132,10 +136,11 @@ struct DmCopier {
         const int row = tid / PER_ROW, col = (tid % PER_ROW) * V;
         o = o0 + (KROWS ? row : col);
         k = KROWS ? col : row;
-        const pm_i64 step = (pm_i64)ROW_STEP * (KROWS ? so : sk);
+        step = (pm_i64)ROW_STEP * (KROWS ? so : sk);
+#pragma unroll
+        for (int h = 0; h < POINTERS; ++h) p[h] = src + (pm_i64)o * so + (pm_i64)k * sk + h * step;
 #pragma unroll
         for (int h = 0; h < COPIES; ++h) {
-            p[h] = src + (pm_i64)o * so + (pm_i64)k * sk + h * step;
             bytes[h] = 8 * max(0, min(V, KROWS ? (o + h * ROW_STEP < count ? V : 0) : count - o));
         }
         slice = (pm_i64)DM_BK * sk;
@@ -147,22 +152,23 @@ struct DmCopier {
         const int n = KROWS ? (ho < count ? K - hk : 0) : (hk < K ? count - ho : 0);
         return max(0, min(V, n));
     }
+    __device__ __forceinline__ const double* source(int h) const { return POINTERS == COPIES ? p[h] : p[0] + h * step; }
     // issue the copies of the slice from k0 into the stage at shared address dst; advance. Whole
     // slices (all but a last one cut by K) take the bytes worked out once.
     __device__ __forceinline__ void copy(unsigned dst, int k0, int K) {
         if (k0 + DM_BK <= K) {
 #pragma unroll
             for (int h = 0; h < COPIES; ++h)
-                pm_cp_async_part<8 * V>(dst + s_off + 8 * h * ROW_STEP * L::PITCH, p[h], bytes[h]);
+                pm_cp_async_part<8 * V>(dst + s_off + 8 * h * ROW_STEP * L::PITCH, source(h), bytes[h]);
         } else {
 #pragma unroll
             for (int h = 0; h < COPIES; ++h) {
                 const int n = inside(h, k0, K);
-                pm_cp_async_part<8 * V>(dst + s_off + 8 * h * ROW_STEP * L::PITCH, p[h], 8 * n);
+                pm_cp_async_part<8 * V>(dst + s_off + 8 * h * ROW_STEP * L::PITCH, source(h), 8 * n);
             }
         }
 #pragma unroll
-        for (int h = 0; h < COPIES; ++h) p[h] += slice;
+        for (int h = 0; h < POINTERS; ++h) p[h] += slice;
     }
 };
 
@@ -174,7 +180,7 @@ struct DmCopier {
 // stored in outer rows where the layouts allow: then a lane's two rows of X (g and g + 8 of the
 // MMA, stored side by side as rows 2g and 2g + 1: the tile's rows may be numbered in any order that
 // the store undoes) come in one 16-byte load. (Pairing Y's K values q and q + 4 of m16n8k8 the same
-// way made every cell slower: benchmarks/h100-2026-11-25/, sweep 11.)
+// way made every cell slower: benchmarks/h100-2026-11-25/sweeps/dmma-sweep11.)
 template <bool AK, bool BN>
 __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __restrict__ A, pm_i64 sa0, pm_i64 sa1,
                                         pm_i64 sa2, const double* __restrict__ B, pm_i64 sb0, pm_i64 sb1,
