@@ -101,10 +101,14 @@ DMMA_IN_AUTO = os.environ.get("POLYMM_CUDA_DMMA", "1") != "0"
 #: cuBLAS DGEMM: 1024 / 2048 / 4096 squares 0.87x / 0.84x / 0.86x (0.57x / 0.62x / 0.64x before);
 #: ``benchmarks/h100-2026-11-25/`` has the sweeps behind the choice.
 DMMA_BM, DMMA_BN, DMMA_THREADS, DMMA_STAGES = 64, 64, 128, 4
-#: The MMA shape on Hopper (sm_90 and later; m8n8k4 before): m16n8k8 and m16n8k4 level on squares,
-#: m16n8k8 1.13x as fast on (8192, 4096) @ (4096, 256) (H100, 2026-11-25, kernels alone,
-#: ``benchmarks/h100-2026-11-25/probe19.log``).
-DMMA_SHAPE = 1688
+#: The MMA shape on Hopper (sm_90 and later; m8n8k4 before): m16n8k4 where the tiles fit in one
+#: wave of DMMA_BLOCKS_PER_SM blocks per SM, m16n8k8 beyond. H100, 2026-11-25, kernels alone
+#: (``benchmarks/h100-2026-11-25/probe19-b069838.log``): 1000 and 1024 squares (256 tiles) 1.14x as
+#: fast on m16n8k4; (8192, 4096) @ (4096, 256) (512 tiles) 1.13x as fast on m16n8k8; 2048 and 4096
+#: squares level.
+DMMA_SHAPE_ONE_WAVE, DMMA_SHAPE = 1684, 1688
+DMMA_BLOCKS_PER_SM = 3  # kernels/dmma.cu's DM_MINB
+DMMA_SHAPE_NAMES = {884: "m8n8k4", 1684: "m16n8k4", 1688: "m16n8k8"}
 #: Shallower products stay on the SIMT kernel.
 DMMA_MIN_K = 64
 #: Products of fewer tiles too (H100, 2026-11-24, kernels alone: float64 256 squares, 8 tiles of the
@@ -121,13 +125,23 @@ def dmma_smem(name: str) -> int:
     return DMMA_STAGES * (a + b) * 8
 
 
-def dmma_launch(name: str, cc: int, shape, a, b) -> dict:
-    """The planner's description of a float64 kernel's launch: 16-byte copies of an operand
+def dmma_shape(cc: int, sms: int, tiles: int) -> int:
+    """The float64 kernel's MMA shape (``-DDM_MMA``) for ``tiles`` 64 x 64 tiles on ``sms`` SMs."""
+    if cc < 90:
+        return 884
+    return DMMA_SHAPE_ONE_WAVE if tiles <= DMMA_BLOCKS_PER_SM * sms else DMMA_SHAPE
+
+
+def dmma_launch(name: str, cc: int, sms: int, shape, a, b) -> dict:
+    """The planner's description of a float64 kernel's launch on a device of compute capability
+    ``cc`` with ``sms`` SMs: its MMA shape (:func:`dmma_shape`); 16-byte copies of an operand
     (``-DDM_VA=2`` / ``-DDM_VB=2``) where its unit-stride axis starts 16-byte aligned in every row
     and batch entry (``a``/``b`` = (element offset from a 16-byte aligned base, strides)), one
     element per copy otherwise; a 1-D grid of tiles (the kernel orders them), the batch along z."""
     (a_off, sa), (b_off, sb) = a, b
-    mma = DMMA_SHAPE if cc >= 90 else 884
+    bt, m, n, _ = shape
+    tiles = -(-m // DMMA_BM) * -(-n // DMMA_BN)
+    mma = dmma_shape(cc, sms, bt * tiles)
 
     def pairs(off, strides, unit_axis):
         other = 3 - unit_axis
@@ -135,8 +149,7 @@ def dmma_launch(name: str, cc: int, shape, a, b) -> dict:
 
     va = 2 if pairs(a_off, sa, 2 if "_ak_" in name else 1) else 1
     vb = 2 if pairs(b_off, sb, 2 if name.endswith("_bn") else 1) else 1
-    bt, m, n, _ = shape
-    grid = (-(-m // DMMA_BM) * -(-n // DMMA_BN), 1, bt)
+    grid = (tiles, 1, bt)
     options = (f"-DDM_MMA={mma}", f"-DDM_VA={va}", f"-DDM_VB={vb}")
     block = (DMMA_THREADS, 1, 1)
     return {"source": "dmma", "options": options, "grid": grid, "block": block, "smem": dmma_smem(name)}
@@ -172,12 +185,9 @@ def describe(cc: int) -> str:
     """What ``"auto"`` runs on the tensor cores of a device of compute capability ``cc`` (for ``polymm info``)."""
     if cc < MIN_CC:
         return "tensor cores: none used (needs sm_80)"
-    shape = "m16n8k8" if DMMA_SHAPE == 1688 else "m16n8k4"
-    float64 = (
-        f"float64 (mma.sync {shape if cc >= 90 else 'm8n8k4'})"
-        if DMMA_IN_AUTO
-        else "float64 off (POLYMM_CUDA_DMMA=0: SIMT)"
-    )
+    shapes = [DMMA_SHAPE_NAMES[dmma_shape(cc, 1, tiles)] for tiles in (1, 10**9)]
+    shape = shapes[0] if shapes[0] == shapes[1] else f"{shapes[0]} for one wave of tiles, {shapes[1]} beyond"
+    float64 = f"float64 (mma.sync {shape})" if DMMA_IN_AUTO else "float64 off (POLYMM_CUDA_DMMA=0: SIMT)"
     if cc == 90:
         return (
             "tensor cores: float16, bfloat16, int8, uint8 (wgmma); float32 in precision 'tf32' and 'tf32x3' "
@@ -343,8 +353,8 @@ def planner_entry(device, dtype, shape, a, b):
     name, why = choose_dmma(dtype, device.cc, shape, sa, sb)
     if name is None:
         return None
-    external = dmma_launch(name, device.cc, shape, a, b)
-    shape = "m8n8k4" if device.cc < 90 else "m16n8k8" if DMMA_SHAPE == 1688 else "m16n8k4"
+    external = dmma_launch(name, device.cc, device.compute_units, shape, a, b)
+    shape = DMMA_SHAPE_NAMES[int(external["options"][0].split("=")[1])]
     copies = "16-byte" if external["options"][1:] == ("-DDM_VA=2", "-DDM_VB=2") else "8-byte where unaligned"
     return Choice(name, None, f"FP64 tensor cores (mma.sync {shape}, {copies} copies): {why}", external=external)
 

@@ -134,12 +134,18 @@ def test_hot_path_does_not_spill():
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 @pytest.mark.parametrize("arch", ["sm_80", ARCH])
 @pytest.mark.parametrize(
-    "source, va, vb", [("tensorcore", 0, 0), *(("dmma", va, vb) for va in (1, 2) for vb in (1, 2)), ("transpose", 0, 0)]
+    "source, va, vb, tiles",
+    [
+        ("tensorcore", 0, 0, 0),
+        *(("dmma", va, vb, tiles) for va in (1, 2) for vb in (1, 2) for tiles in (1, 10**6)),
+        ("transpose", 0, 0, 0),
+    ],
 )
-def test_tensor_core_kernels_compile_without_spills(arch, source, va, vb):
+def test_tensor_core_kernels_compile_without_spills(arch, source, va, vb, tiles):
     """Every tensor-core kernel (float16, bfloat16, int8, uint8 with the parameters ``"auto"`` uses;
-    float64 on the FP64 tensor cores, with 16-byte and 8-byte copies) builds to machine code for
-    Ampere and Hopper with every accumulator in registers."""
+    float64 on the FP64 tensor cores, with 16-byte and 8-byte copies and the MMA shapes of one wave
+    of tiles and of many) builds to machine code for Ampere and Hopper with every accumulator in
+    registers."""
     from polymm_cuda import tensorcore
 
     if source == "tensorcore":
@@ -149,10 +155,8 @@ def test_tensor_core_kernels_compile_without_spills(arch, source, va, vb):
         options = ()
         names = [f"polymm_transpose_{size}" for size in (1, 2, 4, 8)]
     else:  # both copy widths of each operand, as the planner picks them
-        launch = tensorcore.dmma_launch(
-            "polymm_dmma_ak_bn", int(arch[3:]), (1, 64, 64, 64), (0, (0, 64, 1)), (0, (0, 64, 1))
-        )
-        options = (launch["options"][0], f"-DDM_VA={va}", f"-DDM_VB={vb}")
+        mma = tensorcore.dmma_shape(int(arch[3:]), 132, tiles)
+        options = (f"-DDM_MMA={mma}", f"-DDM_VA={va}", f"-DDM_VB={vb}")
         names = [f"polymm_dmma_{a}_{b}" for a in ("ak", "am") for b in ("bn", "bk")]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "tc.cu")

@@ -12,6 +12,8 @@ FP64 tensor-core and image kernels are run, plus the 64-bit indexing and
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -530,14 +532,19 @@ def test_transposed_copy_equals_cupy(dtype, view):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_dmma_kernel(backend, layout, monkeypatch):
-    """float64 on the FP64 tensor cores, every layout read in place, at tile edges and beyond one tile."""
+    """float64 on the FP64 tensor cores, every layout read in place, at tile edges and beyond one
+    tile, with the MMA shape of one wave of tiles and (the test's shapes taken for more) of many."""
     monkeypatch.setattr(tensorcore, "DMMA_IN_AUTO", True)
     monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)  # the small shapes too: every edge of the tiles
-    backend._plans.clear()
     rng = np.random.default_rng(13)
     cc = backend._compute_capability(0)
-    widths = set()
-    for bt, m, n, k in TC_SHAPES + [(1, 300, 260, 130), (2, 64, 128, 16), (1, 65, 129, 17)]:
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    mmas = {f"-DDM_MMA={tensorcore.dmma_shape(cc, sms, tiles)}" for tiles in (1, 10**9)}  # one wave, many
+    options = set()
+    shapes = TC_SHAPES + [(1, 300, 260, 130), (2, 64, 128, 16), (1, 65, 129, 17)]
+    for per_sm, (bt, m, n, k) in itertools.product((tensorcore.DMMA_BLOCKS_PER_SM, 0), shapes):
+        monkeypatch.setattr(tensorcore, "DMMA_BLOCKS_PER_SM", per_sm)
+        backend._plans.clear()
         da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "float64")
         isz = 8
         sa = tuple(s // isz for s in da.strides)
@@ -545,16 +552,17 @@ def test_dmma_kernel(backend, layout, monkeypatch):
         name, why = tensorcore.choose_dmma(np.dtype("float64"), cc, (bt, m, n, k), sa, sb)
         if cc >= tensorcore.MIN_CC and min(m, n) >= 32 and m * n * k >= 64**3 and k >= tensorcore.DMMA_MIN_K:
             assert name is not None, why
-        if name is not None:  # the copy widths the planner gives this call
+        if name is not None:  # the MMA shape and copy widths the planner gives this call
             a_at, b_at = (da.data.ptr % 16 // isz, sa), (db.data.ptr % 16 // isz, sb)
-            widths.update(tensorcore.dmma_launch(name, cc, (bt, m, n, k), a_at, b_at)["options"])
+            options.update(tensorcore.dmma_launch(name, cc, sms, (bt, m, n, k), a_at, b_at)["options"])
         out = _poisoned(bt, m, n, "float64")
         backend.matmul(da, db, out, "auto")
         _check(out, ha, hb, "float64")
     backend._plans.clear()
     if cc >= tensorcore.MIN_CC:  # 16-byte copies of rows padded past an odd K; one element where unaligned
         expected = {"padded": "-DDM_VA=2", "padded-t": "-DDM_VB=2", "misaligned": "-DDM_VA=1", "slice": "-DDM_VA=1"}
-        assert expected.get(layout, next(iter(widths))) in widths, widths
+        assert expected.get(layout, next(iter(options))) in options, options
+        assert mmas <= options, options
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -11,7 +11,8 @@
 //
 // - Tiling. A block of DM_WARPS_M x DM_WARPS_N warps computes a DM_BM x DM_BN tile of C (default
 //   2 x 2 warps of 32 x 32: 64 x 64, three blocks per SM), each warp (DM_WM / DM_TM) x (DM_WN / 8)
-//   MMA tiles of DM_MMA (m16n8k8 on Hopper, m8n8k4 before). Blocks run in groups of DM_GROUP_M tile rows, so
+//   MMA tiles of DM_MMA (the host's choice on Hopper: m16n8k4 for one wave of tiles, m16n8k8
+//   for more; m8n8k4 before). Blocks run in groups of DM_GROUP_M tile rows, so
 //   that the blocks in flight share rows of A and columns of B in L2.
 // - Copies. K is walked in slices of 16 through a ring of DM_STAGES shared-memory stages filled by
 //   `cp.async`, DM_VA / DM_VB elements of A / B per copy (2: 16-byte copies along the operand's
