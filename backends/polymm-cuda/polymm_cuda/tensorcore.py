@@ -98,8 +98,8 @@ def source(name: str = "tensorcore") -> str:
 DMMA_IN_AUTO = os.environ.get("POLYMM_CUDA_DMMA", "1") != "0"
 #: The float64 kernels (``kernels/dmma.cu`` with its defaults): 64 x 64 tiles of 2 x 2 warps, 4 stages
 #: of 16-deep K slices, blocks in groups of 16 tile rows. H100, 2026-11-25, whole calls against
-#: cuBLAS DGEMM: 1024 / 2048 / 4096 squares 0.87x / 0.84x / 0.86x (0.57x / 0.62x / 0.64x before);
-#: ``benchmarks/h100-2026-11-25/`` has the sweeps behind the choice.
+#: cuBLAS DGEMM: 1024 / 2048 / 4096 squares 0.91x / 0.86x / 0.92x (0.57x / 0.62x / 0.64x at
+#: 624ff06); ``benchmarks/h100-2026-11-25/`` has the sweeps behind the choice.
 DMMA_BM, DMMA_BN, DMMA_THREADS, DMMA_STAGES = 64, 64, 128, 4
 #: The MMA shape on Hopper (sm_90 and later; m8n8k4 before): m16n8k4 where the tiles fit in one
 #: wave of DMMA_BLOCKS_PER_SM blocks per SM, m16n8k8 beyond. H100, 2026-11-25, kernels alone
