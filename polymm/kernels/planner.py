@@ -102,7 +102,9 @@ class Choice:
     #: optionally ``scratch`` (bytes per buffer, slots 3 and on), ``before`` and
     #: ``after`` (launches around it, see :func:`_extra_launch`), ``operands``
     #: (what it reads, as ``(slot, offset, strides...)``, when not A and B) and
-    #: whatever its backend needs (``tma``: CUDA tensor maps).
+    #: whatever its backend needs (``tma``: CUDA tensor maps). With ``splits``
+    #: it must take the batch along grid z, and ``k_step`` (default 1) is what
+    #: each slice's depth is a multiple of.
     external: dict | None = None
 
     def __iter__(self):
@@ -495,20 +497,6 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
     if choice is None:
         choice = choose(device, algorithm, dtype, M, N, K, batch, A[2:], B[2:])
     out = Plan(choice, dtype=dtype)
-    if choice.external is not None:  # a dialect-only kernel, with the launches its entry puts around it
-        ext = choice.external
-        out.scratch.extend(ext.get("scratch", ()))
-        out.launches.extend(_extra_launch(x, dtype, c_off) for x in ext.get("before", ()))
-        A, B = ext.get("operands", (A, B))  # what the kernel reads: the operands, or scratch made before
-        signature = ext.get("abi", "regblock")  # the products' list, or its own (with the batch count)
-        args = abi.gemm_arguments(M, N, K, A[1:], B[1:], c_off, signature, batch=batch)
-        pos = abi.buffer_positions(signature)
-        glob = tuple(g * b for g, b in zip(ext["grid"], ext["block"]))
-        buffers = {pos["A"]: A[0], pos["B"]: B[0], pos["C"]: 2}
-        launch = Launch(choice.kernel, None, {}, args, buffers, glob, tuple(ext["block"]), ext["smem"], dtype, ext)
-        out.launches.extend(_split_batch(launch, device.max_batch))
-        out.launches.extend(_extra_launch(x, dtype, c_off) for x in ext.get("after", ()))
-        return out
 
     def new_scratch(elements):
         out.scratch.append(max(1, elements) * size)
@@ -518,6 +506,52 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
         glob, local = launch_geometry(kernel, params, rows, cols, count)
         launch = Launch(kernel, params, flags, args, buffers, glob, local, dynamic, dtype)
         out.launches.extend(_split_batch(launch, device.max_batch))
+
+    def products(product, A, B, K, step):
+        """C as ``product`` computes it (operands, C's slot and offset, batch count, depth); with
+        split-K, slices of K (``step`` deep or a multiple) as a batch into scratch, then summed in
+        order."""
+        if choice.splits <= 1:
+            product(A, B, 2, c_off, batch, K)
+            return
+        depth = _cdiv(_cdiv(K, choice.splits), step) * step
+        full = K // depth
+        rest = K - full * depth
+        count = M * N
+        parts = new_scratch((full + (rest > 0)) * count)
+        product((A[0], A[1], depth * A[4], A[3], A[4]), (B[0], B[1], depth * B[3], B[3], B[4]), parts, 0, full, depth)
+        if rest:
+            product(
+                (A[0], A[1] + full * depth * A[4], 0, A[3], A[4]),
+                (B[0], B[1] + full * depth * B[3], 0, B[3], B[4]),
+                parts,
+                full * count,
+                1,
+                rest,
+            )
+        pos = abi.buffer_positions("sum-slices")
+        args = abi.arguments("sum-slices", S=full + (rest > 0), count=count, c_off=c_off)
+        add("sum-slices", None, {}, args, {pos["W"]: parts, pos["C"]: 2}, count, 1, 1)
+
+    if choice.external is not None:  # a dialect-only kernel, with the launches its entry puts around it
+        ext = choice.external
+        out.scratch.extend(ext.get("scratch", ()))
+        out.launches.extend(_extra_launch(x, dtype, c_off) for x in ext.get("before", ()))
+        signature = ext.get("abi", "regblock")  # the products' list, or its own (with the batch count)
+        ext_pos = abi.buffer_positions(signature)
+
+        def external(A, B, c_slot, c_off, count, depth):
+            args = abi.gemm_arguments(M, N, depth, A[1:], B[1:], c_off, signature, batch=count)
+            grid = ext["grid"] if choice.splits <= 1 else (*ext["grid"][:2], count)
+            glob = tuple(g * b for g, b in zip(grid, ext["block"]))
+            buffers = {ext_pos["A"]: A[0], ext_pos["B"]: B[0], ext_pos["C"]: c_slot}
+            launch = Launch(choice.kernel, None, {}, args, buffers, glob, tuple(ext["block"]), ext["smem"], dtype, ext)
+            out.launches.extend(_split_batch(launch, device.max_batch))
+
+        # what the kernel reads: the operands, or scratch made before
+        products(external, *ext.get("operands", (A, B)), K, ext.get("k_step", 1))
+        out.launches.extend(_extra_launch(x, dtype, c_off) for x in ext.get("after", ()))
+        return out
 
     def pack(op, rows, cols, transpose, rp, ld):
         """Copy ``op`` (rows x cols per batch entry) to scratch as rp x ld rows
@@ -565,28 +599,7 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
         buffers = {gemm_pos["A"]: A[0], gemm_pos["B"]: B[0], gemm_pos["C"]: c_slot}
         add(kernel, params, flags, args, buffers, M, N, count, dynamic)
 
-    if choice.splits > 1:  # split-K: slices of K as a batch into scratch, then summed in order
-        step = max(params.kwg if params and params.use_local else 1, g)
-        depth = _cdiv(_cdiv(K, choice.splits), step) * step
-        full = K // depth
-        rest = K - full * depth
-        count = M * N
-        parts = new_scratch((full + (rest > 0)) * count)
-        product((A[0], A[1], depth * A[4], A[3], A[4]), (B[0], B[1], depth * B[3], B[3], B[4]), parts, 0, full, depth)
-        if rest:
-            product(
-                (A[0], A[1] + full * depth * A[4], 0, A[3], A[4]),
-                (B[0], B[1] + full * depth * B[3], 0, B[3], B[4]),
-                parts,
-                full * count,
-                1,
-                rest,
-            )
-        pos = abi.buffer_positions("sum-slices")
-        args = abi.arguments("sum-slices", S=full + (rest > 0), count=count, c_off=c_off)
-        add("sum-slices", None, {}, args, {pos["W"]: parts, pos["C"]: 2}, count, 1, 1)
-    else:
-        product(A, B, 2, c_off, batch, K)
+    products(product, A, B, K, max(params.kwg if params and params.use_local else 1, g))
     return out
 
 

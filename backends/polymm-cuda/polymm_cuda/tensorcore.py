@@ -28,6 +28,7 @@ __all__ = [
     "CANDIDATES",
     "choose",
     "choose_dmma",
+    "dmma_splits",
     "external_launch",
     "planner_entry",
     "shape_rule",
@@ -115,6 +116,10 @@ DMMA_MIN_K = 64
 #: first kernel's 64 x 128, 24.6 us on DMMA against 8.2 on the SIMT kernel in four teams; cuBLAS
 #: 4.8): the same area in 64 x 64 tiles.
 DMMA_MIN_TILES = 32
+#: Deep products on fewer tiles than one wave (K at least DEEP_K x max(M, N), one matrix): K in
+#: slices, computed as a batch and summed in order (the planner's split-K), as many as fill one
+#: wave, each at least this deep, their partial sums at most the planner's SLICES_BYTES.
+DMMA_SLICE_MIN = 512
 
 
 def dmma_smem(name: str) -> int:
@@ -152,11 +157,25 @@ def dmma_launch(name: str, cc: int, sms: int, shape, a, b) -> dict:
     grid = (tiles, 1, bt)
     options = (f"-DDM_MMA={mma}", f"-DDM_VA={va}", f"-DDM_VB={vb}")
     block = (DMMA_THREADS, 1, 1)
-    return {"source": "dmma", "options": options, "grid": grid, "block": block, "smem": dmma_smem(name)}
+    # k_step: split-K's slices start 16-byte aligned wherever the operands do (and on a K slice)
+    return {"source": "dmma", "options": options, "grid": grid, "block": block, "smem": dmma_smem(name), "k_step": 16}
 
 
-def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb) -> tuple[str | None, str]:
-    """``(kernel name, why)`` for float64 on the FP64 tensor cores (exact IEEE double FMAs), or None.
+def dmma_splits(shape, sms: int) -> int:
+    """Slices of K for a float64 product on the FP64 tensor cores of ``sms`` SMs (1: none)."""
+    from polymm.kernels.planner import SLICES_BYTES
+
+    bt, m, n, k = shape
+    tiles = -(-m // DMMA_BM) * -(-n // DMMA_BN)
+    if bt > 1 or min(m, n) < 1 or k < DEEP_K * max(m, n):
+        return 1
+    splits = min(DMMA_BLOCKS_PER_SM * sms // tiles, k // DMMA_SLICE_MIN, SLICES_BYTES // (m * n * 8))
+    return 1 << (splits.bit_length() - 1) if splits >= 2 else 1
+
+
+def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb, splits: int = 1) -> tuple[str | None, str]:
+    """``(kernel name, why)`` for float64 on the FP64 tensor cores (exact IEEE double FMAs), or None;
+    ``splits``: slices of K (:func:`dmma_splits`), each a product of its own.
 
     Any strides are read in place; the name says along which axis the threads walk each operand
     (its smaller stride), so the copies coalesce.
@@ -168,11 +187,11 @@ def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb) -> tuple[str | None, st
     bt, m, n, k = shape
     if min(m, n) < 32 or m * n * k < 64**3:
         return None, f"too small for {DMMA_BM} x {DMMA_BN} tiles"
-    if bt * -(-m // DMMA_BM) * -(-n // DMMA_BN) < DMMA_MIN_TILES:
+    if bt * splits * -(-m // DMMA_BM) * -(-n // DMMA_BN) < DMMA_MIN_TILES:
         return None, f"fewer than {DMMA_MIN_TILES} tiles of {DMMA_BM} x {DMMA_BN}: the SIMT kernel spreads wider"
     if k < DMMA_MIN_K:  # H100, 2026-11-23: 4096 x 32 @ 32 x 4096 at 0.55x cuBLAS on DMMA, 0.84x on SIMT
         return None, f"K = {k} < {DMMA_MIN_K}: writing C dominates, the SIMT kernel's stores are faster"
-    if k >= DEEP_K * max(m, n) and bt * -(-m // DMMA_BM) * -(-n // DMMA_BN) < DEEP_TILES:
+    if splits == 1 and k >= DEEP_K * max(m, n) and bt * -(-m // DMMA_BM) * -(-n // DMMA_BN) < DEEP_TILES:
         return None, f"deep K = {k} on few tiles: split-K on the SIMT cores"
     if -(-m // DMMA_BM) * -(-n // DMMA_BN) >= 2**31:
         return None, f"2**31 tiles of {DMMA_BM} x {DMMA_BN} or more"
@@ -350,13 +369,18 @@ def planner_entry(device, dtype, shape, a, b):
         return Choice(name, None, f"tensor cores (mma.sync): {why}", external=external_launch(DEFAULT, shape))
     if not DMMA_IN_AUTO:
         return None
-    name, why = choose_dmma(dtype, device.cc, shape, sa, sb)
+    bt, m, n, k = shape
+    splits = dmma_splits(shape, device.compute_units)
+    name, why = choose_dmma(dtype, device.cc, shape, sa, sb, splits)
     if name is None:
         return None
-    external = dmma_launch(name, device.cc, device.compute_units, shape, a, b)
+    if splits > 1:
+        why += f", deep K = {k}: {splits} slices of K, added in order"
+    external = dmma_launch(name, device.cc, device.compute_units, (bt * splits, m, n, k), a, b)
     shape = DMMA_SHAPE_NAMES[int(external["options"][0].split("=")[1])]
     copies = "16-byte" if external["options"][1:] == ("-DDM_VA=2", "-DDM_VB=2") else "8-byte where unaligned"
-    return Choice(name, None, f"FP64 tensor cores (mma.sync {shape}, {copies} copies): {why}", external=external)
+    why = f"FP64 tensor cores (mma.sync {shape}, {copies} copies): {why}"
+    return Choice(name, None, why, external=external, splits=splits)
 
 
 #: Multiply-adds per matrix from which a float32 product in a TF32 precision mode runs on the

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from polymm.backend import CONTRACT_DTYPES, optional_dtypes
-from polymm.kernels import IMAGE_DTYPES, kernel_name, planner, render
+from polymm.kernels import IMAGE_DTYPES, abi, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo, table_params
 from polymm.testing.test_paths import PATH_SHAPES
 
@@ -355,3 +355,35 @@ def test_mma_tf32_kernel_assembles(split):
         rc, log = _compile(src, f"mma-tf32-{split}", tmp, ("-cubin", "-Xptxas", "-v", f"-DPM_MMA_SPLIT={split}"))
     assert rc == 0, log
     assert "polymm_mma_tf32" in log and " 0 bytes spill stores" in log, log
+
+
+def test_deep_float64_is_split_on_the_fp64_tensor_cores():
+    """A deep float64 product on few tiles runs its K slices on the FP64 tensor cores as a batch
+    into scratch (each slice 16-byte aligned, a multiple of 16 deep; the last one shorter), then
+    the ordered sum: the planner's split-K, with an external kernel."""
+    import dataclasses
+
+    import polymm_cuda.backend  # noqa: F401  (registers the entry)
+
+    hopper = dataclasses.replace(H100, cc=90)
+    m, n, k = 128, 128, 65536 + 40
+    made = planner.plan(hopper, "float64", (1, m, n, k), (0, (m * k, k, 1)), (0, (k * n, n, 1)))
+    splits = made.choice.splits
+    assert made.choice.kernel == "polymm_dmma_ak_bn" and splits == 64, made.choice
+    assert "64 slices of K" in made.choice.reason
+    first, rest, total = made.launches
+    depth = -(-k // splits // 16) * 16  # 1040: 63 whole slices and one of 520
+    assert [x.kernel for x in made.launches] == ["polymm_dmma_ak_bn", "polymm_dmma_ak_bn", "sum-slices"]
+    assert first.global_size[2] == k // depth == 63 and rest.global_size[2] == 1
+    assert made.scratch == [64 * m * n * 8]
+    names = [name for name, _ in abi._args("regblock")]
+    arg = [dict(zip(names, x.args)) for x in (first, rest)]
+    assert first.buffers[names.index("C")] == rest.buffers[names.index("C")] == 3  # the slices' sums
+    assert arg[0]["K"] == depth and arg[0]["a_sb"] == depth and arg[0]["b_sb"] == depth * n
+    assert arg[1]["K"] == k - 63 * depth and arg[1]["a_off"] == 63 * depth and arg[1]["b_off"] == 63 * depth * n
+    assert arg[1]["c_off"] == 63 * m * n
+    pos = abi.buffer_positions("sum-slices")
+    assert total.buffers == {pos["W"]: 3, pos["C"]: 2}
+    assert "-DDM_VA=2" in first.external["options"] and "-DDM_VB=2" in first.external["options"]
+    shallow = planner.plan(hopper, "float64", (1, 1024, 1024, 1024), (0, (1 << 20, 1024, 1)), (0, (1 << 20, 1024, 1)))
+    assert shallow.choice.splits == 1 and len(shallow.launches) == 1

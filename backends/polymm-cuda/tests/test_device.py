@@ -533,15 +533,22 @@ def test_transposed_copy_equals_cupy(dtype, view):
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_dmma_kernel(backend, layout, monkeypatch):
     """float64 on the FP64 tensor cores, every layout read in place, at tile edges and beyond one
-    tile, with the MMA shape of one wave of tiles and (the test's shapes taken for more) of many."""
+    tile, with the MMA shape of one wave of tiles and (the test's shapes taken for more) of many;
+    deep products in slices of K (the last one shorter) summed in order."""
     monkeypatch.setattr(tensorcore, "DMMA_IN_AUTO", True)
     monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)  # the small shapes too: every edge of the tiles
     rng = np.random.default_rng(13)
     cc = backend._compute_capability(0)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     mmas = {f"-DDM_MMA={tensorcore.dmma_shape(cc, sms, tiles)}" for tiles in (1, 10**9)}  # one wave, many
-    options = set()
-    shapes = TC_SHAPES + [(1, 300, 260, 130), (2, 64, 128, 16), (1, 65, 129, 17)]
+    options, splits_seen = set(), set()
+    shapes = TC_SHAPES + [
+        (1, 300, 260, 130),
+        (2, 64, 128, 16),
+        (1, 65, 129, 17),
+        (1, 40, 50, 3000),
+        (1, 128, 96, 40000),
+    ]
     for per_sm, (bt, m, n, k) in itertools.product((tensorcore.DMMA_BLOCKS_PER_SM, 0), shapes):
         monkeypatch.setattr(tensorcore, "DMMA_BLOCKS_PER_SM", per_sm)
         backend._plans.clear()
@@ -549,12 +556,14 @@ def test_dmma_kernel(backend, layout, monkeypatch):
         isz = 8
         sa = tuple(s // isz for s in da.strides)
         sb = tuple(s // isz for s in db.strides)
-        name, why = tensorcore.choose_dmma(np.dtype("float64"), cc, (bt, m, n, k), sa, sb)
+        splits = tensorcore.dmma_splits((bt, m, n, k), sms)
+        name, why = tensorcore.choose_dmma(np.dtype("float64"), cc, (bt, m, n, k), sa, sb, splits)
         if cc >= tensorcore.MIN_CC and min(m, n) >= 32 and m * n * k >= 64**3 and k >= tensorcore.DMMA_MIN_K:
             assert name is not None, why
         if name is not None:  # the MMA shape and copy widths the planner gives this call
             a_at, b_at = (da.data.ptr % 16 // isz, sa), (db.data.ptr % 16 // isz, sb)
-            options.update(tensorcore.dmma_launch(name, cc, sms, (bt, m, n, k), a_at, b_at)["options"])
+            options.update(tensorcore.dmma_launch(name, cc, sms, (bt * splits, m, n, k), a_at, b_at)["options"])
+            splits_seen.add(splits)
         out = _poisoned(bt, m, n, "float64")
         backend.matmul(da, db, out, "auto")
         _check(out, ha, hb, "float64")
@@ -563,6 +572,7 @@ def test_dmma_kernel(backend, layout, monkeypatch):
         expected = {"padded": "-DDM_VA=2", "padded-t": "-DDM_VB=2", "misaligned": "-DDM_VA=1", "slice": "-DDM_VA=1"}
         assert expected.get(layout, next(iter(options))) in options, options
         assert mmas <= options, options
+        assert max(splits_seen) > 1, splits_seen
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
