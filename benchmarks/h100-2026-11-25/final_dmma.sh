@@ -10,7 +10,7 @@ python -m pytest -q -n 8 backends/polymm-cuda/tests > "$d/device-tests.log" 2>&1
 CUPY_TF32=0 python -m pytest -q -n 8 --pyargs polymm.testing --polymm-backend=cuda > "$d/conformance-cuda.log" 2>&1; tail -1 "$d/conformance-cuda.log"
 pids=()
 for i in $(seq 1 8); do
-    seed=$((20261500 + i))
+    seed=$((20261600 + i))
     polymm fuzz --backend cuda --dtypes float64,complex128 --cases 12500 --seed "$seed" --time-budget 120 --json > "$d/fuzz-f64-seed$seed.json" 2> "$d/fuzz-f64-seed$seed.txt" &
     pids+=($!)
 done

@@ -533,7 +533,7 @@ def test_transposed_copy_equals_cupy(dtype, view):
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_dmma_kernel(backend, layout, monkeypatch):
     """float64 on the FP64 tensor cores, every layout read in place, at tile edges and beyond one
-    tile, with the MMA shape of one wave of tiles and (the test's shapes taken for more) of many;
+    tile, with the MMA shape of one wave of tiles and (all shapes again) that of many;
     deep products in slices of K (the last one shorter) summed in order."""
     monkeypatch.setattr(tensorcore, "DMMA_IN_AUTO", True)
     monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)  # the small shapes too: every edge of the tiles
@@ -549,8 +549,9 @@ def test_dmma_kernel(backend, layout, monkeypatch):
         (1, 40, 50, 3000),
         (1, 128, 96, 40000),
     ]
-    for per_sm, (bt, m, n, k) in itertools.product((tensorcore.DMMA_BLOCKS_PER_SM, 0), shapes):
-        monkeypatch.setattr(tensorcore, "DMMA_BLOCKS_PER_SM", per_sm)
+    # the second time round, one wave of tiles takes the MMA shape of many
+    for one_wave, (bt, m, n, k) in itertools.product((tensorcore.DMMA_SHAPE_ONE_WAVE, tensorcore.DMMA_SHAPE), shapes):
+        monkeypatch.setattr(tensorcore, "DMMA_SHAPE_ONE_WAVE", one_wave)
         backend._plans.clear()
         da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "float64")
         isz = 8
