@@ -118,7 +118,10 @@ DMMA_MIN_K = 64
 DMMA_MIN_TILES = 32
 #: Deep products on fewer tiles than one wave (K at least DEEP_K x max(M, N), one matrix): K in
 #: slices, computed as a batch and summed in order (the planner's split-K), as many as fill one
-#: wave, each at least this deep, their partial sums at most the planner's SLICES_BYTES.
+#: wave, each at least this deep, their partial sums at most the planner's SLICES_BYTES. H100,
+#: 2026-11-25, whole calls: 128 x 65536 x 128 in 64 slices 0.085 ms, 0.164 on the SIMT cores'
+#: split-K, cuBLAS 0.080 (``benchmarks/h100-2026-11-25/cliffs-cuda-2db1b91.log``; the depth was
+#: not swept).
 DMMA_SLICE_MIN = 512
 
 
