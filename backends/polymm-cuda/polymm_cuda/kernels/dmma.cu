@@ -7,7 +7,7 @@
 // first kernel here (64 x 128 tiles, one 8-byte copy per element with its address computed each time)
 // reached 0.6x cuBLAS DGEMM: Nsight Compute counted 4.1 times cuBLAS's instructions for the same
 // product, and the schedulers idle half the time (h100-2026-11-25/ncu18.txt). This one issues few
-// (its README has the sweeps):
+// (benchmarks/h100-2026-11-25/README.md has the sweeps):
 //
 // - Tiling. A block of DM_WARPS_M x DM_WARPS_N warps computes a DM_BM x DM_BN tile of C (default
 //   2 x 2 warps of 32 x 32: 64 x 64, three blocks per SM), each warp (DM_WM / DM_TM) x (DM_WN / 8)
