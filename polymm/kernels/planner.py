@@ -42,6 +42,12 @@ FEW = 4
 #: Two or more rows stay on the row strip, which reads A once per tile instead of once per row of
 #: B (M = 2-4, float32: 30 us against 39 in ``vecmat``).
 VECMAT = (8, 64, 8, 2)
+#: ``matvec`` (N <= FEW): at least this many rows of A per work-group (each row block reads all of
+#: B, from L2: one row per group read it 4096 times for 4096 x 4096 @ 4096 x 4), and a lane per
+#: this many elements of K (64 to 256 lanes).  H100, 2026-11-25, whole calls (``probe20``):
+#: float64 4096 x 4096 @ 4096 x 4 117.8 -> 75.7 us (cuBLAS 82.3), 2048 x 2048 @ 2048 x 4 43.9 ->
+#: 33.3 us (31.8), complex128 2048 x 2048 @ 2048 x 4 78.3 -> 64.5 us (62.3).
+MATVEC_ROWS, MATVEC_K_PER_LANE = 2, 16
 #: ``vecmat`` splits K only when N gives fewer work-groups than a quarter of the compute units.
 VECMAT_SPLIT_BELOW = 0.25
 #: K at least this many times max(M, N), batch 1: split-K.
@@ -251,10 +257,12 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
     cus = max(1, device.compute_units)
     if N <= FEW and K >= 32:
         # Memory-bound: each element of A is used N times at most.  Lanes of a
-        # work-group walk K side by side (coalesced along a row of A).
-        lanes = min(256, device.max_work_group)
+        # work-group walk K side by side (coalesced along a row of A); MATVEC_ROWS.
+        lanes = min(256, device.max_work_group, max(64, K // MATVEC_K_PER_LANE))
         lanes = 1 << (lanes.bit_length() - 1)
-        mv = KernelParams(mr=max(1, FEW // N), nwg=N, mdimc=lanes, vw=1, use_local=True)
+        mv = KernelParams(mr=max(MATVEC_ROWS, FEW // N), nwg=N, mdimc=lanes, vw=1, use_local=True)
+        while mv.mdimc > 32 and local_mem_bytes("matvec", dtype, mv) > device.local_mem:
+            mv = mv.replace(mdimc=mv.mdimc // 2)
         if a_sk == 1 or M == 1:
             return Choice("matvec", mv, f"N={N} <= {FEW}: a work-group of {lanes} per {mv.mr} rows, lanes along K")
         return Choice("matvec", mv, f"N={N} <= {FEW}, A not row-major: packed to rows first", pack_a=True)
@@ -266,7 +274,9 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
         # few to keep B's reads in flight: about 4 small work-groups per compute unit (1 x 4096
         # @ 4096 x 4096 on the H100, kernels alone: 64.6 us in 4 slices, 38.4 in 8, 30.3 in 16,
         # 36.0 in 32; cuBLAS 25.2).
-        strip = _gpu_tile(device, dtype, 8, 128, 32, 2, 32)
+        # 4 KiB of each operand's rows per K step (32 float32, 16 float64 values: float64 4 x 4096
+        # @ 4096 x 4096 on the H100, probe20: 122.6 -> 83.7 us with 16 instead of 32, cuBLAS 76.6).
+        strip = _gpu_tile(device, dtype, 8, 128, max(8, min(32, 128 // value_itemsize(dtype))), 2, 32)
         groups = _cdiv(N, strip.nwg)
         splits = max(1, min(_cdiv(4 * cus, groups), K // 128, 32))
         choice = Choice(
@@ -305,6 +315,13 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
                 break
         what = "large tiles" if tile is table else f"{tile.mwg}x{tile.nwg} tiles to fill {cus} compute units"
         what += f", {tile.kteams} teams splitting K" if tile.kteams > 1 else ""
+        if K < tile.kwg:  # outer products: no K step of zeros (float64 2048 x 1 @ 1 x 2048: 15.7 -> 12.1 us)
+            try:
+                shape = (tile.mwg, tile.nwg, 1 << (K - 1).bit_length(), tile.mdimc, tile.ndimc, tile.kteams)
+                tile = _gpu_tile(device, dtype, *shape)
+                what += f", K steps of {tile.kwg}"
+            except AssertionError:  # no vector width fits so shallow a tile: keep the K step
+                pass
         choice = Choice("regblock", tile, f"{M}x{N}x{K}: {what} ({groups} work-groups)")
     return _gpu_packing(choice, dtype, M, N, K, batch, a_strides, b_strides)
 
