@@ -291,7 +291,7 @@ def explain(
         backend_factory(backend)  # its module registers its planner entries (CUDA: the tensor cores)
         model = _model_device(device, backend)
         made = planner.plan(model, dtype, (batch, m, n, k), (0, (m * k, k, 1)), (0, (k * n, n, 1)), 0, algorithm)
-        compiled = [_nvcc_registers(model, launch, dtype) for launch in made.launches]
+        compiled = [_nvcc_registers(model, launch, launch.dtype or dtype) for launch in made.launches]
         report = {"device": model, "plan": made, "compiled": compiled}
     else:
         from . import get_backend

@@ -69,7 +69,18 @@ __all__ = [
 DIALECTS = ("cuda", "opencl")
 #: Kernel names accepted by :func:`render` (``tiled-dynamic`` is ``tiled.c``
 #: rendered with ``PM_DYNAMIC_LOCAL``).
-KERNELS = ("naive", "image", "tiled", "tiled-dynamic", "regblock", "matvec", "vecmat", "pack", "sum-slices")
+KERNELS = (
+    "naive",
+    "image",
+    "tiled",
+    "tiled-dynamic",
+    "regblock",
+    "matvec",
+    "vecmat",
+    "pack",
+    "sum-slices",
+    "realify",
+)
 _BODY_FILES = {
     "naive": "naive.c",
     "image": "image.c",
@@ -80,11 +91,14 @@ _BODY_FILES = {
     "vecmat": "vecmat.c",
     "pack": "pack.c",
     "sum-slices": "sum_slices.c",
+    "realify": "realify.c",
 }
 #: Helper kernels with their own interfaces (not PM_ARGS): ``pack`` copies a
 #: strided ``(batch, rows, cols)`` view to contiguous memory, ``sum-slices``
-#: adds split-K partial products in a fixed order (see their sources).
-HELPER_KERNELS = ("pack", "sum-slices")
+#: adds split-K partial products in a fixed order, ``realify`` writes a complex
+#: operand as the real matrix that turns a complex product into a real one (see
+#: their sources).
+HELPER_KERNELS = ("pack", "sum-slices", "realify")
 
 
 @dataclass(frozen=True)
@@ -352,6 +366,10 @@ def render(
     params = params or default_params(kernel)
     params.validate(kernel)
     dtype = np.dtype(dtype)
+    if kernel == "realify" and dtype.name not in ("float32", "float64"):
+        raise TypeError(
+            f"realify is rendered for the real dtype of a complex product (float32 or float64), not {dtype}"
+        )
     defines = _type_defines(dialect, dtype)
     vector_ok = dtype.name in _VECTOR_DTYPES
     defines.update(
@@ -450,6 +468,9 @@ def launch_geometry(kernel: str, params: KernelParams | None, M: int, N: int, B:
         width = 64 if params.ts == 1 else 8
         local = (width, 1, 1)
         glob = (_ceil_div(_ceil_div(N, params.ts), width) * width, _ceil_div(M, params.ts), B)
+    elif kernel == "realify":  # B's K rows (TS per work-item), N columns
+        local = (64, 1, 1)
+        glob = (_ceil_div(N, 64) * 64, _ceil_div(M, params.ts), B)
     elif kernel == "sum-slices":  # M elements per slice
         local = (64, 1, 1)
         glob = (_ceil_div(M, 64) * 64, 1, 1)

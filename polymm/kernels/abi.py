@@ -1,7 +1,7 @@
 """The kernel ABI, declared once: every kernel's argument list.
 
 From these tables come the kernel signatures (``PM_ARGS``, ``PM_PACK_ARGS``,
-``PM_SUM_ARGS``, which :func:`polymm.kernels.render` writes into every source)
+``PM_SUM_ARGS``, ``PM_REALIFY_ARGS``, which :func:`polymm.kernels.render` writes into every source)
 and both backends' argument packing (:func:`arguments`, :func:`scalar_types`),
 so a change to an argument list is made here and nowhere else.
 
@@ -63,6 +63,19 @@ SIGNATURES = {
         ("dst", "out"),
         ("d_off", "index"),
     ),
+    # dst[d_off + b*4KN + (2k)*2N + 2n + (0, 1)] = (x, y) and, a row of 2N below, (-y, x) for the
+    # complex element x + iy of src at (reals) s_off + b*s_sb + k*s_sk + n*s_sn: B as 2K x 2N reals.
+    "realify": (
+        ("K", "size"),
+        ("N", "size"),
+        ("src", "in"),
+        ("s_off", "index"),
+        ("s_sb", "index"),
+        ("s_sk", "index"),
+        ("s_sn", "index"),
+        ("dst", "out"),
+        ("d_off", "index"),
+    ),
     # C[c_off + i] = W[i] + W[count + i] + ... (S slices, in slice order).
     "sum": (("S", "size"), ("count", "index"), ("W", "in"), ("C", "out"), ("c_off", "index")),
     # CUDA only (polymm_cuda/kernels/tf32_split.cu, not rendered): float32 operand X (R rows of KK
@@ -119,13 +132,14 @@ ABI_OF = {
     "vecmat": "gemm",
     "pack": "pack",
     "sum-slices": "sum",
+    "realify": "realify",
     "tf32-split": "tf32-split",
     "tf32-fixup": "tf32-fixup",
     "wgmma": "wgmma",
     "transpose": "transpose",
 }
-_MACROS = {"gemm": "PM_ARGS", "pack": "PM_PACK_ARGS", "sum": "PM_SUM_ARGS"}
-_ELEMENT = {"gemm": "ELEM_T", "pack": "COPY_T", "sum": "ELEM_T"}
+_MACROS = {"gemm": "PM_ARGS", "pack": "PM_PACK_ARGS", "sum": "PM_SUM_ARGS", "realify": "PM_REALIFY_ARGS"}
+_ELEMENT = {"gemm": "ELEM_T", "pack": "COPY_T", "sum": "ELEM_T", "realify": "ELEM_T"}
 _C_TYPES = {
     "size": "const int {}",
     "index": "const INDEX_T {}",
@@ -188,4 +202,6 @@ def batch_step(kernel: str, args: list) -> dict[int, int]:
         return {names["a_off"]: v["a_sb"], names["b_off"]: v["b_sb"], names["c_off"]: v["M"] * v["N"]}
     if ABI_OF[kernel] == "pack":
         return {names["s_off"]: v["s_sb"], names["d_off"]: v["RP"] * v["LD"]}
+    if ABI_OF[kernel] == "realify":
+        return {names["s_off"]: v["s_sb"], names["d_off"]: 4 * v["K"] * v["N"]}
     return {}

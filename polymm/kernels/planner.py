@@ -508,9 +508,11 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
     A = (0, a[0], *a[1])
     B = (1, b[0], *b[1])
     if choice is None and algorithm == "auto":
-        choice = next(
-            filter(None, (entry(device, dtype, shape, a, b) for entry in ENTRIES.get(device.dialect, ()))), None
-        )
+        choice = _entry_choice(device, dtype, shape, a, b)
+        if choice is None and dtype.name in REAL_OF:
+            realified = _realified(device, dtype, shape, a, b, c_off)
+            if realified is not None:
+                return realified
     if choice is None:
         choice = choose(device, algorithm, dtype, M, N, K, batch, A[2:], B[2:])
     out = Plan(choice, dtype=dtype)
@@ -618,6 +620,55 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
 
     products(product, A, B, K, max(params.kwg if params and params.use_local else 1, g))
     return out
+
+
+def _entry_choice(device, dtype, shape, a, b) -> Choice | None:
+    """The first dialect entry's claim on this product (:data:`ENTRIES`), or None."""
+    return next(filter(None, (entry(device, dtype, shape, a, b) for entry in ENTRIES.get(device.dialect, ()))), None)
+
+
+#: Complex dtypes that may run as one real product (``kernels/realify.c``) on a dialect entry's
+#: kernel (CUDA: complex128 on the FP64 tensor cores), from this many multiply-adds per matrix.
+#: H100, 2026-11-25, whole calls (``probe20``), realified against the SIMT kernel (cuBLAS ZGEMM):
+#: 256 cubed 65.5 against 58.6 us (32.6), 512: 82.7 / 161.6 (50.5), 1024: 240 / 768 (185),
+#: 2048: 1454 / 5111 (1195).
+REAL_OF = {"complex128": "float64"}
+REALIFY_WORK = 1 << 25
+
+
+def _realified(device, dtype, shape, a, b, c_off) -> Plan | None:
+    """A complex product as one real product, when a dialect entry runs that: A read in place as
+    M x 2K reals (its K axis must be contiguous), B written by ``realify`` as 2K x 2N reals
+    (scratch slot 3), C written as M x 2N reals.  Offsets count from a base aligned to the
+    complex item (as every complex kernel assumes)."""
+    bt, M, N, K = shape
+    (a_off, sa), (b_off, sb) = a, b
+    if sa[2] != 1 or M * N * K < REALIFY_WORK:
+        return None
+    real = np.dtype(REAL_OF[dtype.name])
+    copies = bt if sb[0] else 1
+    rshape = (bt, M, 2 * N, 2 * K)
+    ra = (2 * a_off, (2 * sa[0], 2 * sa[1], 1))
+    rb = (0, (4 * K * N if copies > 1 else 0, 2 * N, 1))
+    choice = _entry_choice(device, real, rshape, ra, rb)
+    if choice is None or choice.external is None or "tma" in choice.external:
+        return None  # only the entries' kernels gain from it (tensor maps would name slot 1)
+    inner = plan(device, real, rshape, ra, rb, 2 * c_off, choice=choice)
+    moved = {1: 3}  # B is now realify's output; the inner plan's scratch moves up a slot
+    for launch in inner.launches:
+        launch.buffers = {pos: moved.get(s, s + 1 if s >= 3 else s) for pos, s in launch.buffers.items()}
+    args = abi.arguments("realify", K=K, N=N, s_off=2 * b_off, s_sb=2 * sb[0], s_sk=2 * sb[1], s_sn=2 * sb[2], d_off=0)
+    pos = abi.buffer_positions("realify")
+    params = KernelParams(ts=_cdiv(K, 65535))
+    glob, local = launch_geometry("realify", params, K, N, copies)
+    expand = Launch("realify", params, {}, args, {pos["src"]: 1, pos["dst"]: 3}, glob, local, 0, real)
+    why = f"{dtype.name} as one {real.name} product ({M} x {2 * K} @ {2 * K} x {2 * N}, B realified): "
+    return Plan(
+        choice.replace(reason=why + choice.reason),
+        launches=[*_split_batch(expand, device.max_batch), *inner.launches],
+        scratch=[copies * 4 * K * N * real.itemsize, *inner.scratch],
+        dtype=real,
+    )
 
 
 def _extra_launch(desc: dict, dtype, c_off: int) -> Launch:

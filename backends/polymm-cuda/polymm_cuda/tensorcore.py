@@ -209,7 +209,11 @@ def describe(cc: int) -> str:
         return "tensor cores: none used (needs sm_80)"
     shapes = [DMMA_SHAPE_NAMES[dmma_shape(cc, 1, tiles)] for tiles in (1, 10**9)]
     shape = shapes[0] if shapes[0] == shapes[1] else f"{shapes[0]} for one wave of tiles, {shapes[1]} beyond"
-    float64 = f"float64 (mma.sync {shape})" if DMMA_IN_AUTO else "float64 off (POLYMM_CUDA_DMMA=0: SIMT)"
+    float64 = (
+        f"float64 (mma.sync {shape}) and complex128 (as one float64 product, B realified)"
+        if DMMA_IN_AUTO
+        else "float64 and complex128 off (POLYMM_CUDA_DMMA=0: SIMT)"
+    )
     if cc == 90:
         return (
             "tensor cores: float16, bfloat16, int8, uint8 (wgmma); float32 in precision 'tf32' and 'tf32x3' "

@@ -20,11 +20,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from polymm.backend import CONTRACT_DTYPES, optional_dtypes
 from polymm.kernels import IMAGE_DTYPES, abi, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo, table_params
+from polymm.testing import assert_matches, random_array
 from polymm.testing.test_paths import PATH_SHAPES
 
 DTYPES = [d.name for d in CONTRACT_DTYPES]
@@ -387,3 +389,101 @@ def test_deep_float64_is_split_on_the_fp64_tensor_cores():
     assert "-DDM_VA=2" in first.external["options"] and "-DDM_VB=2" in first.external["options"]
     shallow = planner.plan(hopper, "float64", (1, 1024, 1024, 1024), (0, (1 << 20, 1024, 1)), (0, (1 << 20, 1024, 1)))
     assert shallow.choice.splits == 1 and len(shallow.launches) == 1
+
+
+def _emulate(made, buffers) -> None:
+    """Run a plan's launches in NumPy on flat arrays (slot -> array): the product kernels by their
+    ABI (``C[c_off + b*M*N + m*N + n] = sum_k A[...] B[...]``, the batch along z), ``realify``
+    and ``sum-slices`` by theirs.  Scratch slots must already be in ``buffers``."""
+    for launch in made.launches:
+        names = [name for name, _ in abi._args(launch.signature)]
+        v = dict(zip(names, launch.args))
+        slot = {names[pos]: s for pos, s in launch.buffers.items()}
+        count = launch.global_size[2]
+        if launch.kernel == "realify":
+            src, dst = buffers[slot["src"]], buffers[slot["dst"]]
+            k, n, b = np.ogrid[: v["K"], : v["N"], :count]
+            at = v["s_off"] + b * v["s_sb"] + k * v["s_sk"] + n * v["s_sn"]
+            x, y = src[at], src[at + 1]
+            out = dst[v["d_off"] : v["d_off"] + count * 4 * v["K"] * v["N"]].reshape(count, 2 * v["K"], 2 * v["N"])
+            for p, q, value in ((0, 0, x), (0, 1, y), (1, 0, -y), (1, 1, x)):
+                out[:, p::2, q::2] = value.transpose(2, 0, 1)
+        elif launch.kernel == "sum-slices":
+            w, c = buffers[slot["W"]], buffers[slot["C"]]
+            c[v["c_off"] : v["c_off"] + v["count"]] = w[: v["S"] * v["count"]].reshape(v["S"], -1).sum(axis=0)
+        else:
+            a, b_, c = buffers[slot["A"]], buffers[slot["B"]], buffers[slot["C"]]
+            m, n, k = v["M"], v["N"], v["K"]
+            for z in range(count):
+                ra = a[v["a_off"] + z * v["a_sb"] + np.arange(m)[:, None] * v["a_sm"] + np.arange(k) * v["a_sk"]]
+                rb = b_[v["b_off"] + z * v["b_sb"] + np.arange(k)[:, None] * v["b_sk"] + np.arange(n) * v["b_sn"]]
+                c[v["c_off"] + z * m * n : v["c_off"] + (z + 1) * m * n] = (ra @ rb).ravel()
+
+
+@pytest.mark.parametrize(
+    "shape, b_layout",
+    [
+        ((1, 512, 320, 256), "c"),
+        ((3, 256, 256, 512), "broadcast"),
+        ((2, 300, 260, 520), "k-major"),
+        ((1, 48, 40, 20000), "c"),
+    ],
+)
+def test_complex128_runs_as_one_float64_product_on_the_fp64_tensor_cores(shape, b_layout):
+    """complex128 (A with a contiguous K axis) as one float64 product on the FP64 tensor cores: B
+    written by ``realify`` as 2K x 2N reals into the first scratch slot, A and C read as reals in
+    place, the inner plan's own scratch (split-K slices) one slot up; the plan, run in NumPy by
+    its argument lists, computes the complex product (poisoned outputs and scratch)."""
+    import dataclasses
+
+    import polymm_cuda.backend  # noqa: F401  (registers the entry)
+
+    hopper = dataclasses.replace(H100, cc=90)
+    bt, m, n, k = shape
+    rng = np.random.default_rng(21)
+    a = random_array(rng, (bt, m, k), "complex128")
+    b = random_array(rng, (1 if b_layout == "broadcast" else bt, k, n), "complex128")
+    b_flat = np.ascontiguousarray(b.transpose(0, 2, 1)) if b_layout == "k-major" else b
+    sb = (k * n, 1, k) if b_layout == "k-major" else (k * n, n, 1)
+    sb = (0, *sb[1:]) if b_layout == "broadcast" else sb
+    made = planner.plan(hopper, "complex128", shape, (0, (m * k, k, 1)), (0, sb))
+    assert made.dtype == np.float64 and made.choice.kernel == "polymm_dmma_ak_bn", made.choice
+    assert made.reason.startswith("complex128 as one float64 product"), made.reason
+    expand, product = made.launches[0], made.product
+    pos = abi.buffer_positions("realify")
+    assert expand.kernel == "realify" and expand.buffers == {pos["src"]: 1, pos["dst"]: 3}
+    names = [name for name, _ in abi._args("regblock")]
+    assert product.buffers == {
+        names.index("A"): 0,
+        names.index("B"): 3,
+        names.index("C"): 2 if made.choice.splits == 1 else 4,
+    }
+    assert made.scratch[0] == (1 if b_layout == "broadcast" else bt) * 4 * k * n * 8
+    if k == 20000:
+        assert made.choice.splits > 1 and made.launches[-1].kernel == "sum-slices", made.choice
+    buffers = {0: a.ravel().view(np.float64), 1: b_flat.ravel().view(np.float64)}
+    buffers[2] = np.full(2 * bt * m * n, np.nan)
+    buffers.update({3 + i: np.full(size // 8, np.nan) for i, size in enumerate(made.scratch)})
+    _emulate(made, buffers)
+    assert_matches(buffers[2].view(np.complex128).reshape(bt, m, n), a, b)
+
+
+def test_complex128_stays_complex_where_realifying_gains_nothing():
+    """Small products, A without a contiguous K axis, and devices without the entry keep the
+    complex kernels."""
+    import dataclasses
+
+    import polymm_cuda.backend  # noqa: F401
+
+    hopper = dataclasses.replace(H100, cc=90)
+    for shape, sa in (
+        ((1, 256, 256, 256), (256 * 256, 256, 1)),  # below REALIFY_WORK
+        ((1, 1024, 1024, 1024), (1 << 20, 1, 1024)),  # A column-major
+        ((1, 2048, 4, 2048), (1 << 22, 2048, 1)),  # few columns: matvec
+    ):
+        bt, m, n, k = shape
+        made = planner.plan(hopper, "complex128", shape, (0, sa), (0, (k * n, n, 1)))
+        assert made.dtype == np.complex128 and made.launches[0].kernel != "realify", made.choice
+    ampere = dataclasses.replace(H100, cc=70)
+    made = planner.plan(ampere, "complex128", (1, 1024, 1024, 1024), (0, (1 << 20, 1024, 1)), (0, (1 << 20, 1024, 1)))
+    assert made.dtype == np.complex128, made.choice

@@ -577,6 +577,30 @@ def test_dmma_kernel(backend, layout, monkeypatch):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
+def test_complex128_realified(backend, layout, monkeypatch):
+    """complex128 as one float64 product on the FP64 tensor cores (B realified into scratch, A and
+    C read as reals in place), every layout, tile edges, a batch, a deep product in slices; A
+    without a contiguous K axis stays on the complex kernels, never a wrong answer."""
+    from polymm.kernels import planner
+
+    monkeypatch.setattr(planner, "REALIFY_WORK", 0)  # the small shapes too
+    monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)
+    rng = np.random.default_rng(29)
+    realified = 0
+    for bt, m, n, k in TC_SHAPES + [(1, 40, 50, 3000), (1, 300, 260, 130)]:
+        backend._plans.clear()
+        da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "complex128")
+        out = _poisoned(bt, m, n, "complex128")
+        backend.matmul(da, db, out, "auto")
+        _check(out, ha, hb, "complex128")
+        if backend.last_plan.reason.startswith("complex128 as one float64 product"):
+            realified += 1
+            assert da.strides[2] == 16, (layout, da.strides)
+    if backend._compute_capability(0) >= tensorcore.MIN_CC and layout in ("c", "bt", "bcast", "padded", "padded-t"):
+        assert realified >= 4, realified
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", [d.name for d in IMAGE_DTYPES])
 def test_image_kernel(backend, dtype, layout):
     """The texture-object path for every dtype images hold, every layout (stacked batches and

@@ -50,7 +50,12 @@ VARIANTS = [
     ("vecmat", VECMAT_SHAPE, {"vec_b": True}),
 ]
 #: The helper kernels (own interfaces), rendered and compiled beside the products.
-HELPERS = [("pack", None, {}), ("sum-slices", None, {})]
+HELPERS = [("pack", None, {}), ("sum-slices", None, {}), ("realify", KernelParams(ts=2), {})]
+
+
+def _helpers(dtype):
+    """The helper kernels rendered for ``dtype`` (``realify`` is for the real dtypes only)."""
+    return [h for h in HELPERS if h[0] != "realify" or np.dtype(dtype).kind == "f" and np.dtype(dtype).itemsize >= 4]
 
 
 def _variant_id(v):
@@ -77,7 +82,7 @@ def test_opencl_sources_build(queue, dtype):
     device = queue.device
     if dtype in ("float64", "complex128") and "cl_khr_fp64" not in device.extensions:
         pytest.skip(f"{device.name} has no fp64")
-    for kernel, params, flags in VARIANTS + HELPERS:
+    for kernel, params, flags in VARIANTS + _helpers(dtype):
         if params is not None and not params.use_local and dtype == "float64":
             params = params.replace(vw=4)
         source = render("opencl", kernel, dtype, params, **flags)
@@ -100,7 +105,7 @@ def test_cuda_sources_compile():
         )
         return dtype, kernel, flags, result.returncode, result.stderr
 
-    jobs = [(d, v) for d in DTYPES for v in VARIANTS + HELPERS]
+    jobs = [(d, v) for d in DTYPES for v in VARIANTS + _helpers(d)]
     with ThreadPoolExecutor(max_workers=4) as pool:
         failures = [r for r in pool.map(compile_one, jobs) if r[3] != 0]
     assert not failures, "\n".join(f"{d} {k} {f}:\n{err[:2000]}" for d, k, f, _, err in failures)
@@ -301,6 +306,39 @@ def test_split_k_is_deterministic_and_right(queue):
     for _ in range(3):
         np.testing.assert_array_equal(polymm.matmul(x, y, backend="opencl").get(), first)
     assert_matches(first, x.get(), y.get())
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_realify_makes_a_complex_product_real(queue, dtype):
+    """``realify`` writes complex B (strided, a batch of two) as 2K x 2N reals; A seen as M x 2K
+    reals times that is C seen as M x 2N reals: the complex product."""
+    from polymm.kernels import abi
+
+    real = np.dtype(dtype).char.lower()
+    if real == "d" and "cl_khr_fp64" not in queue.device.extensions:
+        pytest.skip(f"{queue.device.name} has no fp64")
+    rng = np.random.default_rng(11)
+    K, N, M = 37, 21, 5
+    a = random_array(rng, (2, M, K), dtype)
+    b = random_array(rng, (2, N, K), dtype).transpose(0, 2, 1)  # strided: K is the unit axis
+    src = cl_array.to_device(queue, np.ascontiguousarray(b.transpose(0, 2, 1)).view(real))
+    dst = cl_array.to_device(queue, np.full((2, 2 * K, 2 * N), np.nan, real))  # poisoned
+    params = KernelParams(ts=4)
+    program = pyopencl.Program(queue.context, render("opencl", "realify", real, params)).build()
+    kernel = pyopencl.Kernel(program, kernel_name("realify"))
+    kernel.set_scalar_arg_dtypes(abi.scalar_types("realify"))
+    args = abi.arguments("realify", K=K, N=N, s_off=0, s_sb=2 * N * K, s_sk=2, s_sn=2 * K, d_off=0)
+    pos = abi.buffer_positions("realify")
+    args[pos["src"]], args[pos["dst"]] = src.data, dst.data
+    glob, local = launch_geometry("realify", params, K, N, 2)
+    kernel(queue, glob, local, *args)
+    b2 = dst.get()
+    np.testing.assert_array_equal(b2[:, 0::2, 0::2], b.real)
+    np.testing.assert_array_equal(b2[:, 0::2, 1::2], b.imag)
+    np.testing.assert_array_equal(b2[:, 1::2, 0::2], -b.imag)
+    np.testing.assert_array_equal(b2[:, 1::2, 1::2], b.real)
+    got = (np.ascontiguousarray(a).view(real).astype(np.float64) @ b2.astype(np.float64)).view(np.complex128)
+    assert_matches(got.astype(dtype), a, b)
 
 
 def test_repeated_products_reuse_their_plan(queue):
