@@ -38,7 +38,7 @@ __all__ = ["Case", "Floor", "CASES", "FLOORS", "Cell", "run", "summarise", "plot
 FLOAT_DTYPES = ("float32", "float64")
 #: The dtypes of the tensor-core cases (GPU backends only). bfloat16 cells run where a reference
 #: computes it: on CuPy backends (CuPy arrays of ml_dtypes' bfloat16) against torch.matmul.
-TC_DTYPES = ("float16", "bfloat16", "int8", "float64")
+TC_DTYPES = ("float16", "bfloat16", "int8", "float64", "complex128")
 #: The rest of the contract's dtypes, measured on one square and one skinny case.
 OTHER_DTYPES = tuple(str(d) for d in CONTRACT_DTYPES if str(d) not in FLOAT_DTYPES)
 
@@ -102,7 +102,7 @@ CASES: tuple[Case, ...] = (
     _sq(1024, layout="negative", name="negative-1024", group="views"),
     _sq(1024, layout="step", name="step-1024", group="views"),
     # GPU only: the dtypes tensor cores serve (float16 with float32 accumulation, int8 with int32,
-    # float64 on FP64 tensor cores), up to 8192, one skinny and one batched case
+    # float64 and complex128 on FP64 tensor cores), up to 8192, one skinny and one batched case
     *(
         Case(f"tc-square-{n}", "tensor-core", (n, n), (n, n), dtypes=TC_DTYPES, gpu_only=True)
         for n in (1024, 2048, 4096, 8192)
