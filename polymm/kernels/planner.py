@@ -634,6 +634,8 @@ def _entry_choice(device, dtype, shape, a, b) -> Choice | None:
 #: 2048: 1454 / 5111 (1195).
 REAL_OF = {"complex128": "float64"}
 REALIFY_WORK = 1 << 25
+#: The realified B is twice B's bytes: beyond this much scratch the complex kernels run instead.
+REALIFY_BYTES = 4 << 30
 
 
 def _realified(device, dtype, shape, a, b, c_off) -> Plan | None:
@@ -647,6 +649,8 @@ def _realified(device, dtype, shape, a, b, c_off) -> Plan | None:
         return None
     real = np.dtype(REAL_OF[dtype.name])
     copies = bt if sb[0] else 1
+    if copies * 4 * K * N * real.itemsize > REALIFY_BYTES:
+        return None
     rshape = (bt, M, 2 * N, 2 * K)
     ra = (2 * a_off, (2 * sa[0], 2 * sa[1], 1))
     rb = (0, (4 * K * N if copies > 1 else 0, 2 * N, 1))

@@ -469,8 +469,8 @@ def test_complex128_runs_as_one_float64_product_on_the_fp64_tensor_cores(shape, 
 
 
 def test_complex128_stays_complex_where_realifying_gains_nothing():
-    """Small products, A without a contiguous K axis, and devices without the entry keep the
-    complex kernels."""
+    """Small products, A without a contiguous K axis, B too large to realify in scratch, and
+    devices without the entry keep the complex kernels."""
     import dataclasses
 
     import polymm_cuda.backend  # noqa: F401
@@ -480,6 +480,7 @@ def test_complex128_stays_complex_where_realifying_gains_nothing():
         ((1, 256, 256, 256), (256 * 256, 256, 1)),  # below REALIFY_WORK
         ((1, 1024, 1024, 1024), (1 << 20, 1, 1024)),  # A column-major
         ((1, 2048, 4, 2048), (1 << 22, 2048, 1)),  # few columns: matvec
+        ((1, 64, 16384, 16384), (1 << 20, 16384, 1)),  # the realified B would exceed REALIFY_BYTES
     ):
         bt, m, n, k = shape
         made = planner.plan(hopper, "complex128", shape, (0, sa), (0, (k * n, n, 1)))
