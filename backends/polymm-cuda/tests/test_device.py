@@ -25,7 +25,7 @@ except Exception:  # no driver
 pytestmark = pytest.mark.skipif(_NDEV < 1, reason="no CUDA device")
 
 from polymm.backend import CONTRACT_DTYPES, SizeLimitError  # noqa: E402
-from polymm.kernels import IMAGE_DTYPES  # noqa: E402
+from polymm.kernels import IMAGE_DTYPES, planner  # noqa: E402
 from polymm_cuda import CUDABackend, tensorcore  # noqa: E402
 from polymm.testing import assert_matches, random_array  # noqa: E402
 
@@ -160,6 +160,9 @@ def test_every_planner_path(backend, dtype, case, reason):
     tensor_cores = tensorcore.shape_rule(np.dtype(dtype), cc, shape) is None or (
         tensorcore.DMMA_IN_AUTO and tensorcore.choose_dmma(np.dtype(dtype), cc, shape, sa, sb)[0] is not None
     )
+    if dtype == "complex128" and sa[2] == 1 and m * n * k >= planner.REALIFY_WORK:  # as one float64 product
+        real = ((bt, m, 2 * n, 2 * k), (2 * sa[0], 2 * sa[1], 1), (4 * k * n, 2 * n, 1))
+        tensor_cores = tensorcore.DMMA_IN_AUTO and tensorcore.choose_dmma(np.dtype("float64"), cc, *real)[0] is not None
     assert reason in got or (tensor_cores and "tensor cores" in got), backend.last_plan
 
 
@@ -581,8 +584,6 @@ def test_complex128_realified(backend, layout, monkeypatch):
     """complex128 as one float64 product on the FP64 tensor cores (B realified into scratch, A and
     C read as reals in place), every layout, tile edges, a batch, a deep product in slices; A
     without a contiguous K axis stays on the complex kernels, never a wrong answer."""
-    from polymm.kernels import planner
-
     monkeypatch.setattr(planner, "REALIFY_WORK", 0)  # the small shapes too
     monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)
     rng = np.random.default_rng(29)
