@@ -14,8 +14,9 @@ small tiles for batches of small matrices; tiles sized so that small squares
 fill the device; the table's large tiles otherwise.  Column-major operands are
 read in place with vectors along M (A) or K (B); operands the vector path still
 cannot read (odd K or N, other strides) get narrower vectors in small products
-and are packed first into zero-padded scratch in large ones.  CPU devices (PoCL) keep
-their own shapes (:func:`_cpu_choice`).
+and are packed first into zero-padded scratch in large ones.  complex128 may run as one
+float64 product on a dialect entry's kernel, B realified (:func:`_realified`).  CPU devices
+(PoCL) keep their own shapes (:func:`_cpu_choice`).
 """
 
 from __future__ import annotations
