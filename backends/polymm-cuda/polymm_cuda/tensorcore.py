@@ -428,8 +428,13 @@ def _tf32_entry(device, shape, a, b):
     mode = current()
     if tf32_rule(mode, device.cc, shape) is not None:
         return None
-    external = wgmma.tf32_launch(mode, shape, a, b, device.compute_units)
-    what = "split into hi and lo parts, three products" if mode == "tf32x3" else "one product"
+    layout, external = wgmma.tf32_launch(mode, shape, a, b, device.compute_units)
+    if mode == "tf32x3":
+        what = "split into hi and lo parts, three products"
+    elif layout == "kn":
+        what = "one product, C^T = B^T A^T with B^T from registers (B is N-contiguous)"
+    else:
+        what = "one product"
     return Choice(
-        f"polymm_wgmma_{mode}_nk", None, f"TF32 tensor cores (wgmma), precision {mode!r}: {what}", external=external
+        wgmma.kernel_name(mode, layout), None, f"TF32 tensor cores (wgmma), precision {mode!r}: {what}", external=external
     )

@@ -118,12 +118,28 @@ def _mma_wrapper(ptx_type: str, tnsp_b: int, bn: int) -> str:
     )
 
 
+def _mma_rs_wrapper(bn: int) -> str:
+    """``wg_mma_tf32_rs(d, a0, a1, a2, a3, desc_b)``: d += A B for one 64 x bn x 8 TF32 step with
+    A's fragment in registers (four per thread) rather than in shared memory."""
+    regs = ", ".join(f"%{i}" for i in range(bn // 2))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(bn // 2))
+    a, b, one = bn // 2, bn // 2 + 4, bn // 2 + 5
+    return (
+        f"__device__ __forceinline__ void wg_mma_tf32_rs(float (&d)[{bn // 2}], unsigned a0, unsigned a1, unsigned a2, "
+        "unsigned a3, unsigned long long db) {\n"
+        f'    asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{one}, 0;\\n"\n'
+        f'                 "wgmma.mma_async.sync.aligned.m64n{bn}k8.f32.tf32.tf32 '
+        f"{{{regs}}}, {{%{a}, %{a + 1}, %{a + 2}, %{a + 3}}}, %{b}, p, 1, 1;\\n}}\\n\"\n"
+        f'                 : {outs}\n                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));\n}}\n'
+    )
+
+
 @lru_cache(maxsize=None)
 def source(bn: int = BN) -> str:
     """The kernel text for tiles ``bn`` wide: the ``wgmma.mma_async`` wrappers, then the
     asynchronous-copy helpers and ``kernels/wgmma.cu``."""
     wrappers = "".join(_mma_wrapper(_TYPES[t], tn, bn) for t in _N_MAJOR for tn in (0, 1))
-    wrappers += "".join(_mma_wrapper(t, 0, bn) for t in ("tf32", "s8", "u8"))
+    wrappers += "".join(_mma_wrapper(t, 0, bn) for t in ("tf32", "s8", "u8")) + _mma_rs_wrapper(bn)
     return wrappers + _file_source("wgmma")
 
 
@@ -217,10 +233,11 @@ def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
 SPLIT_KC = 512
 
 
-def _k_major(s_row: int, s_k: int, s_batch: int, ptr: int) -> bool:
-    """Whether the copy engine reads an operand (float32) as K-major rows where it lies."""
+def _in_place(s_row: int, s_inner: int, s_batch: int, ptr: int) -> bool:
+    """Whether the copy engine reads an operand (float32) where it lies as rows contiguous along
+    their inner axis (K, or N for B)."""
     return (
-        s_k == 1
+        s_inner == 1
         and s_row > 0
         and (s_row * 4) % _ALIGN == 0
         and s_batch >= 0
@@ -229,29 +246,33 @@ def _k_major(s_row: int, s_k: int, s_batch: int, ptr: int) -> bool:
     )
 
 
-def tf32_launch(mode: str, shape, a, b, sms: int) -> dict:
-    """The launches of a float32 product in precision ``mode`` (``"tf32"``, ``"tf32x3"``) on
-    ``wgmma``, as a planner entry's ``external`` (``a``/``b``: element offset from a 16-byte
-    aligned base, strides).
+def tf32_launch(mode: str, shape, a, b, sms: int) -> tuple[str, dict]:
+    """The layout of B the kernel reads (``"nk"``: K-major; ``"kn"``: N-major) and the launches of
+    a float32 product in precision ``mode`` (``"tf32"``, ``"tf32x3"``) on ``wgmma``, as a planner
+    entry's ``external`` (``a``/``b``: element offset from a 16-byte aligned base, strides).
 
-    TF32 ``wgmma`` reads both operands K-major. ``"tf32"`` reads an operand that is K-major
-    where it lies (the tensor cores take the top 19 bits of each float32) and otherwise copies
-    it into scratch, rounded to TF32 and K-major (``polymm_tf32_split``, one part);
-    ``"tf32x3"`` always splits both operands into hi and lo parts, multiplies three times
-    (``polymm_wgmma_tf32x3_nk``), then repairs the rows and columns whose inputs held Inf or
-    NaN (``polymm_tf32_fixup``). Scratch slots: 3 and on, in the order A's parts, B's parts,
-    the flags.
+    TF32 ``wgmma`` reads shared memory K-major only. ``"tf32"`` reads A where it lies when it is
+    K-major (the tensor cores take the top 19 bits of each float32), and B where it lies when it is
+    K-major or N-major (``polymm_wgmma_tf32_kn`` computes C^T = B^T A^T, B^T's fragments loaded
+    into registers); an operand laid out otherwise is copied into scratch,
+    rounded to TF32 and K-major (``polymm_tf32_split``, one part). ``"tf32x3"`` always splits both
+    operands into hi and lo parts, multiplies three times (``polymm_wgmma_tf32x3_nk``), then
+    repairs the rows and columns whose inputs held Inf or NaN (``polymm_tf32_fixup``). Scratch
+    slots: 3 and on, in the order A's parts, B's parts, the flags.
     """
     bt, m, n, k = shape
     products = TF32_PRODUCTS[mode]
     parts = 2 if products == 3 else 1
-    bn = width(shape, sms)
     ldk = -(-k // 4) * 4  # split rows padded to 16 bytes (the padding is never read)
     nkc = -(-k // SPLIT_KC)
     (a_off, sa), (b_off, sb) = a, b
     ea, eb = (bt if bt > 1 and s[0] != 0 else 1 for s in (sa, sb))  # matrices per operand
-    split_a = products == 3 or not _k_major(sa[1], sa[2], sa[0], a_off * 4)
-    split_b = products == 3 or not _k_major(sb[2], sb[1], sb[0], b_off * 4)
+    split_a = products == 3 or not _in_place(sa[1], sa[2], sa[0], a_off * 4)
+    b_k_major = _in_place(sb[2], sb[1], sb[0], b_off * 4)
+    swap = products == 1 and not b_k_major and _in_place(sb[1], sb[2], sb[0], b_off * 4)
+    split_b = products == 3 or not (b_k_major or swap)
+    # the swapped kernel's tiles are 128 columns by bn rows of C
+    bn = width((bt, n, m, k) if swap else shape, sms)
     flags = 3 + split_a + split_b  # the Inf/NaN flags' slot ("tf32x3"): A's rows, then B's columns
     fb_off = ea * m * nkc
     scratch, before, after = [], [], []
@@ -269,12 +290,15 @@ def tf32_launch(mode: str, shape, a, b, sms: int) -> dict:
         tma = _map((k, rows, parts * e), (ldk * 4, rows * ldk * 4), (ROW // 4, box_rows, 1), 4)
         return slot, rows * ldk if e > 1 else 0, tma
 
+    a_rows = bn if swap else BM
     if split_a:
-        slot, s_batch, a_map = split(0, m, a_off, sa, ea, 0, BM)
+        slot, s_batch, a_map = split(0, m, a_off, sa, ea, 0, a_rows)
         a_op = (slot, 0, s_batch, ldk, 1)
     else:
-        a_op, a_map = (0, a_off, *sa), _operand_map(k, m, sa[1], sa[0], 4, (ROW // 4, BM, 1), ea)
-    if split_b:
+        a_op, a_map = (0, a_off, *sa), _operand_map(k, m, sa[1], sa[0], 4, (ROW // 4, a_rows, 1), ea)
+    if swap:  # B as stored, in 32 x 32 chunks
+        b_op, b_map = (1, b_off, *sb), _operand_map(n, k, sb[1], sb[0], 4, (32, 32, 1), eb)
+    elif split_b:
         slot, s_batch, b_map = split(1, n, b_off, (sb[0], sb[2], sb[1]), eb, fb_off, bn)
         b_op = (slot, 0, s_batch, 1, ldk)
     else:
@@ -287,8 +311,8 @@ def tf32_launch(mode: str, shape, a, b, sms: int) -> dict:
         after.append(
             _launch("polymm_tf32_fixup", "tf32-fixup", values, {"A": 0, "B": 1, "C": 2, "F": flags}, grid, (256, 1, 1))
         )
-    return {
-        **_geometry(shape, bn, sms),
+    return "kn" if swap else "nk", {
+        **_geometry((bt, n, m, k) if swap else shape, bn, sms),
         "tma": ((a_op[0], a_map), (b_op[0], b_map)),
         "operands": (a_op, b_op),
         "scratch": scratch,

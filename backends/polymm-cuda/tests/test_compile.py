@@ -178,8 +178,8 @@ def test_tensor_core_kernels_compile_without_spills(arch, source, va, vb, tiles)
 @pytest.mark.parametrize("bn", [256, 128, 64])
 def test_wgmma_kernels_compile_without_spills(bn):
     """Hopper's wgmma kernels (float16 and bfloat16, B N- or K-major; TF32 with one and with three
-    products; int8 and uint8; each tile width) assemble for sm_90a with every accumulator in
-    registers."""
+    products, and with B N-major read through registers; int8 and uint8; each tile width) assemble
+    for sm_90a with every accumulator in registers, and with no MMA serialized by ptxas."""
     from polymm_cuda import wgmma
     from polymm_cuda.backend import _external_source
 
@@ -198,8 +198,10 @@ def test_wgmma_kernels_compile_without_spills(bn):
             assert wgmma.kernel_name(dtype, layout) in log, log
     for name in (*wgmma.TF32_PRODUCTS, "int8", "uint8"):
         assert wgmma.kernel_name(name, "nk") in log, log
+    assert wgmma.kernel_name("tf32", "kn") in log, log
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
-    assert len(spills) == 8 and max(spills) == 0, log
+    assert len(spills) == 9 and max(spills) == 0, log
+    assert "serialized" not in log, log  # ptxas's "Potential Performance Loss" notes
 
 
 def test_wgmma_is_planned_on_hopper_only():
@@ -260,8 +262,9 @@ def test_tf32_split_kernels_compile():
 
 def test_tf32_modes_plan_split_wgmma_and_repair():
     """float32 in "tf32x3" on Hopper: both operands split (slots 3 and 4), three products, the
-    repair after; "tf32" reads K-major operands in place and splits only what is not (B as stored);
-    "default", non-Hopper GPUs and products too small to pay keep float32 on the SIMT kernels."""
+    repair after; "tf32" reads K-major operands in place, B as stored through registers (C^T =
+    B^T A^T), and splits only what neither reads (A transposed, B strided along N); "default",
+    non-Hopper GPUs and products too small to pay keep float32 on the SIMT kernels."""
     import dataclasses
 
     import polymm
@@ -289,11 +292,20 @@ def test_tf32_modes_plan_split_wgmma_and_repair():
         small = (0, (1024 * 1024, 1024, 1))  # 1024^3: faster on the SIMT kernels, in float32
         assert "wgmma" not in planner.plan(hopper, "float32", (1, 1024, 1024, 1024), small, small).choice.kernel
     with polymm.use_precision("tf32"):
-        made = planner.plan(hopper, "float32", shape, row, row)
-        assert [x.kernel for x in made.launches] == ["polymm_tf32_split", "polymm_wgmma_tf32_nk"]
-        assert [slot for slot, _ in made.choice.external["tma"]] == [0, 3]  # A in place, B split
+        made = planner.plan(hopper, "float32", shape, row, row)  # B as stored: C^T = B^T A^T
+        assert [x.kernel for x in made.launches] == ["polymm_wgmma_tf32_kn"] and made.scratch == []
+        (slot_a, a_map), (slot_b, b_map) = made.choice.external["tma"]
+        assert (slot_a, slot_b) == (0, 1) and a_map[2] == (32, 256, 1) and b_map[:3] == ((n, n, 1), (4 * n, 4 * n * n), (32, 32, 1))
+        assert "B^T A^T" in made.reason
         made = planner.plan(hopper, "float32", shape, row, col)
         assert [x.kernel for x in made.launches] == ["polymm_wgmma_tf32_nk"] and made.scratch == []
+        made = planner.plan(hopper, "float32", shape, col, row)  # A transposed: split; B in place
+        assert [x.kernel for x in made.launches] == ["polymm_tf32_split", "polymm_wgmma_tf32_kn"]
+        assert [slot for slot, _ in made.choice.external["tma"]] == [3, 1]
+        stepped = (0, (2 * n * n, 2 * n, 2))  # every other column of a 2n-wide B: neither reads it
+        made = planner.plan(hopper, "float32", shape, row, stepped)
+        assert [x.kernel for x in made.launches] == ["polymm_tf32_split", "polymm_wgmma_tf32_nk"]
+        assert [slot for slot, _ in made.choice.external["tma"]] == [0, 3]
     made = planner.plan(hopper, "float32", shape, row, row)
     assert "wgmma" not in made.choice.kernel  # the default precision: float32 in float32
 

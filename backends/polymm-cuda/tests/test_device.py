@@ -295,6 +295,7 @@ WG_SHAPES = [  # (B, M, N, K): one tile, edges of every tile dimension and of K,
     (1, 1000, 1030, 1032),
     (1, 2048, 2048, 136),  # 256-wide tiles (the others take 128: more tiles for the SMs)
     (4, 1024, 1024, 72),
+    (2, 72, 131, 40),  # N odd (rows 16-byte aligned in the "padded" layout only)
 ]
 
 
@@ -341,9 +342,10 @@ def test_wgmma_path(backend, layout, dtype):
 @pytest.mark.parametrize("layout", ("c", "bt", "at", "bcast", "neg", "slice", "misaligned", "padded"))
 def test_tf32_modes_on_wgmma(backend, mode, layout, monkeypatch):
     """float32 in the "tf32" and "tf32x3" precision modes: on Hopper, wgmma reads the operands
-    in place or as split copies (any layout); every result within the mode's bound, "tf32x3"
-    within float32's too, and "tf32" measurably less precise (the tensor cores really ran).
-    The size from which "auto" takes them is lowered so that small shapes run them too."""
+    in place or as split copies (any layout), "tf32" with B as stored through registers (C^T =
+    B^T A^T); every result within the mode's bound, "tf32x3" within float32's too, and "tf32"
+    measurably less precise (the tensor cores really ran). The size from which "auto" takes them
+    is lowered so that small shapes run them too."""
     import polymm
     from polymm.precision import error_bound
     from polymm_cuda import tensorcore
@@ -352,7 +354,7 @@ def test_tf32_modes_on_wgmma(backend, mode, layout, monkeypatch):
 
     rng = np.random.default_rng(23)
     cc = backend._compute_capability(0)
-    ran, worst = 0, 0.0
+    ran, swapped, worst = 0, 0, 0.0
     for bt, m, n, k in WG_SHAPES:
         da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "float32")
         out = _poisoned(bt, m, n, "float32")
@@ -363,8 +365,10 @@ def test_tf32_modes_on_wgmma(backend, mode, layout, monkeypatch):
         if mode == "tf32x3":
             assert_matches(got, ha, hb)
         if tensorcore.tf32_rule(mode, cc, (bt, m, n, k)) is None:
-            assert backend.last_plan.kernel == f"polymm_wgmma_{mode}_nk", backend.last_plan
+            kernels = {f"polymm_wgmma_{mode}_nk"} | ({"polymm_wgmma_tf32_kn"} if mode == "tf32" else set())
+            assert backend.last_plan.kernel in kernels, backend.last_plan
             ran += 1
+            swapped += backend.last_plan.kernel.endswith("_kn")
             exact = np.matmul(ha.astype(np.float64), hb.astype(np.float64))
             scale = np.matmul(np.abs(ha).astype(np.float64), np.abs(hb).astype(np.float64))
             worst = max(worst, float(np.max(np.abs(got - exact) / scale / error_bound("default", k, 2.0**-23))))
@@ -372,6 +376,8 @@ def test_tf32_modes_on_wgmma(backend, mode, layout, monkeypatch):
         assert ran >= 5, f"wgmma ran {ran} of {len(WG_SHAPES)} shapes"
         if mode == "tf32":
             assert worst > 1, "a TF32 product should exceed float32's error bound somewhere"
+        if mode == "tf32" and layout in ("c", "at", "bcast", "padded"):  # B N-contiguous, aligned
+            assert swapped >= 5, f"the swapped kernel ran {swapped} of {len(WG_SHAPES)} shapes"
 
 
 def test_tf32x3_keeps_inf_nan_and_huge_values(backend, monkeypatch):
@@ -395,8 +401,8 @@ def test_tf32x3_keeps_inf_nan_and_huge_values(backend, monkeypatch):
             with polymm.use_precision(mode):
                 backend.matmul(cp.asarray(a), cp.asarray(b), out, "auto")
             got = cp.asnumpy(out)
-            if backend._compute_capability(0) == 90:
-                assert backend.last_plan.kernel == f"polymm_wgmma_{mode}_nk", backend.last_plan
+            if backend._compute_capability(0) == 90:  # "tf32" reads B as stored (C^T = B^T A^T)
+                assert backend.last_plan.kernel == f"polymm_wgmma_{mode}_{'kn' if mode == 'tf32' else 'nk'}"
             with np.errstate(all="ignore"):
                 want = np.matmul(a, b)  # NumPy's float32 product: where the specials belong
             np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=mode)

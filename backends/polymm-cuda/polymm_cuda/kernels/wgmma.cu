@@ -32,12 +32,20 @@
 // a_hi b_lo, then a_lo b_hi, then a_hi b_hi, into the same accumulators (the small products
 // first, polymm.testing.emulation's order).
 //
+// TF32 with B N-major (B_KMAJOR false, "tf32" only): wgmma reads TF32 from shared memory K-major
+// only, but takes A's fragment from registers in any order. So the block computes a tile of
+// C^T = B^T A^T: 128 columns of C (the rows of C^T: B^T's fragments, loaded into registers from
+// B's tile as the copy engine wrote it, N-major) by WG_BN rows of C (A's tile, K-major, as
+// wgmma's shared operand), and stores it transposed. No copy of B is made; as for any operand
+// read where it lies, the tensor cores take the top 19 bits of each float32.
+//
 // Edges: the copy engine zero-fills what lies outside the matrix (M, N and the K tail), so the
 // main loop has no bounds checks; the stores check rows and columns.
 //
 // Contract with the host (polymm_cuda.wgmma checks it, else another kernel runs): the tensor maps
 // describe A as (K, M, parts x batch) and B as (N, K, batch) [or (K, N, parts x batch) when
-// K-major], a box of 128 bytes x 128 rows (A) and 64 x 64 [128 bytes x WG_BN] (B), 128-byte
+// K-major], a box of 128 bytes x 128 rows (A) and 64 x 64 [128 bytes x WG_BN] (B) [TF32 with B
+// N-major: 128 bytes x WG_BN rows (A) and 32 x 32 (B)], 128-byte
 // swizzle; C is C-contiguous (M x N per batch entry). After the two maps comes the argument list
 // every polymm CUDA kernel takes; only the sizes, the batch strides (0: a broadcast operand, one
 // entry in the map), C and the batch count are read. The grid is one-dimensional: blocks walk the
@@ -113,9 +121,10 @@ __device__ __forceinline__ void wg_hold(float (&d)[WG_ACC]) {
 #pragma unroll
     for (int i = 0; i < WG_ACC; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
-__device__ __forceinline__ void wg_hold(int (&d)[WG_ACC]) {
+template <typename R, int S>
+__device__ __forceinline__ void wg_hold(R (&d)[S]) {
 #pragma unroll
-    for (int i = 0; i < WG_ACC; ++i) asm volatile("" : "+r"(d[i])::"memory");
+    for (int i = 0; i < S; ++i) asm volatile("" : "+r"(d[i])::"memory");
 }
 // The accumulator type of a KIND: float32, or int32 for the 8-bit integers (whose low byte is
 // NumPy's wrapped result).
@@ -227,6 +236,34 @@ __device__ __forceinline__ void wg_store(const ACC (&d)[WG_ACC], T* Cz, int M, i
     }
 }
 
+// Two neighbouring 32-bit words of shared memory.
+__device__ __forceinline__ void wg_lds2(unsigned addr, unsigned& x, unsigned& y) {
+    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(x), "=r"(y) : "r"(addr) : "memory");
+}
+
+// The stores of a tile of C^T (TF32 with B N-major): accumulator 4j + e holds C[m][n + e / 2] for
+// m = m_base + 8j + e % 2; the pair of columns n, n + 1 is one 8-byte store, and a warp's stores
+// cover two whole 32-byte sectors of each of four rows.
+__device__ __forceinline__ void wg_store_t(const float (&d)[WG_ACC], float* Cz, int M, int N, int n, int m_base,
+                                           bool pairs) {
+    if (n >= N) return;
+#pragma unroll
+    for (int j = 0; j < WG_BN / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int m = m_base + 8 * j + e;
+            if (m >= M) continue;
+            float* dst = Cz + (pm_i64)m * N + n;
+            if (pairs && n + 1 < N) {
+                *(float2*)dst = make_float2(d[4 * j + e], d[4 * j + 2 + e]);
+            } else {
+                dst[0] = d[4 * j + e];
+                if (n + 1 < N) dst[1] = d[4 * j + 2 + e];
+            }
+        }
+    }
+}
+
 // Tile `tile` of C (row-major over the tile grid, in groups of WG_GROUP_M tile rows, so the tiles
 // computed at once share panels of A and B in L2): its first row and column.
 __device__ __forceinline__ void wg_tile(int tile, int tiles_m, int tiles_n, int& m0, int& n0) {
@@ -240,9 +277,11 @@ __device__ __forceinline__ void wg_tile(int tile, int tiles_m, int tiles_n, int&
 template <int KIND, bool B_KMAJOR, int SEGMENTS, typename T>
 __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, int M, int N, int K, pm_i64 a_sb,
                                         pm_i64 b_sb, T* __restrict__ C, pm_i64 c_off, int batch) {
-    static_assert(KIND < 2 || B_KMAJOR, "TF32 and 8-bit wgmma read K-major B only");
+    static_assert(KIND < 3 || B_KMAJOR, "8-bit wgmma reads K-major B only");
+    // TF32 with B N-major: a tile of C^T, B^T's fragments from registers (see the top of the file)
+    constexpr bool SWAP = KIND == 2 && !B_KMAJOR;
     typedef typename wg_acc<KIND>::type ACC;
-    static_assert(SEGMENTS == 1 || KIND == 2, "three products are the TF32 split");
+    static_assert(SEGMENTS == 1 || (KIND == 2 && !SWAP), "three products are the TF32 split, K-major");
     constexpr int BK = WG_ROW / sizeof(T);  // elements of K per slice
     extern __shared__ unsigned char wg_raw[];
     // 128-byte swizzle atoms are 1024 bytes: align the ring to that.
@@ -251,7 +290,9 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     const unsigned bars = ring + WG_STAGES * WG_STAGE_BYTES;  // full[s] at +8s, empty[s] at +8(WG_STAGES+s)
 
     const int tid = threadIdx.x, wg = tid >> 7;
-    const int tiles_m = (M + WG_BM - 1) / WG_BM, tiles_n = (N + WG_BN - 1) / WG_BN, per_entry = tiles_m * tiles_n;
+    // tiles of 128 rows by WG_BN columns of C, or of C^T (rows along N) when SWAP
+    const int rows = SWAP ? N : M, cols = SWAP ? M : N;
+    const int tiles_m = (rows + WG_BM - 1) / WG_BM, tiles_n = (cols + WG_BN - 1) / WG_BN, per_entry = tiles_m * tiles_n;
     const int tiles = per_entry * batch;  // of every batch entry, one after the other
     const int kt_count = (K + BK - 1) / BK, slices = SEGMENTS * kt_count;
 
@@ -277,8 +318,8 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
             int it = 0;
             for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
                 const int z = tile / per_entry, za = a_sb ? z : 0, zb = b_sb ? z : 0;
-                int m0, n0;
-                wg_tile(tile - z * per_entry, tiles_m, tiles_n, m0, n0);
+                int r0, c0;
+                wg_tile(tile - z * per_entry, tiles_m, tiles_n, r0, c0);
                 for (int j = 0; j < slices; ++j, ++it) {
                     const int seg = SEGMENTS == 1 ? 0 : j / kt_count, kt = j - seg * kt_count;
                     const int ca = (seg == 1) * a_entries + za, cb = (SEGMENTS == 3 && seg == 0) * b_entries + zb;
@@ -286,13 +327,19 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
                     if (it >= WG_STAGES) wg_bar_wait(bars + 8 * (WG_STAGES + s), ((it / WG_STAGES) - 1) & 1);
                     const unsigned full = bars + 8 * s, a_dst = ring + s * WG_STAGE_BYTES, b_dst = a_dst + WG_A_BYTES;
                     wg_bar_expect(full, WG_STAGE_BYTES);
-                    wg_tma_load(a_dst, ta, full, kt * BK, m0, ca);
-                    if (B_KMAJOR) {
-                        wg_tma_load(b_dst, tb, full, kt * BK, n0, cb);
-                    } else {
+                    if constexpr (SWAP) {  // B's 128 columns in chunks of 32 (the fragments' source), A's rows
 #pragma unroll
-                        for (int c = 0; c < WG_BN / 64; ++c)
-                            wg_tma_load(b_dst + c * 8192, tb, full, n0 + c * 64, kt * BK, zb);
+                        for (int c = 0; c < 4; ++c) wg_tma_load(a_dst + c * 4096, tb, full, r0 + 32 * c, kt * BK, cb);
+                        wg_tma_load(b_dst, ta, full, kt * BK, c0, ca);
+                    } else {
+                        wg_tma_load(a_dst, ta, full, kt * BK, r0, ca);
+                        if (B_KMAJOR) {
+                            wg_tma_load(b_dst, tb, full, kt * BK, c0, cb);
+                        } else {
+#pragma unroll
+                            for (int c = 0; c < WG_BN / 64; ++c)
+                                wg_tma_load(b_dst + c * 8192, tb, full, c0 + c * 64, kt * BK, zb);
+                        }
                     }
                 }
             }
@@ -306,25 +353,46 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     C += c_off;
     // every entry's C starts as aligned as the first when N is a multiple of 8
     const bool vector = ((N & 7) == 0) && ((((unsigned long long)C) & (8 * sizeof(T) - 1)) == 0);
+    // SWAP: fragment rows g and g + 8 of this thread (g = lane / 4) are columns n and n + 1 of C,
+    // n = r0 + n_in: chosen so that one 8-byte load fetches both, and so that the loads of a
+    // half-warp (k = q or q + 4, q = lane % 4, each 128-byte k-row swizzled by k % 8) meet every
+    // bank once. frag0/frag1: their byte offsets in a stage for k = q and q + 4 (+ 1024 per k8 step).
+    const int g = lane >> 2, q = lane & 3, chunk = 2 * (wg - 1) + (warp >> 1);
+    const int n_in = 32 * chunk + 16 * ((g >> 1) & 1) + 8 * (warp & 1) + 4 * (g >> 2) + 2 * (g & 1);
+    const unsigned frag0 = chunk * 4096 + q * 128 + ((((n_in & 31) >> 2) ^ q) << 4) + ((n_in & 3) << 2);
+    const unsigned frag1 = chunk * 4096 + (q + 4) * 128 + ((((n_in & 31) >> 2) ^ (q + 4)) << 4) + ((n_in & 3) << 2);
+    const bool pairs = (N % 2 == 0) && ((((unsigned long long)C) & 7) == 0);
     int it = 0;
     ACC d[WG_ACC];
+    unsigned fr[16];  // SWAP: B^T's fragments for the four k8 steps of a slice
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const int z = tile / per_entry;
         T* Cz = C + (pm_i64)z * M * N;
-        int m0, n0;
-        wg_tile(tile - z * per_entry, tiles_m, tiles_n, m0, n0);
+        int r0, c0;
+        wg_tile(tile - z * per_entry, tiles_m, tiles_n, r0, c0);
 #pragma unroll
         for (int i = 0; i < WG_ACC; ++i) d[i] = 0;
         for (int j = 0; j < slices; ++j, ++it) {
             const int s = it % WG_STAGES;
             wg_bar_wait(bars + 8 * s, (it / WG_STAGES) & 1);
-            const unsigned a_base = ring + s * WG_STAGE_BYTES + row0 * 128, b_base = ring + s * WG_STAGE_BYTES + WG_A_BYTES;
+            const unsigned stage = ring + s * WG_STAGE_BYTES, a_base = stage + row0 * 128, b_base = stage + WG_A_BYTES;
+            if constexpr (SWAP) {
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    wg_lds2(stage + frag0 + 1024 * k, fr[4 * k], fr[4 * k + 1]);
+                    wg_lds2(stage + frag1 + 1024 * k, fr[4 * k + 2], fr[4 * k + 3]);
+                }
+                wg_hold(fr);
+            }
             wg_hold(d);
             wg_fence();
 #pragma unroll
             for (int k = 0; k < 4; ++k) {  // four steps of 32 bytes: k16 (2-byte types), k8 (TF32), k32 (8-bit)
                 const unsigned long long da = wg_desc(a_base + k * 32, 16, 1024);
-                if constexpr (KIND == 2) {
+                if constexpr (SWAP) {
+                    wg_mma_tf32_rs(d, fr[4 * k], fr[4 * k + 1], fr[4 * k + 2], fr[4 * k + 3],
+                                   wg_desc(b_base + k * 32, 16, 1024));
+                } else if constexpr (KIND == 2) {
                     wg_mma_tf32_0(d, da, wg_desc(b_base + k * 32, 16, 1024));
                 } else if constexpr (KIND == 3) {
                     wg_mma_s8_0(d, da, wg_desc(b_base + k * 32, 16, 1024));
@@ -339,17 +407,27 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
                 }
             }
             wg_commit();
-            // The MMAs of the slice before this one are done once at most one group is in
-            // flight: its stage goes back to the producer while this slice's run.
-            wg_wait<1>();
-            wg_hold(d);
-            if (j > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
+            if constexpr (SWAP) {
+                // No register an MMA in flight reads may be written (ptxas would serialize every
+                // MMA), so a slice's MMAs retire before the next slice's fragments load; the other
+                // consumer warp group's MMAs keep the tensor cores busy meanwhile.
+                wg_wait<0>();
+                wg_hold(d);
+                if (t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + s));
+            } else {
+                // The MMAs of the slice before this one are done once at most one group is in
+                // flight: its stage goes back to the producer while this slice's run.
+                wg_wait<1>();
+                wg_hold(d);
+                if (j > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
+            }
         }
         wg_wait<0>();
         wg_hold(d);
-        if (slices > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
+        if (!SWAP && slices > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
 
-        wg_store<KIND>(d, Cz, M, N, m0 + row0 + 16 * warp + (lane >> 2), n0, lane & 3, vector);
+        if constexpr (SWAP) wg_store_t(d, Cz, M, N, r0 + n_in, c0 + 2 * q, pairs);
+        else wg_store<KIND>(d, Cz, M, N, r0 + row0 + 16 * warp + (lane >> 2), c0, lane & 3, vector);
     }
 }
 
@@ -368,6 +446,7 @@ WG_KERNEL(polymm_wgmma_float16_nk, 0, true, 1, pm_u16)
 WG_KERNEL(polymm_wgmma_bfloat16_kn, 1, false, 1, pm_u16)
 WG_KERNEL(polymm_wgmma_bfloat16_nk, 1, true, 1, pm_u16)
 WG_KERNEL(polymm_wgmma_tf32_nk, 2, true, 1, float)
+WG_KERNEL(polymm_wgmma_tf32_kn, 2, false, 1, float)
 WG_KERNEL(polymm_wgmma_tf32x3_nk, 2, true, 3, float)
 WG_KERNEL(polymm_wgmma_int8_nk, 3, true, 1, signed char)
 WG_KERNEL(polymm_wgmma_uint8_nk, 4, true, 1, unsigned char)
