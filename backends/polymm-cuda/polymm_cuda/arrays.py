@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from polymm.arrays import ArrayKind
+from polymm.shapes import c_strides
 
 __all__ = ["CupyKind"]
 
@@ -39,9 +40,9 @@ class CupyKind(ArrayKind):
         """Whether ``x`` is a PyTorch CUDA tensor on CuPy's current device whose current PyTorch
         stream is CuPy's current stream: work on it stays ordered without DLPack's stream
         handshake (which costs a PyTorch call about 0.1 ms)."""
-        if type(x).__module__.split(".")[0] != "torch" or not x.is_cuda:
+        if not _is_torch(type(x)) or not x.is_cuda:
             return False
-        device = x.device.index
+        device = x.get_device()  # (x.device.index makes a device object: half a microsecond)
         if device != self.cp.cuda.runtime.getDevice():
             return False
         return _torch_stream(device) == self.cp.cuda.get_current_stream().ptr
@@ -62,9 +63,12 @@ class CupyKind(ArrayKind):
         return x.cupy() if type(x) is ForeignView else x
 
     @staticmethod
-    def new_foreign(like, shape):
-        """A new array of ``like``'s library, dtype and device (PyTorch: ``new_empty``)."""
-        return like.new_empty(shape)
+    def new_foreign(like, like_view, shape):
+        """A new array of ``like``'s library, dtype and device (PyTorch: ``new_empty``), and its
+        :class:`ForeignView` (C-contiguous, with ``like_view``'s dtype and device: made without
+        asking PyTorch for them again)."""
+        result = like.new_empty(shape)
+        return result, ForeignView.fresh(result, shape, like_view)
 
     def result_type(self, x1, x2):
         return np.dtype(self.cp.result_type(x1.dtype, x2.dtype))
@@ -114,6 +118,16 @@ class ForeignView:
         self.ptr = tensor.data_ptr()
         self.device_id = tensor.get_device()
 
+    @classmethod
+    def fresh(cls, tensor, shape, like: "ForeignView") -> "ForeignView":
+        """The view of ``tensor``, just made C-contiguous of ``shape`` with ``like``'s dtype on its
+        device (three PyTorch queries fewer than ``ForeignView(tensor, dtype)``: 3 us a call)."""
+        view = cls.__new__(cls)
+        view.tensor, view.shape, view.ndim, view.dtype = tensor, tuple(shape), len(shape), like.dtype
+        view.strides = tuple(like.dtype.itemsize * s for s in c_strides(view.shape))
+        view.ptr, view.device_id = tensor.data_ptr(), like.device_id
+        return view
+
     @property
     def data(self):
         """Itself: ``data.ptr`` and ``data.device_id``, as of a CuPy array's memory pointer."""
@@ -130,6 +144,15 @@ class ForeignView:
 
 
 _TORCH_DTYPES: dict | None = None
+_TORCH_TYPES: dict = {}
+
+
+def _is_torch(kind: type) -> bool:
+    """Whether ``kind`` is one of PyTorch's types (by its module; remembered per type)."""
+    found = _TORCH_TYPES.get(kind)
+    if found is None:
+        found = _TORCH_TYPES[kind] = kind.__module__.split(".")[0] == "torch"
+    return found
 
 
 def _torch_stream(device: int) -> int:

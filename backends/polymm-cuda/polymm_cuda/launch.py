@@ -28,7 +28,18 @@ class Prepared:
     slots), after ``maps`` leading tensor maps (128 bytes each) when the kernel takes them.
     ``launch_kernel`` is ``cupy.cuda.driver.launchKernel``."""
 
-    __slots__ = ("_launch", "_geometry", "_block", "_params", "_params_at", "_buffer_at", "_map_at", "_maps", "_lock")
+    __slots__ = (
+        "_launch",
+        "_geometry",
+        "_block",
+        "_words",
+        "_params",
+        "_params_at",
+        "_buffer_at",
+        "_map_at",
+        "_maps",
+        "_lock",
+    )
 
     def __init__(self, launch_kernel, function: int, grid, block, smem: int, args, slots, maps: int = 0):
         self._launch = launch_kernel
@@ -41,6 +52,7 @@ class Prepared:
         raw = np.zeros(end + _ALIGN, np.uint8)
         first = (-raw.ctypes.data) % _ALIGN  # the first slot 64-byte aligned
         self._block = raw[first : first + end]
+        self._words = self._block.view(np.uint64)  # the buffer addresses' slots, as 64-bit words
         address = self._block.ctypes.data
         self._params = np.array([address + o for o in offsets], np.uint64)
         self._params_at = self._params.ctypes.data  # (a ctypes lookup per call costs a microsecond)
@@ -55,7 +67,7 @@ class Prepared:
 
     def __call__(self, buffers, stream: int, maps=()) -> None:
         """Launch on ``stream`` with these buffer addresses (by slot) and encoded tensor maps."""
-        words = self._block.view(np.uint64)
+        words = self._words
         with self._lock:
             for at, slot in self._buffer_at:
                 words[at] = buffers[slot]

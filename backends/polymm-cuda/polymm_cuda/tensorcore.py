@@ -436,5 +436,8 @@ def _tf32_entry(device, shape, a, b):
     else:
         what = "one product"
     return Choice(
-        wgmma.kernel_name(mode, layout), None, f"TF32 tensor cores (wgmma), precision {mode!r}: {what}", external=external
+        wgmma.kernel_name(mode, layout),
+        None,
+        f"TF32 tensor cores (wgmma), precision {mode!r}: {what}",
+        external=external,
     )

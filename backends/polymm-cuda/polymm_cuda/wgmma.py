@@ -129,7 +129,7 @@ def _mma_rs_wrapper(bn: int) -> str:
         "unsigned a3, unsigned long long db) {\n"
         f'    asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{one}, 0;\\n"\n'
         f'                 "wgmma.mma_async.sync.aligned.m64n{bn}k8.f32.tf32.tf32 '
-        f"{{{regs}}}, {{%{a}, %{a + 1}, %{a + 2}, %{a + 3}}}, %{b}, p, 1, 1;\\n}}\\n\"\n"
+        f'{{{regs}}}, {{%{a}, %{a + 1}, %{a + 2}, %{a + 3}}}, %{b}, p, 1, 1;\\n}}\\n"\n'
         f'                 : {outs}\n                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));\n}}\n'
     )
 

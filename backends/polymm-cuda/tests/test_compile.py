@@ -295,7 +295,11 @@ def test_tf32_modes_plan_split_wgmma_and_repair():
         made = planner.plan(hopper, "float32", shape, row, row)  # B as stored: C^T = B^T A^T
         assert [x.kernel for x in made.launches] == ["polymm_wgmma_tf32_kn"] and made.scratch == []
         (slot_a, a_map), (slot_b, b_map) = made.choice.external["tma"]
-        assert (slot_a, slot_b) == (0, 1) and a_map[2] == (32, 256, 1) and b_map[:3] == ((n, n, 1), (4 * n, 4 * n * n), (32, 32, 1))
+        assert (
+            (slot_a, slot_b) == (0, 1)
+            and a_map[2] == (32, 256, 1)
+            and b_map[:3] == ((n, n, 1), (4 * n, 4 * n * n), (32, 32, 1))
+        )
         assert "B^T A^T" in made.reason
         made = planner.plan(hopper, "float32", shape, row, col)
         assert [x.kernel for x in made.launches] == ["polymm_wgmma_tf32_nk"] and made.scratch == []
