@@ -61,14 +61,18 @@ SMALL_BATCHED = 64 * 64
 #: 1000-1024 in four teams splitting K (1024: 66.3 -> 57.5 us, cuBLAS 56.9), 4 x 4 below, in two
 #: teams at 512 (34.6 -> 14.0 us, cuBLAS 14.6), 2 x 2 in four teams for the smallest (float32 128:
 #: 4.3 -> 3.4 us, 256: 6.5 -> 5.5, cuBLAS 5.3 and 8.2; complex64 256: 15.8 -> 9.7, cuBLAS 10.0;
-#: the ``small`` grid). Values up to 8 bytes take teams (float64 and complex64 were swept at 256;
-#: float32 at every size); complex128's one team (:func:`_gpu_tile`).
+#: the ``small`` grid; float64 and complex64 were swept at 256, float32 at every size).
 _SMALLER_TILES = (
     (64, 128, 8, 8, 16, 4),
     (64, 64, 16, 8, 16, 1),
     (32, 32, 16, 8, 8, 2),
     (16, 16, 16, 8, 8, 4),
 )
+#: The smallest tile for 16-byte values (complex128): 4 x 4 work-items in eight teams. H100,
+#: 2026-11-25, kernels alone (``benchmarks/h100-2026-11-25/probe23.py tiles``), 256 cubed: 32.4 us
+#: in one team of 8 x 8 (the tile before), 21.6 in four, 17.6 in eight teams of 4 x 4 (cuBLAS,
+#: on the FP64 tensor cores, 6.3); 512 cubed on 32 x 32 tiles: 119.0 us in one team, 92.9 in two.
+_SMALLEST_WIDE = (16, 16, 8, 4, 4, 8)
 #: Partial sums split-K may write (bytes): the reduction reads them all back.  16 MiB on the
 #: H100 (2026-11-24, the backend's launches timed whole, ``.device/probe14.py deepk``, recorded
 #: in ``benchmarks/h100-2026-11-24/session4``): float32 128 x 65536 x 128 in 256 slices 71.4 us
@@ -210,11 +214,9 @@ def choose(device: DeviceInfo, algorithm: str, dtype, M, N, K, batch=1, a_stride
 
 def _gpu_tile(device, dtype, mwg, nwg, kwg, mdimc, ndimc, kteams=1) -> KernelParams:
     """A local-memory tile of this shape with the table's vector widths (narrowed to fit), padding
-    and work-group order; ``kteams`` teams splitting K for values of up to 8 bytes, fewer while they exceed
-    the device's work-group size or local memory, then the K step halved until the tiles fit
-    (wide dtypes)."""
+    and work-group order; ``kteams`` teams splitting K, fewer while they exceed the device's
+    work-group size or local memory, then the K step halved until the tiles fit (wide dtypes)."""
     base = regblock_params(device, dtype)
-    kteams = kteams if value_itemsize(dtype) <= 8 else 1
 
     def local(kwg, kteams):
         shape = KernelParams(mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, pad=base.pad, kteams=kteams)
@@ -307,8 +309,9 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
     else:
         # The table's (large) tiles, or smaller ones while they leave compute units idle (a wave
         # within a tenth of the device counts as full).
+        smaller = _SMALLER_TILES if value_itemsize(dtype) <= 8 else (*_SMALLER_TILES[:-1], _SMALLEST_WIDE)
         tiles = [table] + [
-            _gpu_tile(device, dtype, *shape) for shape in _SMALLER_TILES if shape[0] * shape[1] < table.mwg * table.nwg
+            _gpu_tile(device, dtype, *shape) for shape in smaller if shape[0] * shape[1] < table.mwg * table.nwg
         ]
         for tile in tiles:
             groups = batch * _cdiv(M, tile.mwg) * _cdiv(N, tile.nwg)

@@ -43,16 +43,23 @@ __all__ = [
 
 #: The only compute capability the ``sm_90a`` instructions run on.
 CC = 90
-BM, ROW, STAGES, THREADS = 128, 128, 4, 384  # ROW: bytes of K per pipeline slice
+BM, ROW, THREADS = 128, 128, 384  # ROW: bytes of K per pipeline slice
 #: Tile widths compiled (``-DWG_BN``): 256 for large products, 128 and 64 where wider tiles leave
 #: SMs idle.
 WIDTHS = (256, 128, 64)
 BN = WIDTHS[0]
+#: Pipeline stages (``-DWG_STAGES``) per tile width: as many as fit in an SM's shared memory, at most
+#: six. A narrow tile is chosen when the tiles are few (one per SM or less), and then nothing hides
+#: the copies' latency but the ring: H100, 2026-11-25, float16 kernels alone (``probe23 stages``):
+#: 8192 x 4096 @ 4096 x 256 on 128-wide tiles 36.3 us in four stages, 33.4 in five, 31.6 in six
+#: (cuBLAS 31.4); 64 x 512 cubed 44.9 / 41.3 / 40.5; on 64-wide tiles six stages beat four by
+#: 10-15% (43.9 against 50.6 us skinny). The 256-wide tile holds four (48 KiB each).
+STAGES = {256: 4, 128: 6, 64: 6}
 
 
 def smem_bytes(bn: int) -> int:
     """Dynamic shared memory: the ring of stages, 1024 bytes to align it, its barriers."""
-    return STAGES * (BM + bn) * ROW + 1024 + 16 * STAGES
+    return STAGES[bn] * (BM + bn) * ROW + 1024 + 16 * STAGES[bn]
 
 
 #: dtype -> the PTX type of its ``wgmma``; only the 16-bit ones have the transpose bit (B N-major).
@@ -144,7 +151,7 @@ def source(bn: int = BN) -> str:
 
 
 def options(bn: int = BN) -> tuple[str, ...]:
-    return ("-arch=sm_90a", f"-DWG_BN={bn}", f"-DWG_STAGES={STAGES}")
+    return ("-arch=sm_90a", f"-DWG_BN={bn}", f"-DWG_STAGES={STAGES[bn]}")
 
 
 def width(shape, sms: int) -> int:

@@ -202,6 +202,7 @@ def test_wgmma_kernels_compile_without_spills(bn):
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
     assert len(spills) == 9 and max(spills) == 0, log
     assert "serialized" not in log, log  # ptxas's "Potential Performance Loss" notes
+    assert wgmma.smem_bytes(bn) <= 227 * 1024  # what one block may have on sm_90
 
 
 def test_wgmma_is_planned_on_hopper_only():
