@@ -25,14 +25,31 @@ import numpy as np
 __all__ = ["explain", "Explanation", "occupancy", "PEAKS", "MODEL_DEVICES"]
 
 #: Peak rates by device-name substring (first match wins): bytes/s of DRAM
-#: bandwidth and FLOP/s per arithmetic (SIMT unless named ``*-tensor``),
-#: from the vendors' data sheets (dense, boost clock).  Measured on the H100
-#: here (shared/gpu/README.md): cuBLAS float32 49-51 TFLOP/s, float64
-#: (tensor cores) 59.5, float16 623; device-to-device copy about 3.0 TB/s.
+#: bandwidth and FLOP/s per arithmetic (SIMT unless named ``*-tensor``; int8's
+#: are operations/s), from the vendors' data sheets (dense, boost clock).
+#: Measured on the H100 here (shared/gpu/README.md): cuBLAS float32 49-51
+#: TFLOP/s, float64 (tensor cores) 59.5, float16 623; device-to-device copy
+#: about 3.0 TB/s.
+_HOPPER_SXM = {
+    "float32": 66.9e12,
+    "float64": 33.5e12,
+    "float16-tensor": 989e12,
+    "tf32-tensor": 495e12,
+    "float64-tensor": 66.9e12,
+    "int8-tensor": 1979e12,
+}
 PEAKS = {
-    "H100 PCIe": {"bandwidth": 2.0e12, "float32": 51.2e12, "float64": 25.6e12, "float16-tensor": 756e12},
-    "H100": {"bandwidth": 3.35e12, "float32": 66.9e12, "float64": 33.5e12, "float16-tensor": 989e12},
-    "H200": {"bandwidth": 4.8e12, "float32": 66.9e12, "float64": 33.5e12, "float16-tensor": 989e12},
+    "H100 PCIe": {
+        "bandwidth": 2.0e12,
+        "float32": 51.2e12,
+        "float64": 25.6e12,
+        "float16-tensor": 756e12,
+        "tf32-tensor": 378e12,
+        "float64-tensor": 51.2e12,
+        "int8-tensor": 1513e12,
+    },
+    "H100": {"bandwidth": 3.35e12, **_HOPPER_SXM},
+    "H200": {"bandwidth": 4.8e12, **_HOPPER_SXM},
 }
 #: GPUs the planner can be asked about without one (``explain(..., device="H100")``):
 #: the limits CUDA reports for them (sm_90: 228 KiB shared memory per SM, 48 KiB
@@ -42,8 +59,18 @@ MODEL_DEVICES = {
     "H200": dict(name="NVIDIA H200 (model)", compute_units=132, cc=90),
 }
 #: Which peak a dtype runs at (complex arithmetic is real arithmetic; float16
-#: and integers accumulate in 32-bit SIMT units).
+#: and integers accumulate in 32-bit SIMT units), and on the tensor cores
+#: (float32 there: a TF32 precision mode; complex128: realified, on FP64's).
 _PEAK_OF = {"float64": "float64", "complex128": "float64", "int64": "float64", "uint64": "float64"}
+_TENSOR_PEAK_OF = {
+    "float16": "float16-tensor",
+    "bfloat16": "float16-tensor",
+    "float32": "tf32-tensor",
+    "float64": "float64-tensor",
+    "complex128": "float64-tensor",
+    "int8": "int8-tensor",
+    "uint8": "int8-tensor",
+}
 
 
 @dataclass
@@ -163,7 +190,8 @@ def _shapes(shape1, shape2):
 def _peak(device_name: str, dtype: np.dtype, tensor: bool):
     for key, peaks in PEAKS.items():
         if key.lower() in device_name.lower():
-            name = "float16-tensor" if tensor and dtype.name == "float16" else _PEAK_OF.get(dtype.name, "float32")
+            name = _TENSOR_PEAK_OF.get(dtype.name) if tensor else None
+            name = name if name in peaks else _PEAK_OF.get(dtype.name, "float32")
             return key, peaks.get(name), peaks["bandwidth"]
     return None, None, None
 
@@ -275,7 +303,10 @@ def explain(
     planner about a GPU that is not here (registers from ``nvcc`` where it is installed).
     Returns an :class:`Explanation` (``print`` it for the report ``polymm explain`` shows)."""
     from . import bench
+    from .backend import optional_dtypes
 
+    if str(dtype) == "bfloat16":
+        optional_dtypes()  # importing ml_dtypes makes "bfloat16" a NumPy name
     dtype = np.dtype(dtype)
     batch, m, n, k = _shapes(shape1, shape2)
     if device is not None:
@@ -327,9 +358,11 @@ def explain(
         ridge = peak / bandwidth
         bound = max(flops / peak, nbytes / bandwidth)
         kind = "compute-bound" if flops / nbytes >= ridge else "memory-bound"
+        op = "OP" if dtype.kind in "biu" else "FLOP"  # integers count operations
+        rate = f"T{op}/s"
         lines.append(
-            f"roofline  {key}: {peak / 1e12:.3g} TFLOP/s, {bandwidth / 1e12:.3g} TB/s (ridge {ridge:.3g} FLOP/byte) "
-            f"-> {kind}, at best {_fmt_seconds(bound)} ({flops / bound / 1e12:.3g} TFLOP/s)"
+            f"roofline  {key}: {peak / 1e12:.3g} {rate}, {bandwidth / 1e12:.3g} TB/s (ridge {ridge:.3g} {op}/byte) "
+            f"-> {kind}, at best {_fmt_seconds(bound)} ({flops / bound / 1e12:.3g} {rate})"
         )
     else:
         lines.append("roofline  no peak figures for this device in polymm.explain.PEAKS")

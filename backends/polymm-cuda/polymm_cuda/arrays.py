@@ -58,6 +58,25 @@ class CupyKind(ArrayKind):
             x = x.resolve_conj().resolve_neg()
         return ForeignView(x, dtype)
 
+    @staticmethod
+    def call_key(x1, x2):
+        """What decides the plan of ``x1 @ x2``, two PyTorch tensors on CuPy's current device and
+        stream, besides their addresses: dtype, shapes, strides, x2's device, both addresses
+        modulo 16 (see ``polymm.dispatch._matmul_viewed``).  None for tensors only the whole short
+        path takes as they are (autograd, lazy conjugation or negation)."""
+        if x1.requires_grad or x2.requires_grad or x1.is_conj() or x2.is_conj() or x1.is_neg() or x2.is_neg():
+            return None
+        p1, p2 = x1.data_ptr(), x2.data_ptr()
+        return x1.dtype, x1.shape, x1.stride(), x2.shape, x2.stride(), x2.get_device(), p1 & 15, p2 & 15
+
+    @staticmethod
+    def replay(x1, x2, shape, launch):
+        """A new PyTorch result of ``shape`` (like ``x1``), written by ``launch`` (a backend's
+        ``replayable``) from ``x1`` and ``x2``."""
+        result = x1.new_empty(shape)
+        launch(x1.data_ptr(), x2.data_ptr(), result.data_ptr())
+        return result
+
     def native_array(self, x):
         """A CuPy array for ``x``, a CuPy array or a :class:`ForeignView` (the general path's)."""
         return x.cupy() if type(x) is ForeignView else x

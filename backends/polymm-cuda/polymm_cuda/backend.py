@@ -337,12 +337,34 @@ class CUDABackend(Backend):
             with self._cp.cuda.Device(dev):
                 a, b = self._repacked(a, b)
             found = self._planned(dev, a, b, "auto")
-        steps, scratch, a_off, b_off, made = found
         isz = a.dtype.itemsize
         # Buffers as raw device pointers (Python ints: np.uint64 costs 0.4 us each, and only CuPy's
         # own launches need it), A and B at the 16-byte-aligned address their plan's element
         # offsets count from, C at its first element, then scratch.
-        buffers = [_address(a) - a_off * isz, _address(b) - b_off * isz, _address(out)]
+        self._launch_plan(dev, found, [_address(a) - found[2] * isz, _address(b) - found[3] * isz, _address(out)])
+
+    def replayable(self, a, b, out, algorithm: str):
+        """``launch(address of A, of B, of C)``: this product's plan for other operands laid out
+        as ``a``, ``b`` and ``out`` (addresses congruent modulo 16), or None where a call must plan
+        again (operands copied first, textures).  The core's short path for PyTorch tensors
+        replays a call this way (``polymm.dispatch._matmul_viewed``)."""
+        if algorithm == "image" or a.offset or b.offset or out.offset:
+            return None
+        dev = a.buffer.data.device_id
+        found = self._planned(dev, a, b, algorithm, repack=True)
+        if found is _REPACK:
+            return None
+        isz = a.dtype.itemsize
+        a_shift, b_shift = found[2] * isz, found[3] * isz
+
+        def launch(pa: int, pb: int, pc: int) -> None:
+            self._launch_plan(dev, found, [pa - a_shift, pb - b_shift, pc])
+
+        return launch
+
+    def _launch_plan(self, dev, found, buffers) -> None:
+        """Enqueue plan ``found`` on ``buffers`` (A, B, C addresses; scratch is appended)."""
+        steps, scratch, _, _, made = found
         if self._runtime.getDevice() == dev:  # the usual case: no device switch to pay for
             held = self._scratch(dev, scratch, buffers)
             self._enqueue(steps, buffers)

@@ -505,6 +505,61 @@ def test_torch_views_reach_every_path(backend, monkeypatch):
         polymm.matmul(x[0, 0], y[0, 0].cpu(), backend=backend.name)
 
 
+def test_torch_products_replay_their_plan(backend, monkeypatch):
+    """A product of PyTorch tensors seen before replays its plan (``dispatch._REPLAYS``): the
+    short path's views and operands are not made again, and every answer is right on new data;
+    a layout, alignment, precision or algorithm not seen before plans again; lazily conjugated
+    tensors take the whole short path."""
+    torch = pytest.importorskip("torch")
+    import polymm
+    from polymm import dispatch
+
+    planned = []
+    real = dispatch._plain_device
+    monkeypatch.setattr(dispatch, "_plain_device", lambda *a, **k: planned.append(1) or real(*a, **k))
+    monkeypatch.setattr(dispatch, "_REPLAYS", {})
+    gen = torch.Generator(device="cuda").manual_seed(11)
+
+    def fresh(*shape, dtype=torch.float32):
+        return torch.randn(*shape, device="cuda", generator=gen).to(dtype)
+
+    flat = fresh(300 * 512 + 1, dtype=torch.float16)
+    cases = [  # (x1 maker, x2 maker, precision, algorithm, relative tolerance, replayed)
+        (lambda: fresh(64, 80), lambda: fresh(80, 96), None, "auto", 1e-5, True),
+        (lambda: fresh(1024, 512), lambda: fresh(512, 1024), None, "auto", 1e-5, True),
+        (lambda: fresh(1024, 512), lambda: fresh(512, 1024), "tf32", "auto", 5e-3, True),
+        (lambda: fresh(1024, 512), lambda: fresh(1024, 512).T, None, "auto", 1e-5, True),
+        (lambda: fresh(1024, 512), lambda: fresh(512, 1024), None, "tiled", 1e-5, True),
+        (lambda: fresh(2, 72, 40, dtype=torch.bfloat16), lambda: fresh(2, 40, 136, dtype=torch.bfloat16), None, "auto", 2e-2, True),
+        (lambda: fresh(300, 512, dtype=torch.float16), lambda: fresh(512, 264, dtype=torch.float16), None, "auto", 2e-2, True),
+        (lambda: fresh(3, 70, 50, dtype=torch.float64), lambda: fresh(50, dtype=torch.float64), None, "auto", 1e-12, True),
+        (lambda: fresh(256, 256, dtype=torch.complex128), lambda: fresh(256, 256, dtype=torch.complex128), None, "auto", 1e-12, True),
+        # two bytes past a 16-byte boundary: the tensor cores' copies come first, planned every call
+        (lambda: flat.normal_(generator=gen)[1:].view(300, 512), lambda: fresh(512, 264, dtype=torch.float16), None, "auto", 2e-2, False),
+    ]  # fmt: skip
+    for make_a, make_b, precision, algorithm, tol, replayed in cases * 2:  # round two replays round one's plans
+        planned.clear()
+        for call in range(3):
+            a, b = make_a(), make_b()
+            got = polymm.matmul(a, b, backend=backend.name, algorithm=algorithm, precision=precision)
+            want = a.cpu().to(torch.complex128 if a.is_complex() else torch.float64)
+            want = want @ b.cpu().to(want.dtype)
+            assert type(got) is torch.Tensor and got.dtype == a.dtype and got.shape == want.shape
+            err = (got.cpu().to(want.dtype) - want).abs().max() / want.abs().max()
+            assert err < tol, (tuple(a.shape), tuple(b.shape), a.dtype, precision, algorithm, call, float(err))
+        what = f"{tuple(a.shape)} @ {tuple(b.shape)} {a.dtype} {precision} {algorithm}"
+        assert len(planned) <= 1 if replayed else len(planned) == 3, f"{what}: planned {len(planned)} times"
+    assert len(dispatch._REPLAYS) == sum(case[-1] for case in cases)
+    x = fresh(64, 80, dtype=torch.complex64)
+    y = fresh(80, 96, dtype=torch.complex64)
+    for _ in range(2):
+        planned.clear()
+        got = polymm.matmul(x.conj(), y, backend=backend.name)
+        assert planned, "a lazily conjugated tensor skipped the short path"
+        want = x.conj().resolve_conj().cpu().to(torch.complex128) @ y.cpu().to(torch.complex128)
+        assert torch.allclose(got.cpu().to(torch.complex128), want, rtol=1e-4, atol=1e-4)
+
+
 def test_int8_tensor_core_wraps_like_numpy(backend):
     """Full-range int8 operands with K = 4096: int32 sums far outside int8, truncated like NumPy."""
     rng = np.random.default_rng(5)
