@@ -109,6 +109,17 @@ class ArrayKind:
     def device(self, x) -> str:
         return "cpu"
 
+    def call_key(self, x1, x2):
+        """What decides the plan of ``x1 @ x2`` besides the operands' addresses (hashable: dtype,
+        shapes, strides, devices, alignment), for the core's short path to replay a device
+        backend's launch (``polymm.dispatch._replay_key``); None (the default): never replayed."""
+        return None
+
+    def replay(self, x1, x2, shape, launch):
+        """A new result of ``shape`` like ``x1``, written by ``launch(address of x1, of x2, of the
+        result)`` (an adapter whose :meth:`call_key` gives keys implements this)."""
+        raise NotImplementedError
+
 
 class NumpyKind(ArrayKind):
     name = "numpy"

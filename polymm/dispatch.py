@@ -115,12 +115,12 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
     return result
 
 
-def _matmul_plain(kind, x1, x2, backend, algorithm, out=None):
+def _matmul_plain(kind, x1, x2, backend, algorithm):
     """The common cases without the general machinery (it dominates the cost of small products):
     two non-empty operands of one library and dtype, computed by a backend of that library --
     2-D matrices for a host library; for a device library also vectors and 3-D batches (equal
-    batch sizes, or a matrix or vector shared by every entry), handed over as strided operands.
-    ``out``: a fresh C-contiguous result of the right shape and dtype to write (internal callers).
+    batch sizes, or a matrix or vector shared by every entry), handed over as strided operands,
+    and a product seen before replayed (see :func:`_replay_key`).
 
     Returns None whenever any general rule might apply, so the general path decides.
     """
@@ -142,11 +142,43 @@ def _matmul_plain(kind, x1, x2, backend, algorithm, out=None):
         compute = plain_entry(selected_backend(backend, kind.name), kind, algorithm, dtype, x1)
         if compute is None:
             return None
-        result = kind.empty((m, n), dtype, like=x1) if out is None else out
+        result = kind.empty((m, n), dtype, like=x1)
         compute(x1, x2, result, algorithm)
         return result
-    done = _plain_device(kind, x1, x2, backend, algorithm, out)
-    return None if done is None else done[0]
+    key = _replay_key(kind, x1, x2, backend, algorithm)
+    if key is not None:
+        known = _REPLAYS.get(key)
+        if known is not None:
+            return kind.replay(x1, x2, *known)
+    done = _plain_device(kind, x1, x2, backend, algorithm, None)
+    if done is None:
+        return None
+    _remember(key, done, algorithm)
+    return done[0]
+
+
+def _replay_key(kind, x1, x2, backend, algorithm):
+    """The key a product of ``x1`` and ``x2`` is replayed under: what the array adapter says
+    decides its plan besides the operands' addresses (``kind.call_key``: layouts, dtype, device,
+    alignment), the backend's name, the algorithm and the precision mode; None where the adapter
+    never replays.  A backend that can (``replayable``: its plan launched again on other
+    addresses) gives :func:`_remember` the launch; the next call with the key only allocates its
+    result and launches (``kind.replay``): operands, checks and plan lookup skipped."""
+    key = kind.call_key(x1, x2)
+    if key is None:
+        return None
+    return key + (selected_backend(backend, kind.name), algorithm, current_precision())
+
+
+def _remember(key, done, algorithm) -> None:
+    """Keep the launch of product ``done`` (what :func:`_plain_device` returned) under ``key``."""
+    if key is None or not hasattr(done[1], "replayable"):
+        return
+    launch = done[1].replayable(*done[2], algorithm)
+    if launch is not None:
+        if len(_REPLAYS) >= _REPLAYS_KEPT:
+            _REPLAYS.clear()
+        _REPLAYS[key] = (tuple(done[0].shape), launch)
 
 
 def _plain_device(kind, x1, x2, backend, algorithm, out):
@@ -330,16 +362,11 @@ def _matmul_viewed(native, x1, x2, backend, algorithm):
     and, for GPUs, the stream): the result is allocated by that library and written through a
     view.  The views (``native.view_foreign``) are what ``native.operand`` takes; the general path
     gets ``native.native_array`` of them.  None whenever the general (DLPack) path must decide.
-
-    A product the backend can replay (``replayable``: its plan launched again on other addresses)
-    is remembered under ``native.call_key`` (layouts, dtype, device, alignment) with the backend
-    name, algorithm and precision: the next call with that key only allocates its result and
-    launches (``native.replay``), the views, operands and plan lookup skipped."""
+    A product seen before is replayed (:func:`_replay_key`), no views made."""
     if type(x2) is not type(x1) or x1.dtype != x2.dtype or not native.same_stream(x1):
         return None
-    key = native.call_key(x1, x2) if hasattr(native, "call_key") else None
+    key = _replay_key(native, x1, x2, backend, algorithm)
     if key is not None:
-        key += (selected_backend(backend, native.name), algorithm, current_precision())
         known = _REPLAYS.get(key)
         if known is not None:
             return native.replay(x1, x2, *known)
@@ -355,19 +382,16 @@ def _matmul_viewed(native, x1, x2, backend, algorithm):
     if done is None:
         a, b, view = (native.native_array(x) for x in (a, b, view))
         matmul(a, b, backend=backend, algorithm=algorithm, out=view)
-    elif key is not None and hasattr(done[1], "replayable"):
-        launch = done[1].replayable(*done[2], algorithm)
-        if launch is not None:
-            if len(_REPLAYS) >= _REPLAYS_KEPT:
-                _REPLAYS.clear()
-            _REPLAYS[key] = (shape, launch)
+    else:
+        _remember(key, done, algorithm)
     return result
 
 
 #: Foreign array types (PyTorch tensors) a native adapter has viewed in place: their products go
 #: straight to :func:`_matmul_viewed`, which declines (None) whatever it cannot view.
 _VIEWERS: dict = {}
-#: Products :func:`_matmul_viewed` replays: call key -> (result shape, launch); cleared when full.
+#: Products the short path replays: key (:func:`_replay_key`) -> (result shape, launch); cleared
+#: when full.
 _REPLAYS: dict = {}
 _REPLAYS_KEPT = 256
 

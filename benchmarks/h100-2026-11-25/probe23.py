@@ -2,7 +2,8 @@
 
 - ``host``: where a PyTorch bfloat16 call's host time goes (probe22 timed the stages one by one and
   they summed to 23 of the call's 34 us): the short path's stages timed cumulatively (each line
-  runs every stage up to it), then the calls profiled (cProfile, top functions by own time).
+  runs every stage up to it), then the calls profiled (cProfile, top functions by own time);
+  CuPy float16 and bfloat16 calls beside them (from the third run on).
 - ``skinny``: the GPU's part of the tensor-core skinny cell (8192 x 4096 @ 4096 x 256) for
   float16 (CuPy) and bfloat16 (PyTorch), kernels alone behind a spinning kernel, and the plans.
 - ``stages``: ``wgmma`` tile widths and pipeline depths for float16 (skinny, 2048, a batch).
@@ -48,8 +49,16 @@ def per_call(fn, n=3000) -> float:
 def host() -> None:
     import torch
 
+    import ml_dtypes
+
     impl = get_backend("cuda")
     for n in (1024, 2048):
+        ca, cb = (cp.random.standard_normal((n, n), dtype=cp.float32).astype(cp.float16) for _ in range(2))
+        words = (np.random.default_rng(i).standard_normal((n, n)).astype(ml_dtypes.bfloat16) for i in (1, 2))
+        ba, bb = (cp.asarray(w.view(np.int16)).view(w.dtype) for w in words)
+        print(f"  {'cupy.matmul (float16)':44s} {per_call(lambda: cp.matmul(ca, cb)):7.2f} us", flush=True)
+        print(f"  {'polymm.matmul (CuPy float16)':44s} {per_call(lambda: polymm.matmul(ca, cb)):7.2f} us", flush=True)
+        print(f"  {'polymm.matmul (CuPy bfloat16)':44s} {per_call(lambda: polymm.matmul(ba, bb)):7.2f} us", flush=True)
         ta, tb = (torch.randn(n, n, device="cuda").to(torch.bfloat16) for _ in range(2))
         polymm.matmul(ta, tb)
         native = dispatch._VIEWERS[torch.Tensor]

@@ -58,21 +58,36 @@ class CupyKind(ArrayKind):
             x = x.resolve_conj().resolve_neg()
         return ForeignView(x, dtype)
 
-    @staticmethod
-    def call_key(x1, x2):
-        """What decides the plan of ``x1 @ x2``, two PyTorch tensors on CuPy's current device and
-        stream, besides their addresses: dtype, shapes, strides, x2's device, both addresses
-        modulo 16 (see ``polymm.dispatch._matmul_viewed``).  None for tensors only the whole short
-        path takes as they are (autograd, lazy conjugation or negation)."""
+    def call_key(self, x1, x2):
+        """What decides the plan of ``x1 @ x2`` besides the addresses (``ArrayKind.call_key``):
+        dtype, shapes, strides, devices, addresses modulo 16.  CuPy arrays, and PyTorch tensors
+        on CuPy's current device and stream (checked by the caller); None for tensors only the
+        whole short path takes as they are (autograd, lazy conjugation or negation)."""
+        if type(x1) is self._ndarray:
+            d1, d2 = x1.data, x2.data
+            return (
+                x1.dtype,
+                x1.shape,
+                x1.strides,
+                x2.shape,
+                x2.strides,
+                d1.device_id,
+                d2.device_id,
+                d1.ptr & 15,
+                d2.ptr & 15,
+            )
         if x1.requires_grad or x2.requires_grad or x1.is_conj() or x2.is_conj() or x1.is_neg() or x2.is_neg():
             return None
         p1, p2 = x1.data_ptr(), x2.data_ptr()
         return x1.dtype, x1.shape, x1.stride(), x2.shape, x2.stride(), x2.get_device(), p1 & 15, p2 & 15
 
-    @staticmethod
-    def replay(x1, x2, shape, launch):
-        """A new PyTorch result of ``shape`` (like ``x1``), written by ``launch`` (a backend's
-        ``replayable``) from ``x1`` and ``x2``."""
+    def replay(self, x1, x2, shape, launch):
+        """A new result of ``shape`` like ``x1`` (a CuPy array, or a PyTorch tensor), written by
+        ``launch`` (a backend's ``replayable``)."""
+        if type(x1) is self._ndarray:
+            result = self.empty(shape, x1.dtype, like=x1)
+            launch(x1.data.ptr, x2.data.ptr, result.data.ptr)
+            return result
         result = x1.new_empty(shape)
         launch(x1.data_ptr(), x2.data_ptr(), result.data_ptr())
         return result

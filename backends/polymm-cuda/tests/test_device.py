@@ -560,35 +560,48 @@ def test_torch_products_replay_their_plan(backend, monkeypatch):
         assert torch.allclose(got.cpu().to(torch.complex128), want, rtol=1e-4, atol=1e-4)
 
 
-def test_torch_replays_fuzzed(backend, monkeypatch):
-    """Random products of PyTorch tensors (dtypes, batches, vectors, transposed and offset
-    views, precision modes), each called three times on new values: the second and third calls
-    replay the first's plan where the backend allows it, and every answer matches the oracle."""
-    torch = pytest.importorskip("torch")
+@pytest.mark.parametrize("library", ["cupy", "torch"])
+def test_products_replay_fuzzed(backend, monkeypatch, library):
+    """Random products of CuPy arrays or PyTorch tensors (dtypes, batches, vectors, transposed
+    and offset views, precision modes), each called three times on new values: the second and
+    third calls replay the first's plan where the backend allows it (``dispatch._REPLAYS``), and
+    every answer matches the oracle."""
     ml_dtypes = pytest.importorskip("ml_dtypes")
+    torch = pytest.importorskip("torch") if library == "torch" else None
     import polymm
     from polymm import dispatch
 
+    monkeypatch.setattr(dispatch, "_REPLAYS", {})
+    planned = []
+    real = dispatch._plain_device
+    monkeypatch.setattr(dispatch, "_plain_device", lambda *a, **k: planned.append(1) or real(*a, **k))
     rng = np.random.default_rng(20261125)
     dtypes = ["float32", "float64", "float16", "bfloat16", "complex64", "complex128", "int32", "int8"]
-    monkeypatch.setattr(dispatch, "_REPLAYS", {})
 
-    def tensor(shape, dtype, layout):
-        """A tensor of ``shape``: C order, the transpose of a C-order one, or one element past the
+    def device(values):
+        """``values`` (NumPy, 1-D) on the GPU; bfloat16 travels as its 16-bit words."""
+        words = values.view(np.int16) if values.dtype.name == "bfloat16" else values
+        if torch is None:
+            x = cp.asarray(words)
+            return x.view(values.dtype) if words is not values else x
+        x = torch.as_tensor(words, device="cuda")
+        return x.view(torch.bfloat16) if words is not values else x
+
+    def host(x):
+        if torch is None:
+            return cp.asnumpy(x.view(np.int16)).view(x.dtype) if x.dtype.name == "bfloat16" else cp.asnumpy(x)
+        return x.float().cpu().numpy().astype(ml_dtypes.bfloat16) if x.dtype == torch.bfloat16 else x.cpu().numpy()
+
+    def operand(shape, dtype, layout):
+        """An operand of ``shape``: C order, the transpose of a C-order one, or one element past the
         start of a longer buffer."""
         size = int(np.prod(shape))
-        flat = torch.as_tensor(
-            random_array(rng, (size + 1,), "float32" if dtype == "bfloat16" else dtype), device="cuda"
-        )
-        flat = flat.to(torch.bfloat16) if dtype == "bfloat16" else flat
+        flat = device(random_array(rng, (size + 1,), dtype))
         if layout == "offset":
-            return flat[1:].view(shape)
+            return flat[1:].reshape(shape)
         if layout == "transposed" and len(shape) >= 2:
-            return flat[:size].view(*shape[:-2], shape[-1], shape[-2]).transpose(-1, -2)
-        return flat[:size].view(shape)
-
-    def host(t):
-        return t.float().cpu().numpy().astype(ml_dtypes.bfloat16) if t.dtype == torch.bfloat16 else t.cpu().numpy()
+            return flat[:size].reshape(*shape[:-2], shape[-1], shape[-2]).swapaxes(-1, -2)
+        return flat[:size].reshape(shape)
 
     for case in range(150):
         dtype = str(rng.choice(dtypes))
@@ -598,11 +611,17 @@ def test_torch_replays_fuzzed(backend, monkeypatch):
         s2 = (k,) if rng.random() < 0.1 and len(s1) > 1 else (*(batch if rng.random() < 0.7 else ()), k, n)
         l1, l2 = (str(rng.choice(["c", "c", "transposed", "offset"])) for _ in range(2))
         precision = "tf32" if dtype == "float32" and rng.random() < 0.3 else None
+        planned.clear()
+        kept = len(dispatch._REPLAYS)
         for call in range(3):
-            a, b = tensor(s1, dtype, l1), tensor(s2, dtype, l2)
+            a, b = operand(s1, dtype, l1), operand(s2, dtype, l2)
             got = polymm.matmul(a, b, backend=backend.name, precision=precision)
-            assert type(got) is torch.Tensor and got.dtype == a.dtype, (case, call)
+            assert type(got) is type(a) and got.dtype == a.dtype, (case, call)
             assert_matches(host(got), host(a), host(b), precision=precision)
+            if call == 0:  # replayed from now on: a launch was kept, or one kept before served
+                first, replayed = len(planned), len(dispatch._REPLAYS) > kept or not planned
+        what = f"case {case}: {s1} {l1} @ {s2} {l2} {dtype} {precision}"
+        assert len(planned) == (first if replayed else 3), f"{what}: planned {len(planned)} times"
     assert dispatch._REPLAYS  # (how many: the cases' layouts decide)
 
 
