@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .precision import current as current_precision
+
 __all__ = ["explain", "Explanation", "occupancy", "PEAKS", "MODEL_DEVICES"]
 
 #: Peak rates by device-name substring (first match wins): bytes/s of DRAM
@@ -353,6 +355,8 @@ def explain(
         f"arithmetic intensity {flops / nbytes:.3g} FLOP/byte"
     )
     key, peak, bandwidth = _peak(report["device"].name if "device" in report else "", dtype, tensor)
+    if peak and tensor and dtype.name == "float32" and current_precision() == "tf32x3":
+        peak /= 3  # float32's accuracy from three TF32 products per multiply-add
     bound = None
     if peak:
         ridge = peak / bandwidth

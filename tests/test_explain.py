@@ -56,8 +56,8 @@ def test_model_h100_plans_tensor_cores_in_a_fresh_process():
 
 def test_model_h100_roofline_is_the_tensor_cores_where_they_run():
     """A product planned on the tensor cores is bounded by their peak, not the SIMT units' (float64
-    4096 cubed on DMMA: 2.05 ms, not 4.1); bfloat16 is a dtype name here too; integers count
-    operations."""
+    4096 cubed on DMMA: 2.05 ms, not 4.1), TF32's in the precision modes ("tf32x3": three
+    products); bfloat16 is a dtype name here too; integers count operations."""
     pytest.importorskip("polymm_cuda")
     pytest.importorskip("ml_dtypes")
     f64 = polymm.explain((4096, 4096), (4096, 4096), "float64", backend="cuda", device="H100")
@@ -66,6 +66,12 @@ def test_model_h100_roofline_is_the_tensor_cores_where_they_run():
     assert "wgmma" in bf16.path and bf16.bound_seconds == pytest.approx(2 * 4096**3 / 989e12)
     i8 = polymm.explain((4096, 4096), (4096, 4096), "int8", backend="cuda", device="H100")
     assert "TOP/s" in str(i8) and i8.bound_seconds == pytest.approx(2 * 4096**3 / 1979e12)
+    with polymm.use_precision("tf32"):
+        tf32 = polymm.explain((4096, 4096), (4096, 4096), "float32", backend="cuda", device="H100")
+    with polymm.use_precision("tf32x3"):
+        tf32x3 = polymm.explain((4096, 4096), (4096, 4096), "float32", backend="cuda", device="H100")
+    assert tf32.bound_seconds == pytest.approx(2 * 4096**3 / 495e12)
+    assert tf32x3.bound_seconds == pytest.approx(3 * tf32.bound_seconds)  # three TF32 products
     small = polymm.explain((256, 256), (256, 256), "float64", backend="cuda", device="H100")
     assert small.path == "regblock" and small.bound_seconds == pytest.approx(2 * 256**3 / 33.5e12)
 
