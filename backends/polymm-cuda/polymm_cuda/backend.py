@@ -346,8 +346,8 @@ class CUDABackend(Backend):
     def replayable(self, a, b, out, algorithm: str):
         """``launch(address of A, of B, of C)``: this product's plan for other operands laid out
         as ``a``, ``b`` and ``out`` (addresses congruent modulo 16), or None where a call must plan
-        again (operands copied first, textures).  The core's short path for PyTorch tensors
-        replays a call this way (``polymm.dispatch._matmul_viewed``)."""
+        again (operands copied first, textures).  The core's short path replays a product of
+        CuPy arrays or PyTorch tensors seen before this way (``polymm.dispatch._replay_key``)."""
         if algorithm == "image" or a.offset or b.offset or out.offset:
             return None
         dev = a.buffer.data.device_id
