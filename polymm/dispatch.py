@@ -20,7 +20,7 @@ from .arrays import DLPACK, PLAIN_TYPES, is_dask_array, kind_for_dlpack_device, 
 from .backend import is_bfloat16
 from .precision import current as current_precision
 from .precision import use_precision
-from .registry import check_algorithm, get_backend, plain_entry, selected_backend
+from .registry import _replays, check_algorithm, get_backend, plain_entry, selected_backend
 from .shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
 
 __all__ = ["matmul"]
@@ -391,8 +391,8 @@ def _matmul_viewed(native, x1, x2, backend, algorithm):
 #: straight to :func:`_matmul_viewed`, which declines (None) whatever it cannot view.
 _VIEWERS: dict = {}
 #: Products the short path replays: key (:func:`_replay_key`) -> (result shape, launch); cleared
-#: when full.
-_REPLAYS: dict = {}
+#: when full, and by ``register_backend`` (the registry's ``_replays``).
+_REPLAYS = _replays
 _REPLAYS_KEPT = 256
 
 

@@ -251,11 +251,16 @@ def register_backend(name: str, factory, *, replace: bool = False) -> None:
     registry[name] = _Entry(name, lambda: factory, "register_backend()")
     _defaults.clear()
     _plain_entries.clear()
+    _replays.clear()
 
 
 #: (backend name, library, algorithm, dtype) -> the callable that computes one 2-D product of a
 #: host library (cleared by register_backend).
 _plain_entries: dict = {}
+#: The launches the short path replays (``polymm.dispatch._replay_key`` -> result shape, launch):
+#: each belongs to the backend instance that planned it (cleared by register_backend, which may
+#: replace that backend under its name).
+_replays: dict = {}
 
 
 def plain_entry(name: str, kind, algorithm: str, dtype, like):

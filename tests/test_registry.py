@@ -283,3 +283,13 @@ def test_an_array_type_the_core_does_not_know_is_served_by_its_plugin():
     assert_matches(result.to_numpy(), x1, x2)
     with pytest.raises(TypeError, match="different array libraries"):
         polymm.matmul(t1, x2)
+
+
+def test_register_backend_forgets_the_launches_the_short_path_replays():
+    """A backend registered under a name (``replace=True``) plans its own products: the launches
+    the short path kept (``dispatch._REPLAYS``, made by the backend instances then registered) go."""
+    from polymm import dispatch
+
+    dispatch._REPLAYS[("a product seen before",)] = ((2, 2), lambda *addresses: None)
+    polymm.register_backend("recorder", _Recorder, replace=True)
+    assert not dispatch._REPLAYS
