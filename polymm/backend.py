@@ -232,3 +232,11 @@ class Backend:
         float32; complex is not conjugated.
         """
         raise NotImplementedError
+
+    def replayable(self, a, b, out, algorithm: str):
+        """After :meth:`matmul` of these operands: ``launch(...)``, the same plan run again on
+        other arrays laid out alike (called with what the array adapter's ``replay`` passes: the
+        operands' and a new result's addresses, for CuPy's), or None: the default, every call
+        goes through :meth:`matmul`.  For device backends whose planning costs more than a
+        launch; the core keeps it under the adapter's ``call_key`` (``polymm.dispatch``)."""
+        return None
