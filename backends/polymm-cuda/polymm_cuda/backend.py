@@ -253,7 +253,42 @@ class CUDABackend(Backend):
         if algorithm == "image":  # texture objects: its own launch (polymm_cuda.image)
             _image.matmul(self, dev, self._view(a), self._view(b), self._view(out))
             return
+        if _misaligned(a, b, out):
+            self._matmul_aligned(dev, a, b, out, algorithm)
+            return
         self._run(dev, self._planned(dev, a, b, algorithm, repack=True), a, b, out)
+
+    def _matmul_aligned(self, dev, a, b, out, algorithm) -> None:
+        """The product of operands at addresses their item size does not divide (a complex128 view
+        8 bytes into a float64 buffer, say): every kernel reads whole items (complex ones 16 bytes
+        at a time; CuPy's own kernels fault on them too), so their bytes are copied to an aligned
+        block first (C's back after)."""
+        with self._cp.cuda.Device(dev):
+            a, b = (self._realigned(x)[0] if _misaligned(x) else x for x in (a, b))
+            if not _misaligned(out):
+                self._run(dev, self._planned(dev, a, b, algorithm, repack=True), a, b, out)
+                return
+            aligned, copy_back = self._realigned(out)
+            self._run(dev, self._planned(dev, a, b, algorithm, repack=True), a, b, aligned)
+            copy_back()
+
+    def _realigned(self, op: Operand):
+        """``(operand, copy_back)``: ``op`` read from a copy of the bytes its elements span, on an
+        aligned block (strides kept); ``copy_back()`` copies them back over ``op``'s."""
+        cp, isz = self._cp, op.dtype.itemsize
+        low = sum(min(0, (n - 1) * s) for n, s in zip(op.shape, op.strides) if n > 1) * isz
+        span = sum(abs((n - 1) * s) for n, s in zip(op.shape, op.strides) if n > 1) * isz + isz
+        block = cp.empty(span, dtype=np.uint8)
+        start = _address(op) + low
+        stream = cp.cuda.get_current_stream().ptr
+        kind = cp.cuda.runtime.memcpyDeviceToDevice
+        cp.cuda.runtime.memcpyAsync(block.data.ptr, start, span, kind, stream)
+        view = cp.ndarray(op.shape, op.dtype, memptr=block.data + (-low), strides=tuple(s * isz for s in op.strides))
+
+        def copy_back() -> None:
+            cp.cuda.runtime.memcpyAsync(start, block.data.ptr, span, kind, cp.cuda.get_current_stream().ptr)
+
+        return as_operand(view), copy_back
 
     def _planned(self, dev, a, b, algorithm, repack=False):
         """What :meth:`_run` takes for these operands, from the plan cache: the plan depends on
@@ -348,7 +383,7 @@ class CUDABackend(Backend):
         as ``a``, ``b`` and ``out`` (addresses congruent modulo 16), or None where a call must plan
         again (operands copied first, textures).  The core's short path replays a product of
         CuPy arrays or PyTorch tensors seen before this way (``polymm.dispatch._replay_key``)."""
-        if algorithm == "image" or a.offset or b.offset or out.offset:
+        if algorithm == "image" or a.offset or b.offset or out.offset or _misaligned(a, b, out):
             return None
         dev = a.buffer.data.device_id
         found = self._planned(dev, a, b, algorithm, repack=True)
@@ -432,3 +467,8 @@ def _external_source(name: str) -> str:
 def _address(op: Operand) -> int:
     """Device address of element ``[0, 0, 0]`` of operand ``op``."""
     return op.buffer.data.ptr + op.offset * op.dtype.itemsize
+
+
+def _misaligned(*ops: Operand) -> bool:
+    """Whether an operand starts at an address its item size does not divide."""
+    return any(_address(op) % op.dtype.itemsize for op in ops)

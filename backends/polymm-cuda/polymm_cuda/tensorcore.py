@@ -123,13 +123,32 @@ DMMA_MIN_TILES = 32
 #: split-K, cuBLAS 0.080 (``benchmarks/h100-2026-11-25/cliffs-cuda-2db1b91.log``; the depth was
 #: not swept).
 DMMA_SLICE_MIN = 512
+#: complex128 runs on the float64 kernel as one real product (``kernels/realify.c`` says how) from
+#: this compute capability on: ``polymm_dmmaz_*`` read B's realified 2 x 2 blocks from B itself
+#: (the Hopper MMA shapes); before, the shared planner writes them out first (``realify``).
+DMMAZ_MIN_CC = 90
+
+
+def is_complex_dmma(name: str) -> bool:
+    """Whether float64 kernel ``name`` computes a complex128 product (``polymm_dmmaz_*``)."""
+    return name.startswith("polymm_dmmaz_")
+
+
+def fp64_shape(dtype: np.dtype, shape):
+    """The float64 product the FP64 tensor cores compute for a ``dtype`` product of ``shape``:
+    complex128's (batch, M, N, K) is (batch, M, 2N, 2K) in reals."""
+    bt, m, n, k = shape
+    return (bt, m, 2 * n, 2 * k) if dtype.name == "complex128" else shape
 
 
 def dmma_smem(name: str) -> int:
     """Bytes of shared memory of float64 kernel ``name`` (``kernels/dmma.cu``'s ``DmLayout``s): per
-    stage, A and B in K rows of 16 doubles or in rows of 64 along M / N, each padded by 4 doubles."""
+    stage, A and B in K rows of 16 doubles or in rows of 64 along M / N, each padded by 4 doubles
+    (a complex B: 8 complex rows of 64 reals, or 32 complex columns of 16 reals)."""
     a = DMMA_BM * (16 + 4) if "_ak_" in name else 16 * (DMMA_BM + 4)
-    b = 16 * (DMMA_BN + 4) if name.endswith("_bn") else DMMA_BN * (16 + 4)
+    rows = 8 if is_complex_dmma(name) else 16
+    outer = DMMA_BN // 2 if is_complex_dmma(name) else DMMA_BN
+    b = rows * (DMMA_BN + 4) if name.endswith("_bn") else outer * (16 + 4)
     return DMMA_STAGES * (a + b) * 8
 
 
@@ -147,21 +166,30 @@ def dmma_launch(name: str, cc: int, sms: int, shape, a, b) -> dict:
     and batch entry (``a``/``b`` = (element offset from a 16-byte aligned base, strides)), one
     element per copy otherwise; a 1-D grid of tiles (the kernel orders them), the batch along z."""
     (a_off, sa), (b_off, sb) = a, b
+    cplx = is_complex_dmma(name)
     bt, m, n, _ = shape
-    tiles = -(-m // DMMA_BM) * -(-n // DMMA_BN)
+    tiles = -(-m // DMMA_BM) * -(-n * (2 if cplx else 1) // DMMA_BN)
     mma = dmma_shape(cc, sms, bt * tiles)
 
     def pairs(off, strides, unit_axis):
         other = 3 - unit_axis
         return strides[unit_axis] == 1 and off % 2 == 0 and strides[other] % 2 == 0 and strides[0] % 2 == 0
 
-    va = 2 if pairs(a_off, sa, 2 if "_ak_" in name else 1) else 1
-    vb = 2 if pairs(b_off, sb, 2 if name.endswith("_bn") else 1) else 1
+    # a complex kernel copies a complex (16 bytes) at a time, whatever these options say
+    va = 2 if cplx or pairs(a_off, sa, 2 if "_ak_" in name else 1) else 1
+    vb = 2 if cplx or pairs(b_off, sb, 2 if name.endswith("_bn") else 1) else 1
     grid = (tiles, 1, bt)
     options = (f"-DDM_MMA={mma}", f"-DDM_VA={va}", f"-DDM_VB={vb}")
     block = (DMMA_THREADS, 1, 1)
     # k_step: split-K's slices start 16-byte aligned wherever the operands do (and on a K slice)
-    return {"source": "dmma", "options": options, "grid": grid, "block": block, "smem": dmma_smem(name), "k_step": 16}
+    return {
+        "source": "dmma",
+        "options": options,
+        "grid": grid,
+        "block": block,
+        "smem": dmma_smem(name),
+        "k_step": 8 if cplx else 16,
+    }
 
 
 def dmma_splits(shape, sms: int) -> int:
@@ -178,16 +206,27 @@ def dmma_splits(shape, sms: int) -> int:
 
 def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb, splits: int = 1) -> tuple[str | None, str]:
     """``(kernel name, why)`` for float64 on the FP64 tensor cores (exact IEEE double FMAs), or None;
-    ``splits``: slices of K (:func:`dmma_splits`), each a product of its own.
+    ``splits``: slices of K (:func:`dmma_splits` of :func:`fp64_shape`), each a product of its own.
 
     Any strides are read in place; the name says along which axis the threads walk each operand
-    (its smaller stride), so the copies coalesce.
+    (its smaller stride), so the copies coalesce. complex128 takes the same rules on the real
+    product it becomes (:func:`fp64_shape`), A along K.
     """
-    if dtype.name != "float64":
-        return None, "the FP64 tensor cores serve float64"
+    from polymm.kernels.planner import REALIFY_WORK
+
+    if dtype.name not in ("float64", "complex128"):
+        return None, "the FP64 tensor cores serve float64 (and complex128 as float64)"
     if cc < MIN_CC:
         return None, f"compute capability {cc / 10:.1f} < {MIN_CC / 10:.1f}"
-    bt, m, n, k = shape
+    cplx = dtype.name == "complex128"
+    if cplx:
+        if cc < DMMAZ_MIN_CC:
+            return None, f"complex128 reads B as real blocks from compute capability {DMMAZ_MIN_CC / 10:.1f} on"
+        if abs(sa[2]) > abs(sa[1]):
+            return None, "complex128 as reals needs A along K"
+        if shape[1] * shape[2] * shape[3] < REALIFY_WORK:
+            return None, f"complex128: fewer than {REALIFY_WORK} multiply-adds per matrix"
+    bt, m, n, k = fp64_shape(dtype, shape)
     if min(m, n) < 32 or m * n * k < 64**3:
         return None, f"too small for {DMMA_BM} x {DMMA_BN} tiles"
     if bt * splits * -(-m // DMMA_BM) * -(-n // DMMA_BN) < DMMA_MIN_TILES:
@@ -200,7 +239,11 @@ def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb, splits: int = 1) -> tup
         return None, f"2**31 tiles of {DMMA_BM} x {DMMA_BN} or more"
     a_along_k = abs(sa[2]) <= abs(sa[1])
     b_along_n = abs(sb[2]) <= abs(sb[1])
-    return f"polymm_dmma_{'ak' if a_along_k else 'am'}_{'bn' if b_along_n else 'bk'}", "FP64 tensor cores"
+    layout = f"{'ak' if a_along_k else 'am'}_{'bn' if b_along_n else 'bk'}"
+    if cplx:  # m, n, k: the real product's
+        why = f"complex128 as one float64 product ({m} x {k} @ {k} x {n}), B realified as it is read"
+        return f"polymm_dmmaz_{layout}", why
+    return f"polymm_dmma_{layout}", "FP64 tensor cores"
 
 
 def describe(cc: int) -> str:
@@ -210,7 +253,8 @@ def describe(cc: int) -> str:
     shapes = [DMMA_SHAPE_NAMES[dmma_shape(cc, 1, tiles)] for tiles in (1, 10**9)]
     shape = shapes[0] if shapes[0] == shapes[1] else f"{shapes[0]} for one wave of tiles, {shapes[1]} beyond"
     float64 = (
-        f"float64 (mma.sync {shape}) and complex128 (as one float64 product, B realified)"
+        f"float64 (mma.sync {shape}) and complex128 (as one float64 product, B realified: "
+        f"as it is read from compute capability {DMMAZ_MIN_CC / 10:.1f} on, into scratch before)"
         if DMMA_IN_AUTO
         else "float64 and complex128 off (POLYMM_CUDA_DMMA=0: SIMT)"
     )
@@ -377,7 +421,7 @@ def planner_entry(device, dtype, shape, a, b):
     if not DMMA_IN_AUTO:
         return None
     bt, m, n, k = shape
-    splits = dmma_splits(shape, device.compute_units)
+    splits = dmma_splits(fp64_shape(dtype, shape), device.compute_units)
     name, why = choose_dmma(dtype, device.cc, shape, sa, sb, splits)
     if name is None:
         return None

@@ -160,6 +160,8 @@ def test_tensor_core_kernels_compile_without_spills(arch, source, va, vb, tiles)
         mma = tensorcore.dmma_shape(int(arch[3:]), 132, tiles)
         options = (f"-DDM_MMA={mma}", f"-DDM_VA={va}", f"-DDM_VB={vb}")
         names = [f"polymm_dmma_{a}_{b}" for a in ("ak", "am") for b in ("bn", "bk")]
+        if mma != 884:  # complex128 on Hopper's MMA shapes, B realified as it is read
+            names += ["polymm_dmmaz_ak_bn", "polymm_dmmaz_ak_bk"]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "tc.cu")
         path.write_text(tensorcore.source(source))
@@ -447,15 +449,15 @@ def _emulate(made, buffers) -> None:
     ],
 )
 def test_complex128_runs_as_one_float64_product_on_the_fp64_tensor_cores(shape, b_layout):
-    """complex128 (A with a contiguous K axis) as one float64 product on the FP64 tensor cores: B
-    written by ``realify`` as 2K x 2N reals into the first scratch slot, A and C read as reals in
-    place, the inner plan's own scratch (split-K slices) one slot up; the plan, run in NumPy by
-    its argument lists, computes the complex product (poisoned outputs and scratch)."""
+    """complex128 (A with a contiguous K axis) before Hopper, as one float64 product on the FP64
+    tensor cores: B written by ``realify`` as 2K x 2N reals into the first scratch slot, A and C
+    read as reals in place, the inner plan's own scratch (split-K slices) one slot up; the plan,
+    run in NumPy by its argument lists, computes the complex product (poisoned outputs and scratch)."""
     import dataclasses
 
     import polymm_cuda.backend  # noqa: F401  (registers the entry)
 
-    hopper = dataclasses.replace(H100, cc=90)
+    ampere = dataclasses.replace(H100, cc=80)
     bt, m, n, k = shape
     rng = np.random.default_rng(21)
     a = random_array(rng, (bt, m, k), "complex128")
@@ -463,7 +465,7 @@ def test_complex128_runs_as_one_float64_product_on_the_fp64_tensor_cores(shape, 
     b_flat = np.ascontiguousarray(b.transpose(0, 2, 1)) if b_layout == "k-major" else b
     sb = (k * n, 1, k) if b_layout == "k-major" else (k * n, n, 1)
     sb = (0, *sb[1:]) if b_layout == "broadcast" else sb
-    made = planner.plan(hopper, "complex128", shape, (0, (m * k, k, 1)), (0, sb))
+    made = planner.plan(ampere, "complex128", shape, (0, (m * k, k, 1)), (0, sb))
     assert made.dtype == np.float64 and made.choice.kernel == "polymm_dmma_ak_bn", made.choice
     assert made.reason.startswith("complex128 as one float64 product"), made.reason
     expand, product = made.launches[0], made.product
@@ -485,9 +487,57 @@ def test_complex128_runs_as_one_float64_product_on_the_fp64_tensor_cores(shape, 
     assert_matches(buffers[2].view(np.complex128).reshape(bt, m, n), a, b)
 
 
+@pytest.mark.parametrize(
+    "shape, b_layout",
+    [
+        ((1, 512, 320, 256), "c"),
+        ((3, 256, 256, 512), "broadcast"),
+        ((2, 300, 260, 520), "k-major"),
+        ((1, 48, 40, 20000), "c"),
+        ((1, 64, 16384, 16384), "c"),
+    ],
+)
+def test_complex128_reads_b_realified_on_hopper(shape, b_layout):
+    """On Hopper, complex128 (A along K) runs as one float64 product without writing B2: the
+    complex kernel (``polymm_dmmaz_*``, B along N or K) takes the complex ABI and reads B's
+    realified blocks from B itself, so even a B whose B2 would exceed REALIFY_BYTES runs there;
+    deep products in K slices (complex elements, 16 bytes apart) summed in order.  The plan, run in
+    NumPy by its argument lists, computes the complex product (poisoned outputs and scratch)."""
+    import dataclasses
+
+    import polymm_cuda.backend  # noqa: F401  (registers the entry)
+    from polymm_cuda import tensorcore
+
+    hopper = dataclasses.replace(H100, cc=90)
+    bt, m, n, k = shape
+    rng = np.random.default_rng(23)
+    sb = (k * n, 1, k) if b_layout == "k-major" else (k * n, n, 1)
+    sb = (0, *sb[1:]) if b_layout == "broadcast" else sb
+    made = planner.plan(hopper, "complex128", shape, (0, (m * k, k, 1)), (0, sb))
+    layout = "bk" if b_layout == "k-major" else "bn"
+    assert made.dtype == np.complex128 and made.choice.kernel == f"polymm_dmmaz_ak_{layout}", made.choice
+    assert "B realified as it is read" in made.reason, made.reason
+    assert all(x.kernel != "realify" for x in made.launches)
+    ext = made.choice.external
+    assert ext["smem"] == tensorcore.dmma_smem(made.choice.kernel) and ext["k_step"] == 8
+    assert ext["grid"][0] == -(-m // 64) * -(-2 * n // 64)
+    if n == 16384:  # planned, not run
+        assert made.scratch == []
+        return
+    if k == 20000:
+        assert made.choice.splits > 1 and made.launches[-1].kernel == "sum-slices", made.choice
+    a = random_array(rng, (bt, m, k), "complex128")
+    b = random_array(rng, (1 if b_layout == "broadcast" else bt, k, n), "complex128")
+    b_flat = np.ascontiguousarray(b.transpose(0, 2, 1)) if b_layout == "k-major" else b
+    buffers = {0: a.ravel(), 1: b_flat.ravel(), 2: np.full(bt * m * n, np.nan + 1j * np.nan)}
+    buffers.update({3 + i: np.full(size // 16, np.nan + 1j * np.nan) for i, size in enumerate(made.scratch)})
+    _emulate(made, buffers)
+    assert_matches(buffers[2].reshape(bt, m, n), a, b)
+
+
 def test_complex128_stays_complex_where_realifying_gains_nothing():
-    """Small products, A without a contiguous K axis, B too large to realify in scratch, and
-    devices without the entry keep the complex kernels."""
+    """Small products, A without a contiguous K axis, few columns, B too large to realify in
+    scratch before Hopper, and devices without the entry keep the complex kernels."""
     import dataclasses
 
     import polymm_cuda.backend  # noqa: F401
@@ -497,11 +547,16 @@ def test_complex128_stays_complex_where_realifying_gains_nothing():
         ((1, 256, 256, 256), (256 * 256, 256, 1)),  # below REALIFY_WORK
         ((1, 1024, 1024, 1024), (1 << 20, 1, 1024)),  # A column-major
         ((1, 2048, 4, 2048), (1 << 22, 2048, 1)),  # few columns: matvec
-        ((1, 64, 16384, 16384), (1 << 20, 16384, 1)),  # the realified B would exceed REALIFY_BYTES
     ):
         bt, m, n, k = shape
         made = planner.plan(hopper, "complex128", shape, (0, sa), (0, (k * n, n, 1)))
         assert made.dtype == np.complex128 and made.launches[0].kernel != "realify", made.choice
+        assert "dmma" not in made.choice.kernel, made.choice
+    shape = (1, 64, 16384, 16384)  # the realified B would exceed REALIFY_BYTES
+    made = planner.plan(
+        dataclasses.replace(H100, cc=80), "complex128", shape, (0, (1 << 20, 16384, 1)), (0, (1 << 28, 16384, 1))
+    )
+    assert made.dtype == np.complex128 and "dmma" not in made.choice.kernel, made.choice
     ampere = dataclasses.replace(H100, cc=70)
     made = planner.plan(ampere, "complex128", (1, 1024, 1024, 1024), (0, (1 << 20, 1024, 1)), (0, (1 << 20, 1024, 1)))
     assert made.dtype == np.complex128, made.choice

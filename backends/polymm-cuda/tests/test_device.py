@@ -706,12 +706,17 @@ def test_dmma_kernel(backend, layout, monkeypatch):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_complex128_realified(backend, layout, monkeypatch):
-    """complex128 as one float64 product on the FP64 tensor cores (B realified into scratch, A and
-    C read as reals in place), every layout, tile edges, a batch, a deep product in slices; A
-    without a contiguous K axis stays on the complex kernels, never a wrong answer."""
+@pytest.mark.parametrize("as_read", [True, False], ids=["as-read", "into-scratch"])
+def test_complex128_realified(backend, layout, as_read, monkeypatch):
+    """complex128 as one float64 product on the FP64 tensor cores, every layout, tile edges, a
+    batch, a deep product in slices: B realified as the complex kernel reads it (Hopper:
+    ``polymm_dmmaz_*``, A along K with any stride) or into scratch first (``realify``, A's K axis
+    contiguous; forced here by raising ``DMMAZ_MIN_CC``); the rest stays on the complex kernels,
+    never a wrong answer."""
     monkeypatch.setattr(planner, "REALIFY_WORK", 0)  # the small shapes too
     monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)
+    if not as_read:
+        monkeypatch.setattr(tensorcore, "DMMAZ_MIN_CC", 1000)
     rng = np.random.default_rng(29)
     realified = 0
     for bt, m, n, k in TC_SHAPES + [(1, 40, 50, 3000), (1, 300, 260, 130)]:
@@ -720,11 +725,53 @@ def test_complex128_realified(backend, layout, monkeypatch):
         out = _poisoned(bt, m, n, "complex128")
         backend.matmul(da, db, out, "auto")
         _check(out, ha, hb, "complex128")
-        if backend.last_plan.reason.startswith("complex128 as one float64 product"):
+        reason = backend.last_plan.reason
+        if as_read and "B realified as it is read" in reason:
+            realified += 1
+            assert abs(da.strides[2]) <= abs(da.strides[1]), (layout, da.strides)
+        elif reason.startswith("complex128 as one float64 product"):
+            assert not as_read or backend._compute_capability(0) < tensorcore.DMMAZ_MIN_CC, reason
             realified += 1
             assert da.strides[2] == 16, (layout, da.strides)
-    if backend._compute_capability(0) >= tensorcore.MIN_CC and layout in ("c", "bt", "bcast", "padded", "padded-t"):
+    cc = backend._compute_capability(0)
+    if cc >= (tensorcore.DMMAZ_MIN_CC if as_read else tensorcore.MIN_CC) and layout in (
+        "c",
+        "bt",
+        "bcast",
+        "padded",
+        "padded-t",
+    ):
         assert realified >= 4, realified
+
+
+@pytest.mark.parametrize("dtype", ["complex128", "complex64", "float64"])
+def test_operands_off_their_item_alignment(backend, dtype, monkeypatch):
+    """Operands and C at addresses their item size does not divide (a complex128 view 8 bytes into
+    a buffer) are copied aside, never read or written misaligned (the kernels read whole items,
+    complex ones 16 bytes at a time, the FP64 tensor cores' included); through the library's
+    front door too, twice (its short path never replays them)."""
+    import polymm
+
+    monkeypatch.setattr(planner, "REALIFY_WORK", 0)  # complex128 on the FP64 tensor cores too
+    monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)
+    rng = np.random.default_rng(31)
+    isz = np.dtype(dtype).itemsize
+
+    def shifted(host):  # a device copy of ``host`` half an item past an aligned address
+        x = cp.ndarray(host.shape, host.dtype, memptr=cp.cuda.alloc(host.nbytes + isz) + isz // 2)
+        x.set(np.ascontiguousarray(host))
+        assert x.data.ptr % isz
+        return x
+
+    for bt, m, n, k in [(1, 256, 256, 256), (2, 70, 130, 96)]:
+        ha, hb = random_array(rng, (bt, m, k), dtype), random_array(rng, (bt, k, n), dtype)
+        da, db = shifted(ha), shifted(hb)
+        for out in (_poisoned(bt, m, n, dtype), shifted(np.full((bt, m, n), np.nan, dtype))):
+            backend._plans.clear()
+            backend.matmul(da, db, out, "auto")
+            _check(out, ha, hb, dtype)
+        for _ in range(2):
+            _check(polymm.matmul(da, db, backend="cuda"), ha, hb, dtype)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -26,6 +26,11 @@
 //   operand is whichever of A and B^T lies in outer rows (see dm_gemm): its two rows per lane then
 //   come in one 16-byte load.
 //
+// - complex128 (polymm_dmmaz_*, Hopper): the same kernel computes the real product of realify.c
+//   (A and C read as reals, B's 2 x 2 blocks [x y; -y x]) from B as it is stored: each lane's B
+//   fragment is a component of one element of B, chosen and sign-flipped by its K row's parity.
+//   Writing B2 out first (what other devices do) cost a launch and 7% of the time at 1024 cubed.
+//
 // Fragments (row.col), with g = lane / 4 and q = lane % 4: A[g + 8 h][q + 4 j] (h < DM_TM / 8,
 // j < DM_KW), B[q + 4 j][g], C[g + 8 (c / 2)][2 q + c % 2] for c < DM_R. The kernel argument list
 // is the one every polymm CUDA kernel takes. No #include (async_copy.cuh comes first).
@@ -101,30 +106,44 @@ __device__ __forceinline__ void dm_mma(double (&d)[DM_R], const double (&a)[DM_A
 #endif
 }
 
-// A tile in shared memory: K rows (KROWS: OUTER rows of DM_BK) or outer rows (DM_BK rows of OUTER),
-// each padded by PAD doubles, so that the lanes of a quarter warp (16-byte loads; a half warp for
-// 8-byte ones) read distinct banks; every fragment's address is a per-thread base plus a constant.
-template <bool KROWS, int OUTER, int PAD>
+// T where C holds, else F (no <type_traits> here)
+template <bool C, class T, class F>
+struct dm_pick {
+    typedef T type;
+};
+template <class T, class F>
+struct dm_pick<false, T, F> {
+    typedef F type;
+};
+
+// A tile in shared memory: K rows (KROWS: OUTER rows of KS) or outer rows (KS rows of OUTER), each
+// padded by PAD doubles, so that the lanes of a quarter warp (16-byte loads; a half warp for 8-byte
+// ones) read distinct banks; every fragment's address is a per-thread base plus a constant. KS: K
+// per slice in the tile's own units (DM_BK; a complex B in outer rows holds DM_BK / 2 complex rows).
+template <bool KROWS, int OUTER, int PAD, int KS = DM_BK>
 struct DmLayout {
-    static constexpr int PITCH = (KROWS ? DM_BK : OUTER) + PAD;
-    static constexpr int SIZE = KROWS ? OUTER * PITCH : DM_BK * PITCH;  // doubles per stage
+    static constexpr int PITCH = (KROWS ? KS : OUTER) + PAD;
+    static constexpr int SIZE = KROWS ? OUTER * PITCH : KS * PITCH;  // doubles per stage
     // offset of element (o, k) of the tile
     static __device__ __forceinline__ int at(int o, int k) { return KROWS ? o * PITCH + k : k * PITCH + o; }
 };
 
-// Copies 16-deep K slices of an operand's OUTER x 16 tile (outer rows from o0, `count` of them in
+// Copies KS-deep K slices of an operand's OUTER x KS tile (outer rows from o0, `count` of them in
 // the matrix; element (o, k) at src + o * so + k * sk) into shared memory. KROWS: stored as K
-// rows; V elements per copy along the copy's contiguous axis (K for K rows). Copy h of a thread
+// rows; V elements per copy along the copy's contiguous axis (K for K rows). A copy's V elements
+// need only be adjacent in memory, not the axis uniformly strided: a complex operand seen as reals
+// is copied a complex at a time (V = 2, copies at even reals, the complex stride standing for the
+// reals' step). Copy h of a thread
 // sits at a fixed step from copy 0, in the matrix and in shared memory; elements outside the
 // matrix are zero-filled, never read. A thread keeps each copy's source pointer (fewer
 // instructions per slice) where it has at most 4 copies; with more (one element per copy) they
 // would not fit the register budget, and copy h reads from copy 0's pointer plus h steps.
-template <int OUTER, bool KROWS, int V, class L>
+template <int OUTER, bool KROWS, int V, class L, int KS = DM_BK>
 struct DmCopier {
-    static constexpr int PER_ROW = (KROWS ? DM_BK : OUTER) / V;  // copies per shared row
-    static constexpr int COPIES = OUTER * DM_BK / V / DM_THREADS;  // per thread and slice
-    static constexpr int ROW_STEP = DM_THREADS / PER_ROW;          // shared rows between copies
-    static_assert(OUTER * DM_BK % (V * DM_THREADS) == 0 && DM_THREADS % PER_ROW == 0, "whole copies");
+    static constexpr int PER_ROW = (KROWS ? KS : OUTER) / V;    // copies per shared row
+    static constexpr int COPIES = OUTER * KS / V / DM_THREADS;  // per thread and slice
+    static constexpr int ROW_STEP = DM_THREADS / PER_ROW;       // shared rows between copies
+    static_assert(OUTER * KS % (V * DM_THREADS) == 0 && DM_THREADS % PER_ROW == 0, "whole copies");
     static constexpr int POINTERS = COPIES <= 4 ? COPIES : 1;
     const double* p[POINTERS];  // each copy's source at the current slice (or copy 0's)
     pm_i64 step;                // elements between copies in the matrix
@@ -144,7 +163,7 @@ struct DmCopier {
         for (int h = 0; h < COPIES; ++h) {
             bytes[h] = 8 * max(0, min(V, KROWS ? (o + h * ROW_STEP < count ? V : 0) : count - o));
         }
-        slice = (pm_i64)DM_BK * sk;
+        slice = (pm_i64)KS * sk;
         s_off = 8 * (KROWS ? L::at(row, col) : L::at(col, row));
     }
     // elements of copy h inside the matrix, for the slice from k0 of K
@@ -157,7 +176,7 @@ struct DmCopier {
     // issue the copies of the slice from k0 into the stage at shared address dst; advance. Whole
     // slices (all but a last one cut by K) take the bytes worked out once.
     __device__ __forceinline__ void copy(unsigned dst, int k0, int K) {
-        if (k0 + DM_BK <= K) {
+        if (k0 + KS <= K) {
 #pragma unroll
             for (int h = 0; h < COPIES; ++h)
                 pm_cp_async_part<8 * V>(dst + s_off + 8 * h * ROW_STEP * L::PITCH, source(h), bytes[h]);
@@ -182,17 +201,30 @@ struct DmCopier {
 // MMA, stored side by side as rows 2g and 2g + 1: the tile's rows may be numbered in any order that
 // the store undoes) come in one 16-byte load. (Pairing Y's K values q and q + 4 of m16n8k8 the same
 // way made every cell slower: benchmarks/h100-2026-11-25/sweeps/dmma-sweep11.)
-template <bool AK, bool BN>
+//
+// CPLX: a complex128 product as the real one C' = A' B2 (see realify.c): A' (M x 2K) and C'
+// (M x 2N) are A and C read as reals; B2 (2K x 2N) has the 2 x 2 block [x y; -y x] for each
+// element x + iy of B, and is never written: shared memory holds B as it is (half B2's bytes), and
+// each lane reads its B2 fragment from there, its K row's parity (q's) choosing the component and
+// the sign. M, N, K are C' and A''s; A's strides are given for the reals (2 sa0, 2 sa1, and sa2 for
+// its K step: copied a complex at a time, two reals per copy), B's in complex elements. Needs AK
+// and the Hopper MMA shapes (DM_TM == 16).
+template <bool AK, bool BN, bool CPLX = false>
 __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __restrict__ A, pm_i64 sa0, pm_i64 sa1,
                                         pm_i64 sa2, const double* __restrict__ B, pm_i64 sb0, pm_i64 sb1,
                                         pm_i64 sb2, double* __restrict__ C) {
+    static_assert(!CPLX || (AK && DM_TM == 16), "complex: A along K, an m16 MMA");
     constexpr bool SWAP = AK && BN;
     constexpr bool X_KROWS = SWAP ? false : AK, Y_KROWS = SWAP ? true : !BN;
     constexpr bool PAIR_X = !X_KROWS && DM_TM == 16;                 // rows g, g + 8 side by side
     constexpr int XO = SWAP ? DM_BN : DM_BM, YO = SWAP ? DM_BM : DM_BN;  // block tile along X, Y
     constexpr int XI = (SWAP ? DM_WN : DM_WM) / DM_TM, YJ = (SWAP ? DM_WM : DM_WN) / 8;  // MMA tiles
-    typedef DmLayout<X_KROWS, XO, 4> LX;
-    typedef DmLayout<Y_KROWS, YO, 4> LY;
+    // B's tile: N x 16 (or, complex, N / 2 complex columns x 16 reals; or 8 complex rows x N reals)
+    constexpr int B_OUTER = CPLX && !BN ? DM_BN / 2 : DM_BN, B_KS = CPLX && BN ? DM_BK / 2 : DM_BK;
+    typedef DmLayout<AK, DM_BM, 4> LA;
+    typedef DmLayout<!BN, B_OUTER, 4, B_KS> LB;
+    typedef typename dm_pick<SWAP, LB, LA>::type LX;
+    typedef typename dm_pick<SWAP, LA, LB>::type LY;
     extern __shared__ __align__(16) double dm_smem[];  // DM_STAGES * (LX::SIZE + LY::SIZE)
     double* sX = dm_smem;
     double* sY = dm_smem + DM_STAGES * LX::SIZE;
@@ -212,14 +244,13 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
     const pm_i64 z = blockIdx.z;
     C += z * (pm_i64)M * N;
     const int kt_count = (K + DM_BK - 1) / DM_BK;
-    // element (o, k) of X and of Y: (m, k) of A or (n, k) of B
-    const double* xs = SWAP ? B + z * sb0 : A + z * sa0;
-    const double* ys = SWAP ? A + z * sa0 : B + z * sb0;
-    DmCopier<XO, X_KROWS, SWAP ? DM_VB : DM_VA, LX> copy_x(xs, SWAP ? sb2 : sa1, SWAP ? sb1 : sa2, SWAP ? n0 : m0,
-                                                           SWAP ? N : M, tid);
-    DmCopier<YO, Y_KROWS, SWAP ? DM_VA : DM_VB, LY> copy_y(ys, SWAP ? sa1 : sb2, SWAP ? sa2 : sb1, SWAP ? m0 : n0,
-                                                           SWAP ? M : N, tid);
+    DmCopier<DM_BM, AK, CPLX ? 2 : DM_VA, LA> copy_a(A + z * sa0, sa1, sa2, m0, M, tid);
+    // B's element (o, k) of its tile; complex: (n'', k) (a complex row of reals) or (n, k'')
+    DmCopier<B_OUTER, !BN, CPLX ? 2 : DM_VB, LB, B_KS> copy_b(
+        B + z * (CPLX ? 2 : 1) * sb0, CPLX && !BN ? 2 * sb2 : sb2, CPLX && BN ? 2 * sb1 : sb1,
+        CPLX && !BN ? n0 / 2 : n0, CPLX && !BN ? N / 2 : N, tid);
     const unsigned sX0 = pm_smem_addr(sX), sY0 = pm_smem_addr(sY);
+    const unsigned sA0 = SWAP ? sY0 : sX0, sB0 = SWAP ? sX0 : sY0;
 
     double acc[XI][YJ][DM_R];
 #pragma unroll
@@ -230,8 +261,8 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
             for (int c = 0; c < DM_R; ++c) acc[i][j][c] = 0.0;
 
     auto issue = [&](int stage, int kt) {
-        copy_x.copy(sX0 + 8 * stage * LX::SIZE, kt * DM_BK, K);
-        copy_y.copy(sY0 + 8 * stage * LY::SIZE, kt * DM_BK, K);
+        copy_a.copy(sA0 + 8 * stage * LA::SIZE, kt * DM_BK, K);
+        copy_b.copy(sB0 + 8 * stage * LB::SIZE, kt * B_KS, CPLX && BN ? K / 2 : K);
     };
 #pragma unroll
     for (int s = 0; s < DM_STAGES - 1; ++s) {
@@ -241,8 +272,13 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
     const int g = lane >> 2, q = lane & 3;
     // where the MMA's row r (< DM_TM) and K index k (< DM_TK) of this lane sit in the tiles
     auto xrow = [&](int h) { return PAIR_X ? 2 * g + h : g + 8 * h; };  // h: the row half
-    const double* fx = sX + LX::at(wx0 + xrow(0), q);
-    const double* fy = sY + LY::at(wy0 + g, q);
+    // complex B: the lane's K values are odd (rows 2k + 1 of B2: [-y x]) where q is; B2's column
+    // 2n + p is component p of B's element (p ^ 1 in the odd rows), negated in odd rows where p = 0
+    const bool odd = CPLX && (q & 1);
+    const long long sign = odd ? (long long)(1ull << 63) : 0, flip = !BN && !(g & 1) ? sign : 0;
+    const double* fx = sX + (CPLX && BN ? LX::at(wx0 + 2 * g, q >> 1) : LX::at(wx0 + xrow(0), q));
+    const double* fy = sY + (CPLX && !BN ? LY::at(wy0 / 2 + (g >> 1), 2 * (q >> 1) + ((g ^ q) & 1))
+                                         : LY::at(wy0 + g, q));
     for (int kt = 0; kt < kt_count; ++kt) {
         pm_cp_wait<DM_STAGES - 2>();
         __syncthreads();
@@ -259,6 +295,13 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
             for (int i = 0; i < XI; ++i)
 #pragma unroll
                 for (int j = 0; j < DM_KW; ++j) {
+                    if (CPLX && BN) {  // B2^T: (x, y) of B's element, as (-y, x) in odd K rows
+                        // (the sign flipped as bits: a neg.f64 on the FP64 pipe cost 18% at 1024)
+                        const double2 v = *reinterpret_cast<const double2*>(cX + LX::at(i * DM_TM, kk / 2 + 2 * j));
+                        af[i][2 * j] = __longlong_as_double(__double_as_longlong(odd ? v.y : v.x) ^ sign);
+                        af[i][2 * j + 1] = odd ? v.x : v.y;
+                        continue;
+                    }
                     const double* r = cX + LX::at(i * DM_TM, kk + 4 * j);
                     if (PAIR_X) {  // both row halves
                         const double2 v = *reinterpret_cast<const double2*>(r);
@@ -271,9 +314,15 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
                 }
 #pragma unroll
             for (int j = 0; j < YJ; ++j) {
-                const double* r = cY + LY::at(8 * j, kk);
 #pragma unroll
-                for (int t = 0; t < DM_KW; ++t) bf[j][t] = r[LY::at(0, 4 * t)];
+                for (int t = 0; t < DM_KW; ++t) {
+                    if (CPLX && !BN) {  // B2: rows of B2's columns 2n, 2n + 1 both in B's column n
+                        const double v = cY[LY::at(4 * j, kk + 4 * t)];
+                        bf[j][t] = __longlong_as_double(__double_as_longlong(v) ^ flip);
+                    } else {
+                        bf[j][t] = cY[LY::at(8 * j, kk + 4 * t)];
+                    }
+                }
             }
 #pragma unroll
             for (int i = 0; i < XI; ++i)
@@ -307,3 +356,18 @@ DM_KERNEL(polymm_dmma_ak_bn, true, true)
 DM_KERNEL(polymm_dmma_ak_bk, true, false)
 DM_KERNEL(polymm_dmma_am_bn, false, true)
 DM_KERNEL(polymm_dmma_am_bk, false, false)
+
+// complex128 (CPLX above): the ABI of every polymm kernel, in complex elements (as double2, the
+// pointers seen as doubles); A along K; B along N (bn) or K (bk). Hopper's MMA shapes only.
+#if DM_TM == 16
+#define DM_ZKERNEL(NAME, BN)                                                                             \
+    extern "C" __global__ void __launch_bounds__(DM_THREADS, DM_MINB)                                    \
+        NAME(int M, int N, int K, const double* __restrict__ A, pm_i64 a_off, pm_i64 sa0, pm_i64 sa1,     \
+             pm_i64 sa2, const double* __restrict__ B, pm_i64 b_off, pm_i64 sb0, pm_i64 sb1, pm_i64 sb2,  \
+             double* __restrict__ C, pm_i64 c_off) {                                                     \
+        dm_gemm<true, BN, true>(M, 2 * N, 2 * K, A + 2 * a_off, 2 * sa0, 2 * sa1, sa2, B + 2 * b_off, sb0, \
+                                sb1, sb2, C + 2 * c_off);                                                \
+    }
+DM_ZKERNEL(polymm_dmmaz_ak_bn, true)
+DM_ZKERNEL(polymm_dmmaz_ak_bk, false)
+#endif
