@@ -110,8 +110,11 @@ DMMA_BM, DMMA_BN, DMMA_THREADS, DMMA_STAGES = 64, 64, 128, 4
 DMMA_SHAPE_ONE_WAVE, DMMA_SHAPE = 1684, 1688
 DMMA_BLOCKS_PER_SM = 3  # kernels/dmma.cu's DM_MINB
 DMMA_SHAPE_NAMES = {884: "m8n8k4", 1684: "m16n8k4", 1688: "m16n8k8"}
-#: Shallower products stay on the SIMT kernel.
-DMMA_MIN_K = 64
+#: Shallower products stay on the SIMT kernel. H100, 2026-11-25, kernels alone
+#: (``benchmarks/h100-2026-11-25/session5/probe27.log``): once the float64 kernel stored C 16 bytes
+#: at a time, 4096 x 32 @ 32 x 4096 took 55.1 us on it against 74.5 on the SIMT kernel (cuBLAS
+#: 53.6), 2048 x 32 @ 32 x 2048 14.8 against 23.3 (17.0); 64 before (the former stores: 78.1 us).
+DMMA_MIN_K = 32
 #: Products of fewer tiles too (H100, 2026-11-24, kernels alone: float64 256 squares, 8 tiles of the
 #: first kernel's 64 x 128, 24.6 us on DMMA against 8.2 on the SIMT kernel in four teams; cuBLAS
 #: 4.8): the same area in 64 x 64 tiles.
@@ -231,7 +234,7 @@ def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb, splits: int = 1) -> tup
         return None, f"too small for {DMMA_BM} x {DMMA_BN} tiles"
     if bt * splits * -(-m // DMMA_BM) * -(-n // DMMA_BN) < DMMA_MIN_TILES:
         return None, f"fewer than {DMMA_MIN_TILES} tiles of {DMMA_BM} x {DMMA_BN}: the SIMT kernel spreads wider"
-    if k < DMMA_MIN_K:  # H100, 2026-11-23: 4096 x 32 @ 32 x 4096 at 0.55x cuBLAS on DMMA, 0.84x on SIMT
+    if k < DMMA_MIN_K:
         return None, f"K = {k} < {DMMA_MIN_K}: writing C dominates, the SIMT kernel's stores are faster"
     if splits == 1 and k >= DEEP_K * max(m, n) and bt * -(-m // DMMA_BM) * -(-n // DMMA_BN) < DEEP_TILES:
         return None, f"deep K = {k} on few tiles: split-K on the SIMT cores"

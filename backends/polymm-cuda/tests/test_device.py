@@ -705,6 +705,27 @@ def test_dmma_kernel(backend, layout, monkeypatch):
         assert max(splits_seen) > 1, splits_seen
 
 
+@pytest.mark.parametrize("shift", [0, 1])
+def test_dmma_stores_pairs_wherever_c_lies(backend, shift, monkeypatch):
+    """The float64 kernel stores C two values at a time where a row starts 16-byte aligned and one
+    at a time elsewhere: C 8 bytes past an aligned address, odd and even N, both operand layouts
+    that swap the MMA's roles and one that does not, an outer product of K = 32."""
+    monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)
+    rng = np.random.default_rng(37)
+    for bt, m, n, k, layout in [
+        (1, 128, 130, 64, "c"),
+        (2, 96, 129, 32, "c"),
+        (1, 130, 128, 48, "bt"),
+        (1, 64, 200, 40, "at"),
+    ]:
+        backend._plans.clear()
+        da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "float64")
+        out = cp.full(bt * m * n + shift, np.nan)[shift:].reshape(bt, m, n)
+        backend.matmul(da, db, out, "auto")
+        _check(out, ha, hb, "float64")
+        assert "FP64 tensor cores" in backend.last_plan.reason or backend._compute_capability(0) < tensorcore.MIN_CC
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("as_read", [True, False], ids=["as-read", "into-scratch"])
 def test_complex128_realified(backend, layout, as_read, monkeypatch):
