@@ -260,6 +260,13 @@ def _compute(impl, kind, x1, x2, shape, dtype, algorithm, out):
             sb = matrix_strides(tuple(x2.shape), kind.elem_strides(b), len(batch), vector_is_row=False)
             sc = c_strides(batch + (m, n))
             groups, (ba, bb, bc) = collapse_batch(batch, sa[:-2], sb[:-2], sc[:-2])
+            if groups == batch and len(batch) == 2 and not kind.views:
+                crossed = _crossed(kind, impl, a, b, sa, sb, batch, m, k, n, dtype, algorithm)
+                if crossed is not None:
+                    if out is None:
+                        return crossed
+                    kind.assign(out, crossed)
+                    return out
             if len(groups) > 1 and not kind.views:  # one launch over copies, not one per outer index
                 (a, sa), (b, sb) = (
                     _spread(kind, x, batch, rows, cols, st, math.prod(shape.result))
@@ -290,6 +297,42 @@ def _compute(impl, kind, x1, x2, shape, dtype, algorithm, out):
         kind.assign(out, result)
         return out
     return result
+
+
+def _crossed(kind, impl, a, b, sa, sb, batch, m, k, n, dtype, algorithm):
+    """``C[i, j] = A[i] @ B[j]`` (or ``A[j] @ B[i]``) where A walks one batch axis and B the other,
+    as one product: every A's rows stacked (gA m x k), every B's columns side by side (k x gB n,
+    a copy), the gA m x gB n result's blocks then copied into place. Both operands would otherwise
+    be copied out to the whole batch and multiplied in small pieces (64 x 64 products of 32 cubes:
+    4096 of them). None where the batch is not crossed so, where the blocks (m n) outweigh the
+    operands' copies they save (m k + k n), or where the library cannot copy."""
+    ba, bb = sa[:2], sb[:2]
+    if ba[1] == 0 and bb[0] == 0 and ba[0] and bb[1]:
+        along = 0  # A walks axis 0
+    elif ba[0] == 0 and bb[1] == 0 and ba[1] and bb[0]:
+        along = 1
+    else:
+        return None
+    if m * n > m * k + k * n:
+        return None
+    ga, gb = batch[along], batch[1 - along]
+    if ba[along] == m * sa[2]:  # the A's rows already lie one stride apart
+        rows = kind.operand(a, (1, ga * m, k), (0, sa[2], sa[3]))
+    else:
+        stacked = kind.broadcast_copy(a, (ga, m, k), (ba[along], sa[2], sa[3]))
+        if stacked is None:
+            return None
+        rows = kind.operand(stacked, (1, ga * m, k), (0, k, 1))
+    beside = kind.broadcast_copy(b, (k, gb, n), (sb[2], bb[1 - along], sb[3]))
+    if beside is None:
+        return None
+    blocks = kind.empty((ga * m, gb * n), dtype, like=a)
+    columns = kind.operand(beside, (1, k, gb * n), (0, gb * n, 1))
+    impl.matmul(rows, columns, kind.operand(blocks, (1, ga * m, gb * n), (0, gb * n, 1)), algorithm)
+    # block (iA, iB) of the product is C[iA, iB] (A along axis 0) or C[iB, iA]
+    step_a, step_b = m * gb * n, n
+    strides = (step_a, step_b) if along == 0 else (step_b, step_a)
+    return kind.broadcast_copy(blocks, (*batch, m, n), (*strides, gb * n, 1))
 
 
 def _spread(kind, x, batch, rows, cols, strides, result_size):

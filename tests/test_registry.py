@@ -293,3 +293,29 @@ def test_register_backend_forgets_the_launches_the_short_path_replays():
     dispatch._REPLAYS[("a product seen before",)] = ((2, 2), lambda *addresses: None)
     polymm.register_backend("recorder", _Recorder, replace=True)
     assert not dispatch._REPLAYS
+
+
+def test_an_opencl_device_that_builds_nothing_is_not_offered(monkeypatch):
+    """A driver can list a device that builds no program (PoCL 3.0 on a CPU its LLVM 14 does not
+    know): such a device is passed over, and with none left the backend is unavailable, naming
+    each device and its compiler's error, also where ``POLYMM_OPENCL_DEVICE`` asks for it."""
+    pytest.importorskip("pyopencl")
+    import polymm_opencl
+    from polymm.backend import BackendUnavailable
+
+    found = polymm_opencl._all_devices()
+    if not found:
+        pytest.skip("no OpenCL device is listed here")
+    monkeypatch.setattr(polymm_opencl, "_build_failure", lambda device: "error: unknown target CPU 'generic'")
+    monkeypatch.delenv("POLYMM_OPENCL_DEVICE", raising=False)
+    first = found[0][3].name.strip()
+    with pytest.raises(BackendUnavailable, match=f"no OpenCL device builds programs: {first} .*unknown target CPU"):
+        polymm_opencl.OpenCLBackend()
+    monkeypatch.setenv("POLYMM_OPENCL_DEVICE", "0:0")
+    with pytest.raises(BackendUnavailable, match="POLYMM_OPENCL_DEVICE='0:0': .* cannot build OpenCL programs"):
+        polymm_opencl.OpenCLBackend()
+    # a device that builds is chosen over one that does not
+    monkeypatch.delenv("POLYMM_OPENCL_DEVICE")
+    last = found[-1][3]
+    monkeypatch.setattr(polymm_opencl, "_build_failure", lambda device: None if device == last else "no")
+    assert polymm_opencl._pick_device() == last

@@ -59,7 +59,7 @@ class KernelBuildError(RuntimeError):
 
 
 _queue_var: contextvars.ContextVar = contextvars.ContextVar("polymm_opencl_queue", default=None)
-_default_queue = None
+_default_queue = _default_context = None
 _default_lock = threading.Lock()
 
 
@@ -96,6 +96,36 @@ def _all_devices():
     return found
 
 
+_build_failures: dict = {}  # device.int_ptr -> None (it builds) or the first line of its build log
+
+
+def _build_failure(device) -> str | None:
+    """None when ``device`` builds a one-line program, else why not (cached per device).
+
+    A driver can list a device and still build nothing: PoCL 3.0's LLVM 14 names a CPU it does
+    not know (AMD family 0x1A, Zen 5) ``generic`` and then rejects that name, so every program
+    fails with "unknown target CPU 'generic'". Such a device is not offered for computing."""
+    import pyopencl as cl
+
+    key = device.int_ptr
+    if key not in _build_failures:
+        try:
+            context = cl.Context([device])
+            cl.Program(context, "__kernel void polymm_probe(__global int *x) { x[0] = 1; }").build(devices=[device])
+            _build_failures[key] = None
+        except cl.Error as exc:
+            lines = [line.strip() for line in str(exc).splitlines() if "error" in line.lower()]
+            _build_failures[key] = lines[-1] if lines else str(exc).strip().splitlines()[0]
+    return _build_failures[key]
+
+
+def _unbuildable(device, platform) -> str:
+    why = f"{device.name.strip()} ({platform.name.strip()}) cannot build OpenCL programs: {_build_failure(device)}"
+    if "portable computing language" in platform.name.lower() and "target cpu" in why.lower():
+        why += " (this PoCL's LLVM does not know the host CPU; a newer PoCL does)"
+    return why
+
+
 def _pick_device():
     import pyopencl as cl
 
@@ -110,21 +140,27 @@ def _pick_device():
         if all(p.strip().isdigit() for p in parts) and len(parts) <= 2:
             p_index = int(parts[0])
             d_index = int(parts[1]) if len(parts) == 2 else 0
-            for p, d, _, device in found:
-                if (p, d) == (p_index, d_index):
-                    return device
+            chosen = [(pl, dev) for p, d, pl, dev in found if (p, d) == (p_index, d_index)]
         else:
-            for _, _, platform, device in found:
-                if wanted.lower() in device.name.lower() or wanted.lower() in platform.name.lower():
-                    return device
-        raise BackendUnavailable(
-            f"POLYMM_OPENCL_DEVICE={wanted!r} matches no OpenCL device; have: "
-            + "; ".join(f"{p}:{d} {dev.name.strip()} ({pl.name.strip()})" for p, d, pl, dev in found)
-        )
-    for _, _, _, device in found:
-        if device.type & cl.device_type.GPU:
+            named = wanted.lower()
+            chosen = [(pl, dev) for _, _, pl, dev in found if named in dev.name.lower() or named in pl.name.lower()]
+        if not chosen:
+            raise BackendUnavailable(
+                f"POLYMM_OPENCL_DEVICE={wanted!r} matches no OpenCL device; have: "
+                + "; ".join(f"{p}:{d} {dev.name.strip()} ({pl.name.strip()})" for p, d, pl, dev in found)
+            )
+        platform, device = chosen[0]
+        if _build_failure(device) is not None:
+            raise BackendUnavailable(f"POLYMM_OPENCL_DEVICE={wanted!r}: " + _unbuildable(device, platform))
+        return device
+    # the first GPU, else the first device, of those that build programs
+    ranked = sorted(found, key=lambda f: not f[3].type & cl.device_type.GPU)
+    for _, _, _, device in ranked:
+        if _build_failure(device) is None:
             return device
-    return found[0][3]
+    raise BackendUnavailable(
+        "no OpenCL device builds programs: " + "; ".join(_unbuildable(d, p) for _, _, p, d in found)
+    )
 
 
 def default_queue():
@@ -138,8 +174,9 @@ def default_queue():
             import pyopencl as cl
 
             device = _pick_device()
-            context = cl.Context([device])
-            _default_queue = cl.CommandQueue(context, device)
+            global _default_context  # held: Intel's CPU runtime frees a context its queue still uses
+            _default_context = cl.Context([device])
+            _default_queue = cl.CommandQueue(_default_context, device)
         return _default_queue
 
 

@@ -1,0 +1,115 @@
+"""Broadcast batches of a device library (``polymm.dispatch._compute``): where A walks one batch
+axis and B the other (``C[i, j] = A[i] @ B[j]``), the product runs as one (every A's rows
+stacked, every B's columns side by side) and its blocks are copied into place; other broadcasts
+take the copies of the whole batch as before. On the OpenCL and CUDA backends, every result
+checked by the oracle, the products the backend is asked for counted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polymm
+from polymm.testing.reference import assert_matches, random_array
+
+
+class Strided(np.ndarray):
+    """A view of ``base[slicing]`` that remembers how it was cut, to be cut the same way on the device."""
+
+    def __new__(cls, base, slicing):
+        view = base[slicing].view(cls)
+        view.whole, view.slicing = base, slicing
+        return view
+
+
+def _transfers(name):
+    """``(to_device, to_host)`` for the array library of backend ``name``."""
+    if name == "opencl":
+        import pyopencl.array as cl_array
+        from polymm_opencl import default_queue
+
+        queue = default_queue()
+        return (lambda x: cl_array.to_device(queue, x)), (lambda x: x.get())
+    import cupy
+
+    return cupy.asarray, cupy.asnumpy
+
+
+@pytest.fixture(params=["opencl", "cuda"])
+def device(request, monkeypatch):
+    """``(run, asked)``: ``run(x1, x2, **options)`` multiplies device copies of host arrays on a
+    device backend and returns the host result; ``asked`` lists the (A, B) shapes it computed."""
+    name = request.param
+    if not any(i.name == name and i.available for i in polymm.backends()):
+        pytest.skip(f"the {name} backend is unavailable here")
+    to_device, to_host = _transfers(name)
+    backend = type(polymm.get_backend(name))
+    asked = []
+    compute = backend.matmul
+
+    def counted(self, a, b, out, algorithm):
+        asked.append((a.shape, b.shape))
+        return compute(self, a, b, out, algorithm)
+
+    monkeypatch.setattr(backend, "matmul", counted)
+
+    def run(x1, x2, **options):
+        if "out" in options:
+            options["out"] = to_device(options["out"])
+        # a strided host view goes over as its base, viewed the same way on the device
+        d1 = to_device(x1.whole)[x1.slicing] if hasattr(x1, "slicing") else to_device(x1)
+        got = polymm.matmul(d1, to_device(x2), backend=name, **options)
+        assert "out" not in options or got is options["out"]
+        return to_host(got)
+
+    return run, asked
+
+
+@pytest.mark.parametrize(
+    "shape1, shape2, one",
+    [
+        ((4, 1, 5, 3), (1, 6, 3, 7), ((1, 20, 3), (1, 3, 42))),  # A along the first axis, B the second
+        ((1, 6, 5, 3), (4, 1, 3, 7), ((1, 30, 3), (1, 3, 28))),  # and the other way round
+        ((3, 1, 16, 16), (1, 5, 16, 16), ((1, 48, 16), (1, 16, 80))),
+    ],
+)
+def test_crossed_batches_run_as_one_product(device, shape1, shape2, one):
+    run, asked = device
+    rng = np.random.default_rng(5)
+    for dtype in ("float32", "complex64", "int32"):
+        x1, x2 = random_array(rng, shape1, dtype), random_array(rng, shape2, dtype)
+        asked.clear()
+        assert_matches(run(x1, x2), x1, x2)
+        assert asked == [one], asked
+
+
+def test_crossed_batches_stack_a_copy_of_a_and_fill_out(device):
+    """An A whose matrices do not lie one stride apart is copied to be stacked; ``out`` is filled."""
+    run, asked = device
+    rng = np.random.default_rng(6)
+    whole = np.ascontiguousarray(random_array(rng, (4, 1, 3, 5), "float64").transpose(0, 1, 3, 2))
+    x1 = Strided(whole, (slice(None), slice(None), slice(None, None, 2)))
+    x2 = random_array(rng, (1, 6, 3, 7), "float64")
+    assert_matches(run(x1, x2), x1, x2)
+    assert asked == [((1, 12, 3), (1, 3, 42))], asked
+    asked.clear()
+    poisoned = np.full((4, 6, 3, 7), np.nan)
+    assert_matches(run(x1, x2, out=poisoned), x1, x2)
+    assert len(asked) == 1
+
+
+@pytest.mark.parametrize(
+    "shape1, shape2",
+    [
+        ((4, 6, 5, 3), (1, 6, 3, 7)),  # A walks both axes: copies of the whole batch
+        ((4, 1, 8, 1), (1, 6, 1, 8)),  # K = 1: the blocks outweigh the copies they would save
+        ((2, 3, 1, 5, 3), (1, 1, 4, 3, 7)),  # three batch axes
+    ],
+)
+def test_other_broadcasts_are_not_crossed(device, shape1, shape2):
+    run, asked = device
+    rng = np.random.default_rng(7)
+    x1, x2 = random_array(rng, shape1, "float32"), random_array(rng, shape2, "float32")
+    assert_matches(run(x1, x2), x1, x2)
+    m, n = shape1[-2], shape2[-1]
+    assert all(a[1] == m and b[2] == n for a, b in asked), asked
