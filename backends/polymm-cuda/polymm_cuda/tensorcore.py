@@ -128,7 +128,12 @@ DMMA_MIN_TILES = 32
 DMMA_SLICE_MIN = 512
 #: complex128 runs on the float64 kernel as one real product (``kernels/realify.c`` says how) from
 #: this compute capability on: ``polymm_dmmaz_*`` read B's realified 2 x 2 blocks from B itself
-#: (the Hopper MMA shapes); before, the shared planner writes them out first (``realify``).
+#: (the Hopper MMA shapes); before, the shared planner writes them out first (``realify``), from
+#: its REALIFY_WORK multiply-adds per matrix on. Reading them costs no scratch, so small products
+#: take the float64 kernel's own limits (tiles, K) alone. H100, 2026-11-26, whole calls against
+#: ZGEMM (``benchmarks/h100-2026-11-26/probe28.log``, ``probe29.log``), SIMT -> polymm_dmmaz: 256
+#: cubed 35.2 -> 31.9 us (34.0), 288 46.5 -> 34.6 (35.6), 320 55.9 -> 35.7 (35.4), 1024 x 64
+#: cubed 233 -> 90 (111), 64 x 128 cubed 125 -> 44 (62), 16 x 200 cubed 171 -> 54 (62).
 DMMAZ_MIN_CC = 90
 
 
@@ -215,8 +220,6 @@ def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb, splits: int = 1) -> tup
     (its smaller stride), so the copies coalesce. complex128 takes the same rules on the real
     product it becomes (:func:`fp64_shape`), A along K.
     """
-    from polymm.kernels.planner import REALIFY_WORK
-
     if dtype.name not in ("float64", "complex128"):
         return None, "the FP64 tensor cores serve float64 (and complex128 as float64)"
     if cc < MIN_CC:
@@ -227,8 +230,6 @@ def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb, splits: int = 1) -> tup
             return None, f"complex128 reads B as real blocks from compute capability {DMMAZ_MIN_CC / 10:.1f} on"
         if abs(sa[2]) > abs(sa[1]):
             return None, "complex128 as reals needs A along K"
-        if shape[1] * shape[2] * shape[3] < REALIFY_WORK:
-            return None, f"complex128: fewer than {REALIFY_WORK} multiply-adds per matrix"
     bt, m, n, k = fp64_shape(dtype, shape)
     if min(m, n) < 32 or m * n * k < 64**3:
         return None, f"too small for {DMMA_BM} x {DMMA_BN} tiles"

@@ -495,12 +495,15 @@ def test_complex128_runs_as_one_float64_product_on_the_fp64_tensor_cores(shape, 
         ((2, 300, 260, 520), "k-major"),
         ((1, 48, 40, 20000), "c"),
         ((1, 64, 16384, 16384), "c"),
+        ((16, 64, 64, 64), "c"),  # small products (under REALIFY_WORK) too: no scratch to pay for
+        ((1, 256, 256, 256), "k-major"),
     ],
 )
 def test_complex128_reads_b_realified_on_hopper(shape, b_layout):
     """On Hopper, complex128 (A along K) runs as one float64 product without writing B2: the
     complex kernel (``polymm_dmmaz_*``, B along N or K) takes the complex ABI and reads B's
-    realified blocks from B itself, so even a B whose B2 would exceed REALIFY_BYTES runs there;
+    realified blocks from B itself, so even a B whose B2 would exceed REALIFY_BYTES runs there, and
+    products under REALIFY_WORK (the planner's bar for writing B2 out) too;
     deep products in K slices (complex elements, 16 bytes apart) summed in order.  The plan, run in
     NumPy by its argument lists, computes the complex product (poisoned outputs and scratch)."""
     import dataclasses
@@ -536,7 +539,7 @@ def test_complex128_reads_b_realified_on_hopper(shape, b_layout):
 
 
 def test_complex128_stays_complex_where_realifying_gains_nothing():
-    """Small products, A without a contiguous K axis, few columns, B too large to realify in
+    """Products of few tiles, A without a contiguous K axis, few columns, B too large to realify in
     scratch before Hopper, and devices without the entry keep the complex kernels."""
     import dataclasses
 
@@ -544,7 +547,7 @@ def test_complex128_stays_complex_where_realifying_gains_nothing():
 
     hopper = dataclasses.replace(H100, cc=90)
     for shape, sa in (
-        ((1, 256, 256, 256), (256 * 256, 256, 1)),  # below REALIFY_WORK
+        ((1, 128, 128, 128), (128 * 128, 128, 1)),  # too few tiles for the float64 kernel
         ((1, 1024, 1024, 1024), (1 << 20, 1, 1024)),  # A column-major
         ((1, 2048, 4, 2048), (1 << 22, 2048, 1)),  # few columns: matvec
     ):

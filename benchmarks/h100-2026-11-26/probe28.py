@@ -1,0 +1,72 @@
+"""Small complex128 squares: the SIMT kernel (what the planner picks below REALIFY_WORK multiply-adds
+per matrix) against the FP64 tensor cores with B realified as it is read (polymm_dmmaz_*, no
+scratch, so the scratch cost REALIFY_WORK stands for is not paid). Whole calls of the backend
+(CUDA events around each call, interleaved with cuBLAS ZGEMM, median of 31) and GPU time (queued
+behind a spinning kernel, best of 3); every result checked against cuBLAS's.
+
+    . .device/setup.sh && python .device/probe28.py
+"""
+
+import sys
+
+import cupy as cp
+import numpy as np
+
+sys.path.insert(0, ".device")
+from sweep import ktime  # noqa: E402
+
+from polymm.kernels import planner  # noqa: E402
+from polymm_cuda import CUDABackend  # noqa: E402
+
+#: one backend per variant, each keeping the plans made under its REALIFY_WORK
+VARIANTS = {"simt": 1 << 25, "dmmaz": 0}
+backends = {v: CUDABackend() for v in VARIANTS}
+SIZES = [(1, 192), (1, 224), (1, 256), (1, 288), (1, 320), (8, 256)]
+
+
+def event_time(f) -> float:
+    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+    e0.record()
+    f()
+    e1.record()
+    e1.synchronize()
+    return cp.cuda.get_elapsed_time(e0, e1) * 1e3
+
+
+def rnd(shape):
+    return cp.random.standard_normal(shape) + 1j * cp.random.standard_normal(shape)
+
+
+for bt, n in SIZES:
+    a, b = rnd((bt, n, n)), rnd((bt, n, n))
+    ref = cp.matmul(a, b)
+    outs = {v: cp.full((bt, n, n), np.nan, dtype=cp.complex128) for v in VARIANTS}
+    calls = {"cuBLAS": lambda: cp.matmul(a, b)}
+    reasons = {}
+    for v, work in VARIANTS.items():
+        planner.REALIFY_WORK = work
+
+        def call(v=v):
+            backends[v].matmul(a, b, outs[v], "auto")
+
+        calls[v] = call
+        call()
+        cp.cuda.Device().synchronize()
+        err = float(cp.abs(outs[v] - ref).max() / cp.abs(ref).max())
+        reasons[v] = f"{backends[v].last_plan.reason} | err {err:.1e}"
+    planner.REALIFY_WORK = 1 << 25
+    times = {c: [] for c in calls}
+    for f in calls.values():
+        f()
+    for _ in range(31):
+        for c, f in calls.items():
+            times[c].append(event_time(f))
+    gpu = {c: ktime(f, reps=10) for c, f in calls.items()}
+    ref_call, ref_gpu = np.median(times["cuBLAS"]), gpu["cuBLAS"]
+    print(f"== complex128 {bt} x {n}^3: cuBLAS call {ref_call:.1f} us, GPU {ref_gpu:.1f} us", flush=True)
+    for v in VARIANTS:
+        t = np.median(times[v])
+        print(
+            f"  {v:6s} call {t:7.1f} us ({ref_call / t:.2f}x)  GPU {gpu[v]:7.1f} us ({ref_gpu / gpu[v]:.2f}x)  {reasons[v]}",
+            flush=True,
+        )
