@@ -5,6 +5,10 @@ scratch, so the scratch cost REALIFY_WORK stands for is not paid). Whole calls o
 behind a spinning kernel, best of 3); every result checked against cuBLAS's.
 
     . .device/setup.sh && python .device/probe28.py
+
+Run at f7c49d9 (``probe28.log``; its headers then read ``1 x 256^3``; probe29 has since shared
+this code). From 8abcdd5 on REALIFY_WORK no longer steers complex128 on Hopper, so there both
+variants take polymm_dmmaz wherever the float64 kernel's limits allow.
 """
 
 import sys
@@ -21,7 +25,7 @@ from polymm_cuda import CUDABackend  # noqa: E402
 #: one backend per variant, each keeping the plans made under its REALIFY_WORK
 VARIANTS = {"simt": 1 << 25, "dmmaz": 0}
 backends = {v: CUDABackend() for v in VARIANTS}
-SIZES = [(1, 192), (1, 224), (1, 256), (1, 288), (1, 320), (8, 256)]
+CASES = [(1, n, n, n) for n in (192, 224, 256, 288, 320)] + [(8, 256, 256, 256)]
 
 
 def event_time(f) -> float:
@@ -37,10 +41,16 @@ def rnd(shape):
     return cp.random.standard_normal(shape) + 1j * cp.random.standard_normal(shape)
 
 
-for bt, n in SIZES:
-    a, b = rnd((bt, n, n)), rnd((bt, n, n))
+def compare(cases):
+    """Time and check each (batch, M, K, N) product on both variants and cuBLAS; print a block each."""
+    for bt, m, k, n in cases:
+        _compare(bt, m, k, n)
+
+
+def _compare(bt, m, k, n):
+    a, b = rnd((bt, m, k)), rnd((bt, k, n))
     ref = cp.matmul(a, b)
-    outs = {v: cp.full((bt, n, n), np.nan, dtype=cp.complex128) for v in VARIANTS}
+    outs = {v: cp.full((bt, m, n), np.nan, dtype=cp.complex128) for v in VARIANTS}
     calls = {"cuBLAS": lambda: cp.matmul(a, b)}
     reasons = {}
     for v, work in VARIANTS.items():
@@ -63,10 +73,14 @@ for bt, n in SIZES:
             times[c].append(event_time(f))
     gpu = {c: ktime(f, reps=10) for c, f in calls.items()}
     ref_call, ref_gpu = np.median(times["cuBLAS"]), gpu["cuBLAS"]
-    print(f"== complex128 {bt} x {n}^3: cuBLAS call {ref_call:.1f} us, GPU {ref_gpu:.1f} us", flush=True)
+    print(f"== complex128 {bt} x {m}x{k} @ {k}x{n}: cuBLAS call {ref_call:.1f} us, GPU {ref_gpu:.1f} us", flush=True)
     for v in VARIANTS:
         t = np.median(times[v])
         print(
             f"  {v:6s} call {t:7.1f} us ({ref_call / t:.2f}x)  GPU {gpu[v]:7.1f} us ({ref_gpu / gpu[v]:.2f}x)  {reasons[v]}",
             flush=True,
         )
+
+
+if __name__ == "__main__":
+    compare(CASES)

@@ -1,74 +1,23 @@
-"""probe28 on other complex128 products under REALIFY_WORK multiply-adds per matrix (batches of
-small matrices, thin ones). Small complex128 products: the SIMT kernel (what the planner picks below REALIFY_WORK multiply-adds
-per matrix) against the FP64 tensor cores with B realified as it is read (polymm_dmmaz_*, no
-scratch, so the scratch cost REALIFY_WORK stands for is not paid). Whole calls of the backend
-(CUDA events around each call, interleaved with cuBLAS ZGEMM, median of 31) and GPU time (queued
-behind a spinning kernel, best of 3); every result checked against cuBLAS's.
+"""probe28 on other complex128 products under REALIFY_WORK multiply-adds per matrix: batches of
+small matrices, thin ones (whole calls and GPU time, SIMT against polymm_dmmaz, cuBLAS beside).
 
     . .device/setup.sh && python .device/probe29.py
 """
 
 import sys
 
-import cupy as cp
-import numpy as np
-
 sys.path.insert(0, ".device")
-from sweep import ktime  # noqa: E402
+from probe28 import compare  # noqa: E402
 
-from polymm.kernels import planner  # noqa: E402
-from polymm_cuda import CUDABackend  # noqa: E402
-
-#: one backend per variant, each keeping the plans made under its REALIFY_WORK
-VARIANTS = {"simt": 1 << 25, "dmmaz": 0}
-backends = {v: CUDABackend() for v in VARIANTS}
-CASES = [(1024, 64, 64, 64), (256, 96, 96, 96), (64, 128, 128, 128), (16, 200, 200, 200), (2, 256, 256, 256),
-         (1, 1000, 300, 40), (1, 300, 1000, 100), (1, 128, 2048, 128), (1, 512, 128, 512)]
-
-
-def event_time(f) -> float:
-    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-    e0.record()
-    f()
-    e1.record()
-    e1.synchronize()
-    return cp.cuda.get_elapsed_time(e0, e1) * 1e3
-
-
-def rnd(shape):
-    return cp.random.standard_normal(shape) + 1j * cp.random.standard_normal(shape)
-
-
-for bt, m, k, n in CASES:
-    a, b = rnd((bt, m, k)), rnd((bt, k, n))
-    ref = cp.matmul(a, b)
-    outs = {v: cp.full((bt, m, n), np.nan, dtype=cp.complex128) for v in VARIANTS}
-    calls = {"cuBLAS": lambda: cp.matmul(a, b)}
-    reasons = {}
-    for v, work in VARIANTS.items():
-        planner.REALIFY_WORK = work
-
-        def call(v=v):
-            backends[v].matmul(a, b, outs[v], "auto")
-
-        calls[v] = call
-        call()
-        cp.cuda.Device().synchronize()
-        err = float(cp.abs(outs[v] - ref).max() / cp.abs(ref).max())
-        reasons[v] = f"{backends[v].last_plan.reason} | err {err:.1e}"
-    planner.REALIFY_WORK = 1 << 25
-    times = {c: [] for c in calls}
-    for f in calls.values():
-        f()
-    for _ in range(31):
-        for c, f in calls.items():
-            times[c].append(event_time(f))
-    gpu = {c: ktime(f, reps=10) for c, f in calls.items()}
-    ref_call, ref_gpu = np.median(times["cuBLAS"]), gpu["cuBLAS"]
-    print(f"== complex128 {bt} x {m}x{k} @ {k}x{n}: cuBLAS call {ref_call:.1f} us, GPU {ref_gpu:.1f} us", flush=True)
-    for v in VARIANTS:
-        t = np.median(times[v])
-        print(
-            f"  {v:6s} call {t:7.1f} us ({ref_call / t:.2f}x)  GPU {gpu[v]:7.1f} us ({ref_gpu / gpu[v]:.2f}x)  {reasons[v]}",
-            flush=True,
-        )
+CASES = [
+    (1024, 64, 64, 64),
+    (256, 96, 96, 96),
+    (64, 128, 128, 128),
+    (16, 200, 200, 200),
+    (2, 256, 256, 256),
+    (1, 1000, 300, 40),
+    (1, 300, 1000, 100),
+    (1, 128, 2048, 128),
+    (1, 512, 128, 512),
+]
+compare(CASES)
