@@ -299,6 +299,19 @@ def _compute(impl, kind, x1, x2, shape, dtype, algorithm, out):
     return result
 
 
+def crossed_along(batch, ba, bb, m, k, n) -> int | None:
+    """The axis A walks (0 or 1) where, of a 2-D broadcast batch, A walks one axis and B the other
+    (batch strides ``ba``, ``bb``, 0 where broadcast) and one product of the stacked operands pays
+    off: its blocks (m n) at most the operands' copies it saves (m k + k n). Else None. The
+    dispatch (:func:`_crossed`) and ``polymm.explain`` decide by it."""
+    if len(batch) != 2 or m * n > m * k + k * n:
+        return None
+    for along in (0, 1):
+        if ba[1 - along] == 0 and bb[along] == 0 and ba[along] and bb[1 - along]:
+            return along
+    return None
+
+
 def _crossed(kind, impl, a, b, sa, sb, batch, m, k, n, dtype, algorithm):
     """``C[i, j] = A[i] @ B[j]`` (or ``A[j] @ B[i]``) where A walks one batch axis and B the other,
     as one product: every A's rows stacked (gA m x k), every B's columns side by side (k x gB n,
@@ -307,13 +320,8 @@ def _crossed(kind, impl, a, b, sa, sb, batch, m, k, n, dtype, algorithm):
     4096 of them). None where the batch is not crossed so, where the blocks (m n) outweigh the
     operands' copies they save (m k + k n), or where the library cannot copy."""
     ba, bb = sa[:2], sb[:2]
-    if ba[1] == 0 and bb[0] == 0 and ba[0] and bb[1]:
-        along = 0  # A walks axis 0
-    elif ba[0] == 0 and bb[1] == 0 and ba[1] and bb[0]:
-        along = 1
-    else:
-        return None
-    if m * n > m * k + k * n:
+    along = crossed_along(batch, ba, bb, m, k, n)
+    if along is None:
         return None
     ga, gb = batch[along], batch[1 - along]
     if ba[along] == m * sa[2]:  # the A's rows already lie one stride apart

@@ -189,6 +189,21 @@ def _shapes(shape1, shape2):
     return math.prod(s.batch), s.m, s.n, s.k
 
 
+def _crossed(shape1, shape2) -> tuple[int, int] | None:
+    """``(gA, gB)`` where the dispatch runs this broadcast batch (C-contiguous device arrays) as
+    one product, gA A's rows stacked and gB B's columns side by side
+    (:func:`polymm.dispatch.crossed_along`), else None."""
+    from .dispatch import crossed_along
+    from .shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
+
+    s = matmul_shape(tuple(shape1), tuple(shape2))
+    sa = matrix_strides(tuple(shape1), c_strides(shape1), len(s.batch), vector_is_row=True)
+    sb = matrix_strides(tuple(shape2), c_strides(shape2), len(s.batch), vector_is_row=False)
+    groups, _ = collapse_batch(s.batch, sa[:-2], sb[:-2], c_strides(s.batch + (s.m, s.n))[:-2])
+    along = crossed_along(s.batch, sa[:2], sb[:2], s.m, s.k, s.n) if tuple(groups) == s.batch else None
+    return None if along is None else (s.batch[along], s.batch[1 - along])
+
+
 def _peak(device_name: str, dtype: np.dtype, tensor: bool):
     for key, peaks in PEAKS.items():
         if key.lower() in device_name.lower():
@@ -323,7 +338,9 @@ def explain(
 
         backend_factory(backend)  # its module registers its planner entries (CUDA: the tensor cores)
         model = _model_device(device, backend)
-        made = planner.plan(model, dtype, (batch, m, n, k), (0, (m * k, k, 1)), (0, (k * n, n, 1)), 0, algorithm)
+        crossed = _crossed(shape1, shape2)  # a GPU backend computes on device arrays
+        pb, pm, pn = (1, crossed[0] * m, crossed[1] * n) if crossed else (batch, m, n)
+        made = planner.plan(model, dtype, (pb, pm, pn, k), (0, (pm * k, k, 1)), (0, (k * pn, pn, 1)), 0, algorithm)
         compiled = [_nvcc_registers(model, launch, launch.dtype or dtype) for launch in made.launches]
         report = {"device": model, "plan": made, "compiled": compiled}
     else:
@@ -335,13 +352,19 @@ def explain(
             raise ValueError(f"backend {backend!r} cannot explain its plans (it has no explain method)")
         if algorithm not in be.algorithms and algorithm != "auto":
             raise ValueError(f"backend {backend!r} has no algorithm {algorithm!r}; it has {list(be.algorithms)}")
+        from .arrays import kind_of
+
         rng = np.random.default_rng(0)
-        a = be.from_numpy(random_array(rng, (batch, m, k), dtype))
-        b = be.from_numpy(random_array(rng, (batch, k, n), dtype))
-        out = be.from_numpy(np.zeros((batch, m, n), dtype))
+        views = kind_of(be.from_numpy(np.zeros(1, dtype))).views  # host libraries: no crossed product
+        crossed = None if views else _crossed(shape1, shape2)
+        pb, pm, pn = (1, crossed[0] * m, crossed[1] * n) if crossed else (batch, m, n)
+        a = be.from_numpy(random_array(rng, (pb, pm, k), dtype))
+        b = be.from_numpy(random_array(rng, (pb, k, pn), dtype))
+        out = be.from_numpy(np.zeros((pb, pm, pn), dtype))
         report = be.explain(a, b, out, algorithm)
     flops = batch * bench.flops(m, n, k, dtype)
-    nbytes = float(dtype.itemsize * batch * (m * k + k * n + m * n))
+    # each operand read once as it is stored (a broadcast one not once per batch), C written once
+    nbytes = float(dtype.itemsize * (math.prod(shape1) + math.prod(shape2) + batch * m * n))
     if "plan" in report:
         body, launches, where, reason, tensor = _gpu_lines(report, dtype)
         path = report["plan"].product.kernel
@@ -349,6 +372,12 @@ def explain(
         body, launches, where = _cpu_lines(report)
         reason, path, tensor = report["reason"], report["path"], False
     head = f"polymm explain: {tuple(shape1)} @ {tuple(shape2)} {dtype.name} on {backend} ({where})"
+    if crossed:
+        reason = (
+            f"crossed broadcast batch: {crossed[0]} A's rows stacked @ {crossed[1]} B's columns side by "
+            f"side (a copy of B), one {crossed[0] * m}x{crossed[1] * n}x{k} product whose blocks are "
+            f"copied into place; {reason}"
+        )
     lines = [head, f"path      {algorithm} -> {path}: {reason}", *body]
     lines.append(
         f"work      {flops / 1e9:.4g} GFLOP, compulsory traffic {_fmt_bytes(nbytes)}: "

@@ -42,6 +42,21 @@ def test_model_h100_plans_without_a_gpu():
     assert gemv.path == "matvec" and "memory-bound" in str(gemv)
 
 
+def test_crossed_broadcast_batches_are_explained_as_the_one_product_they_run():
+    """``C[i, j] = A[i] @ B[j]`` runs on a device library as one product of A's rows stacked and
+    B's columns side by side (``polymm.dispatch``): explained as that, the traffic each operand's
+    own; a host backend, which multiplies views, and batches that are not crossed so keep theirs."""
+    crossed = polymm.explain((64, 1, 32, 32), (1, 64, 32, 32), "float64", backend="cuda", device="H100")
+    assert "crossed broadcast batch" in crossed.reason and "one 2048x2048x32 product" in crossed.reason
+    assert crossed.launches[0]["grid"][2] == 1  # one product, not 4096
+    assert crossed.intensity == pytest.approx(2 * 4096 * 32**3 / ((2 * 64 + 4096) * 32 * 32 * 8))
+    flipped = polymm.explain((1, 64, 32, 16), (64, 1, 16, 32), "float32", backend="opencl", device="H100")
+    assert "one 2048x2048x16 product" in flipped.reason
+    for shapes in (((64, 64, 32, 32), (1, 64, 32, 32)), ((64, 1, 32, 1), (1, 64, 1, 32))):
+        assert "crossed" not in polymm.explain(*shapes, "float32", backend="cuda", device="H100").reason
+    assert "crossed" not in polymm.explain((8, 1, 16, 16), (1, 8, 16, 16), "float32", backend="cpu").reason
+
+
 def test_model_h100_plans_tensor_cores_in_a_fresh_process():
     """The CUDA backend's planner entries (tensor cores) count for a model device even when
     nothing has imported the backend yet."""
