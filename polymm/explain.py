@@ -189,7 +189,7 @@ def _shapes(shape1, shape2):
     return math.prod(s.batch), s.m, s.n, s.k
 
 
-def _crossed(shape1, shape2) -> tuple[int, int] | None:
+def _crossed_groups(shape1, shape2) -> tuple[int, int] | None:
     """``(gA, gB)`` where the dispatch runs this broadcast batch (C-contiguous device arrays) as
     one product, gA A's rows stacked and gB B's columns side by side
     (:func:`polymm.dispatch.crossed_along`), else None."""
@@ -338,7 +338,7 @@ def explain(
 
         backend_factory(backend)  # its module registers its planner entries (CUDA: the tensor cores)
         model = _model_device(device, backend)
-        crossed = _crossed(shape1, shape2)  # a GPU backend computes on device arrays
+        crossed = _crossed_groups(shape1, shape2)  # a GPU backend computes on device arrays
         pb, pm, pn = (1, crossed[0] * m, crossed[1] * n) if crossed else (batch, m, n)
         made = planner.plan(model, dtype, (pb, pm, pn, k), (0, (pm * k, k, 1)), (0, (k * pn, pn, 1)), 0, algorithm)
         compiled = [_nvcc_registers(model, launch, launch.dtype or dtype) for launch in made.launches]
@@ -356,7 +356,7 @@ def explain(
 
         rng = np.random.default_rng(0)
         views = kind_of(be.from_numpy(np.zeros(1, dtype))).views  # host libraries: no crossed product
-        crossed = None if views else _crossed(shape1, shape2)
+        crossed = None if views else _crossed_groups(shape1, shape2)
         pb, pm, pn = (1, crossed[0] * m, crossed[1] * n) if crossed else (batch, m, n)
         a = be.from_numpy(random_array(rng, (pb, pm, k), dtype))
         b = be.from_numpy(random_array(rng, (pb, k, pn), dtype))
