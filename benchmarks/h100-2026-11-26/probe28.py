@@ -17,7 +17,7 @@ import cupy as cp
 import numpy as np
 
 sys.path.insert(0, ".device")
-from sweep import ktime  # noqa: E402
+from sweep import call_time, ktime  # noqa: E402
 
 from polymm.kernels import planner  # noqa: E402
 from polymm_cuda import CUDABackend  # noqa: E402
@@ -26,15 +26,6 @@ from polymm_cuda import CUDABackend  # noqa: E402
 VARIANTS = {"simt": 1 << 25, "dmmaz": 0}
 backends = {v: CUDABackend() for v in VARIANTS}
 CASES = [(1, n, n, n) for n in (192, 224, 256, 288, 320)] + [(8, 256, 256, 256)]
-
-
-def event_time(f) -> float:
-    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-    e0.record()
-    f()
-    e1.record()
-    e1.synchronize()
-    return cp.cuda.get_elapsed_time(e0, e1) * 1e3
 
 
 def rnd(shape):
@@ -70,7 +61,7 @@ def _compare(bt, m, k, n):
         f()
     for _ in range(31):
         for c, f in calls.items():
-            times[c].append(event_time(f))
+            times[c].append(call_time(f))
     gpu = {c: ktime(f, reps=10) for c, f in calls.items()}
     ref_call, ref_gpu = np.median(times["cuBLAS"]), gpu["cuBLAS"]
     print(f"== complex128 {bt} x {m}x{k} @ {k}x{n}: cuBLAS call {ref_call:.1f} us, GPU {ref_gpu:.1f} us", flush=True)

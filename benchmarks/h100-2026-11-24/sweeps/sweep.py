@@ -55,6 +55,16 @@ def ktime(f, reps=10, cycles=20_000_000) -> float:
     return best
 
 
+def call_time(f) -> float:
+    """Microseconds of one call of ``f`` between two CUDA events: the whole call, host side included."""
+    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+    e0.record()
+    f()
+    e1.record()
+    e1.synchronize()
+    return cp.cuda.get_elapsed_time(e0, e1) * 1e3
+
+
 def _error(c, ref) -> float:
     return float(cp.abs(c - ref).max() / cp.abs(ref).max())
 
