@@ -5,7 +5,8 @@ What this module decides and builds, and nothing else:
 
 - :func:`choose`: whether the kernel reads a call's operands as they lie (the copy engine needs
   16-byte aligned bases and row strides, and unit stride along K for A, along N or K for B; an
-  8-bit B contiguous along N is copied K-major first, by :func:`external_launch`'s plan);
+  8-bit B contiguous along N whose rows are not 16-byte aligned is copied K-major first, by
+  :func:`external_launch`'s plan);
 - :func:`tf32_launch`: float32 products in the ``"tf32"`` and ``"tf32x3"`` precision modes:
   the operands split into TF32 parts where needed (``kernels/tf32_split.cu``), one product
   (three for ``tf32x3``), and the repair of rows and columns that hold Inf or NaN;
@@ -99,8 +100,10 @@ def choose(dtype: np.dtype, cc: int, shape, sa, sb, a_ptr: int, b_ptr: int) -> t
         return kernel_name(dtype.name, "kn"), "B is N-contiguous"
     if sb[1] == 1 and aligned(sb[0], sb[2]):
         return kernel_name(dtype.name, "nk"), "B is K-contiguous (B^T row-major)"
-    if sb[2] == 1 and sb[1] > 0 and sb[0] >= 0:  # 8-bit types: transposed into scratch by the plan
-        return kernel_name(dtype.name, "nk"), "B is N-contiguous: copied K-major first (8-bit wgmma has no transpose)"
+    if sb[2] == 1 and aligned(sb[0], sb[1]):  # the 8-bit types: read as stored, through registers
+        return kernel_name(dtype.name, "kn"), "B is N-contiguous: read through registers, as C^T = B^T A^T"
+    if sb[2] == 1 and sb[1] > 0 and sb[0] >= 0:  # 8-bit types, rows the copy engine cannot address
+        return kernel_name(dtype.name, "nk"), "B is N-contiguous, rows not 16-byte aligned: copied K-major first"
     along = "N or K" if dtype.name in _N_MAJOR else "K"
     return None, f"B must be contiguous along {along} with 16-byte aligned strides"
 
@@ -125,18 +128,21 @@ def _mma_wrapper(ptx_type: str, tnsp_b: int, bn: int) -> str:
     )
 
 
-def _mma_rs_wrapper(bn: int) -> str:
-    """``wg_mma_tf32_rs(d, a0, a1, a2, a3, desc_b)``: d += A B for one 64 x bn x 8 TF32 step with
-    A's fragment in registers (four per thread) rather than in shared memory."""
+def _mma_rs_wrapper(ptx_type: str, bn: int) -> str:
+    """``wg_mma_<type>_rs(d, a0, a1, a2, a3, desc_b)``: d += A B for one 64 x bn x (32 bytes of K)
+    step (k8 TF32, k32 8-bit integers) with A's fragment in registers (four words per thread)
+    rather than in shared memory."""
+    integer = ptx_type in ("s8", "u8")
     regs = ", ".join(f"%{i}" for i in range(bn // 2))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(bn // 2))
+    outs = ", ".join(f'"+{"r" if integer else "f"}"(d[{i}])' for i in range(bn // 2))
     a, b, one = bn // 2, bn // 2 + 4, bn // 2 + 5
+    k, acc, tail = (32, "s32", "") if integer else (8, "f32", ", 1, 1")
     return (
-        f"__device__ __forceinline__ void wg_mma_tf32_rs(float (&d)[{bn // 2}], unsigned a0, unsigned a1, unsigned a2, "
-        "unsigned a3, unsigned long long db) {\n"
+        f"__device__ __forceinline__ void wg_mma_{ptx_type}_rs({'int' if integer else 'float'} (&d)[{bn // 2}], "
+        "unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned long long db) {\n"
         f'    asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{one}, 0;\\n"\n'
-        f'                 "wgmma.mma_async.sync.aligned.m64n{bn}k8.f32.tf32.tf32 '
-        f'{{{regs}}}, {{%{a}, %{a + 1}, %{a + 2}, %{a + 3}}}, %{b}, p, 1, 1;\\n}}\\n"\n'
+        f'                 "wgmma.mma_async.sync.aligned.m64n{bn}k{k}.{acc}.{ptx_type}.{ptx_type} '
+        f'{{{regs}}}, {{%{a}, %{a + 1}, %{a + 2}, %{a + 3}}}, %{b}, p{tail};\\n}}\\n"\n'
         f'                 : {outs}\n                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));\n}}\n'
     )
 
@@ -146,7 +152,7 @@ def source(bn: int = BN) -> str:
     """The kernel text for tiles ``bn`` wide: the ``wgmma.mma_async`` wrappers, then the
     asynchronous-copy helpers and ``kernels/wgmma.cu``."""
     wrappers = "".join(_mma_wrapper(_TYPES[t], tn, bn) for t in _N_MAJOR for tn in (0, 1))
-    wrappers += "".join(_mma_wrapper(t, 0, bn) for t in ("tf32", "s8", "u8")) + _mma_rs_wrapper(bn)
+    wrappers += "".join(_mma_wrapper(t, 0, bn) + _mma_rs_wrapper(t, bn) for t in ("tf32", "s8", "u8"))
     return wrappers + _file_source("wgmma")
 
 
@@ -206,11 +212,19 @@ def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
     of ``sms``), block, shared memory, and the two tensor maps (``tma``:
     per map, the buffer slot it describes and its geometry, see :func:`_map`), which the backend
     encodes per call with the buffers' addresses. The operands start 16-byte aligned (:func:`choose`),
-    so their element offsets are 0. An N-contiguous B of an 8-bit type is first copied K-major into
+    so their element offsets are 0. An N-contiguous B of an 8-bit type is read as stored by the
+    kernel's swapped form (tiles of C^T = B^T A^T: B^T's fragments transposed in registers, A as
+    the shared operand), or, where its rows are not 16-byte aligned, first copied K-major into
     scratch by ``kernels/transpose.cu`` (a ``before`` launch; the product then reads that copy)."""
     bt, m, n, k = shape
-    bn = width(shape, sms)
     entries = lambda s_batch: bt if bt > 1 and s_batch != 0 else 1  # noqa: E731
+    if layout == "kn" and isz == 1:  # tiles of C^T: B in boxes of 128 x 128 as stored, A's rows K-major
+        swapped = (bt, n, m, k)
+        bn = width(swapped, sms)
+        a_map = _operand_map(k, m, sa[1], sa[0], isz, (ROW, bn, 1), entries(sa[0]))
+        b_map = _operand_map(n, k, sb[1], sb[0], isz, (ROW, ROW, 1), entries(sb[0]))
+        return {**_geometry(swapped, bn, sms), "tma": ((0, a_map), (1, b_map))}
+    bn = width(shape, sms)
     a_map = _operand_map(k, m, sa[1], sa[0], isz, (ROW // isz, BM, 1), entries(sa[0]))
     if layout == "kn":  # 64 x 64 chunks of B as stored
         b_map = _operand_map(n, k, sb[1], sb[0], isz, (64, 64, 1), entries(sb[0]))

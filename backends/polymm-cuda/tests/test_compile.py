@@ -180,7 +180,8 @@ def test_tensor_core_kernels_compile_without_spills(arch, source, va, vb, tiles)
 @pytest.mark.parametrize("bn", [256, 128, 64])
 def test_wgmma_kernels_compile_without_spills(bn):
     """Hopper's wgmma kernels (float16 and bfloat16, B N- or K-major; TF32 with one and with three
-    products, and with B N-major read through registers; int8 and uint8; each tile width) assemble
+    products; int8 and uint8; TF32, int8 and uint8 with B N-major read through registers; each
+    tile width) assemble
     for sm_90a with every accumulator in registers, and with no MMA serialized by ptxas."""
     from polymm_cuda import wgmma
     from polymm_cuda.backend import _external_source
@@ -200,9 +201,10 @@ def test_wgmma_kernels_compile_without_spills(bn):
             assert wgmma.kernel_name(dtype, layout) in log, log
     for name in (*wgmma.TF32_PRODUCTS, "int8", "uint8"):
         assert wgmma.kernel_name(name, "nk") in log, log
-    assert wgmma.kernel_name("tf32", "kn") in log, log
+    for name in ("tf32", "int8", "uint8"):  # B N-major through registers
+        assert wgmma.kernel_name(name, "kn") in log, log
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
-    assert len(spills) == 9 and max(spills) == 0, log
+    assert len(spills) == 11 and max(spills) == 0, log
     assert "serialized" not in log, log  # ptxas's "Potential Performance Loss" notes
     assert wgmma.smem_bytes(bn) <= 227 * 1024  # what one block may have on sm_90
 
@@ -237,7 +239,16 @@ def test_wgmma_is_planned_on_hopper_only():
     assert made.choice.kernel == "polymm_wgmma_int8_nk"
     assert made.choice.external["tma"][1] == (1, ((512, 512, 1), (512, 512 * 512), (128, 64, 1), 1))
     made = planner.plan(dataclasses.replace(H100, cc=90), "int8", (1, 512, 512, 512), strides, strides)
-    # B N-major: the plan first copies it K-major into scratch (slot 3), which the product reads
+    # B N-major: read as stored through registers, in tiles of C^T (128 columns of C by 64 rows)
+    assert made.choice.kernel == "polymm_wgmma_int8_kn" and [x.kernel for x in made.launches] == [made.choice.kernel]
+    a_map, b_map = made.choice.external["tma"]
+    assert a_map == (0, ((512, 512, 1), (512, 512 * 512), (128, 64, 1), 1))  # A's rows: wgmma's B operand
+    assert b_map == (1, ((512, 512, 1), (512, 512 * 512), (128, 128, 1), 1))  # B as stored
+    assert made.scratch == [] and made.choice.external["grid"] == (32, 1, 1)  # 4 x 8 tiles
+    # rows of 520 bytes, which the copy engine cannot address: the plan first copies B K-major into
+    # scratch (slot 3), which the product reads
+    unaligned = (0, (512 * 520, 520, 1))
+    made = planner.plan(dataclasses.replace(H100, cc=90), "int8", (1, 512, 512, 512), strides, unaligned)
     assert made.choice.kernel == "polymm_wgmma_int8_nk"
     assert [x.kernel for x in made.launches] == ["polymm_transpose_1", "polymm_wgmma_int8_nk"]
     assert made.launches[0].buffers == {0: 1, 4: 3} and made.scratch == [512 * 512]

@@ -334,8 +334,39 @@ def test_wgmma_path(backend, layout, dtype):
         if name is not None:  # it reads these operands: "auto" runs it
             assert backend.last_plan.kernel == name, backend.last_plan
             ran += 1
-    if cc == wgmma.CC and layout in (("c", "bt", "bcast") if dtype == "float16" else ("bt",)):
+    if cc == wgmma.CC and layout in ("c", "bt", "bcast"):
         assert ran >= 4, f"wgmma ran {ran} of {len(WG_SHAPES)} shapes"
+
+
+@pytest.mark.parametrize("dtype", ("int8", "uint8"))
+def test_8bit_wgmma_with_b_along_n(backend, dtype):
+    """8-bit products with B N-contiguous (as NumPy stores it) on Hopper: read as stored through
+    registers (``polymm_wgmma_<type>_kn``, C^T = B^T A^T) where its rows are 16-byte aligned, else
+    copied K-major first; full-range operands (int32 sums far outside the type, wrapped to the low
+    byte like NumPy's) at tile edges, K tails, batches and a broadcast A."""
+    from polymm_cuda import wgmma
+
+    rng = np.random.default_rng(29)
+    info = np.iinfo(dtype)
+    cc = backend._compute_capability(0)
+    read = {"kn": 0, "nk": 0}
+    for bt, m, n, k in WG_SHAPES_8 + [(2, 72, 144, 48), (1, 300, 1040, 4096)]:
+        for broadcast in (False, True):
+            ha = rng.integers(info.min, info.max + 1, (1 if broadcast else bt, m, k), dtype=dtype)
+            hb = rng.integers(info.min, info.max + 1, (bt, k, n), dtype=dtype)
+            da = cp.asarray(ha)
+            if broadcast:
+                ha, da = np.broadcast_to(ha, (bt, m, k)), cp.broadcast_to(da, (bt, m, k))
+            out = _poisoned(bt, m, n, dtype)
+            backend.matmul(da, cp.asarray(hb), out, "auto")
+            want = np.matmul(ha.astype(np.int64), hb.astype(np.int64)).astype(dtype)
+            np.testing.assert_array_equal(cp.asnumpy(out), want)
+            if cc == wgmma.CC:
+                layout = "kn" if n % 16 == 0 else "nk"  # rows of n bytes
+                assert backend.last_plan.kernel == wgmma.kernel_name(dtype, layout), backend.last_plan
+                read[layout] += 1
+    if cc == wgmma.CC:
+        assert read["kn"] >= 8 and read["nk"] >= 4, read
 
 
 @pytest.mark.parametrize("mode", ["tf32", "tf32x3"])

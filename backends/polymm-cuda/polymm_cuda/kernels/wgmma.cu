@@ -22,8 +22,8 @@
 // K-major too (B_KMAJOR: B^T row-major, as for x1 @ x2.T; WG_BN rows of 128 bytes) or, for 2-byte
 // types only, N-major as B is usually stored (WG_BN / 64 chunks of 64 k-rows x 64 columns, read
 // with `wgmma`'s transpose bit; a k16 step is 16 rows = 2048 bytes further, and the chunks are
-// 8192 bytes apart). TF32 and the 8-bit types have no transpose bit: the host hands them K-major
-// copies where needed.
+// 8192 bytes apart). TF32 and the 8-bit types have no transpose bit: they read B as stored through
+// registers (below), or the host hands them K-major copies.
 //
 // TF32 (KIND 2). "tf32": one product of the float32 operands; the tensor cores read their top 19
 // bits. "tf32x3" (SEGMENTS 3): the host has split each operand x into parts hi = tf32(x) and
@@ -32,20 +32,21 @@
 // a_hi b_lo, then a_lo b_hi, then a_hi b_hi, into the same accumulators (the small products
 // first, polymm.testing.emulation's order).
 //
-// TF32 with B N-major (B_KMAJOR false, "tf32" only): wgmma reads TF32 from shared memory K-major
-// only, but takes A's fragment from registers in any order. So the block computes a tile of
-// C^T = B^T A^T: 128 columns of C (the rows of C^T: B^T's fragments, loaded into registers from
-// B's tile as the copy engine wrote it, N-major) by WG_BN rows of C (A's tile, K-major, as
-// wgmma's shared operand), and stores it transposed. No copy of B is made; as for any operand
-// read where it lies, the tensor cores take the top 19 bits of each float32.
+// TF32 ("tf32" only) and 8-bit types with B N-major (B_KMAJOR false, SWAP): wgmma reads them from
+// shared memory K-major only, but takes A's fragment from registers in any order. So the block
+// computes a tile of C^T = B^T A^T: 128 columns of C (the rows of C^T: B^T's fragments, loaded
+// into registers from B's tile as the copy engine wrote it, N-major; 8-bit ones transposed on the
+// way by ldmatrix.trans and byte permutes) by WG_BN rows of C (A's tile, K-major, as wgmma's
+// shared operand), and stores it transposed. No copy of B is made; as for any operand read where
+// it lies, the tensor cores take the top 19 bits of each float32.
 //
 // Edges: the copy engine zero-fills what lies outside the matrix (M, N and the K tail), so the
 // main loop has no bounds checks; the stores check rows and columns.
 //
 // Contract with the host (polymm_cuda.wgmma checks it, else another kernel runs): the tensor maps
 // describe A as (K, M, parts x batch) and B as (N, K, batch) [or (K, N, parts x batch) when
-// K-major], a box of 128 bytes x 128 rows (A) and 64 x 64 [128 bytes x WG_BN] (B) [TF32 with B
-// N-major: 128 bytes x WG_BN rows (A) and 32 x 32 (B)], 128-byte
+// K-major], a box of 128 bytes x 128 rows (A) and 64 x 64 [128 bytes x WG_BN] (B) [SWAP: 128
+// bytes x WG_BN rows (A) and 128 bytes x 128 / itemsize K-rows (B)], 128-byte
 // swizzle; C is C-contiguous (M x N per batch entry). After the two maps comes the argument list
 // every polymm CUDA kernel takes; only the sizes, the batch strides (0: a broadcast operand, one
 // entry in the map), C and the batch count are read. The grid is one-dimensional: blocks walk the
@@ -241,11 +242,12 @@ __device__ __forceinline__ void wg_lds2(unsigned addr, unsigned& x, unsigned& y)
     asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(x), "=r"(y) : "r"(addr) : "memory");
 }
 
-// The stores of a tile of C^T (TF32 with B N-major): accumulator 4j + e holds C[m][n + e / 2] for
-// m = m_base + 8j + e % 2; the pair of columns n, n + 1 is one 8-byte store, and a warp's stores
-// cover two whole 32-byte sectors of each of four rows.
-__device__ __forceinline__ void wg_store_t(const float (&d)[WG_ACC], float* Cz, int M, int N, int n, int m_base,
-                                           bool pairs) {
+// The stores of a tile of C^T (B N-major, read through registers): accumulator 4j + e holds
+// C[m][n + e / 2] for m = m_base + 8j + e % 2; the pair of columns n, n + 1 is one store (8 bytes
+// of float32: a warp's stores cover two whole 32-byte sectors of each of four rows; 2 bytes of
+// 8-bit results).
+template <int KIND, typename ACC, typename T>
+__device__ __forceinline__ void wg_store_t(const ACC (&d)[WG_ACC], T* Cz, int M, int N, int n, int m_base, bool pairs) {
     if (n >= N) return;
 #pragma unroll
     for (int j = 0; j < WG_BN / 8; ++j) {
@@ -253,15 +255,25 @@ __device__ __forceinline__ void wg_store_t(const float (&d)[WG_ACC], float* Cz, 
         for (int e = 0; e < 2; ++e) {
             const int m = m_base + 8 * j + e;
             if (m >= M) continue;
-            float* dst = Cz + (pm_i64)m * N + n;
+            T* dst = Cz + (pm_i64)m * N + n;
             if (pairs && n + 1 < N) {
-                *(float2*)dst = make_float2(d[4 * j + e], d[4 * j + 2 + e]);
+                if constexpr (KIND == 2) *(float2*)dst = make_float2(d[4 * j + e], d[4 * j + 2 + e]);
+                else *(unsigned short*)dst = (unsigned short)((d[4 * j + e] & 0xff) | ((d[4 * j + 2 + e] & 0xff) << 8));
             } else {
-                dst[0] = d[4 * j + e];
-                if (n + 1 < N) dst[1] = d[4 * j + 2 + e];
+                dst[0] = (T)d[4 * j + e];
+                if (n + 1 < N) dst[1] = (T)d[4 * j + 2 + e];
             }
         }
     }
+}
+
+// Four 8 x 8 matrices of 16-bit words, transposed: lane l gives the address of row l % 8 of
+// matrix l / 8; thread t receives, of each matrix, rows 2 (t % 4) and 2 (t % 4) + 1 of column t / 4.
+__device__ __forceinline__ void wg_ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
 }
 
 // Tile `tile` of C (row-major over the tile grid, in groups of WG_GROUP_M tile rows, so the tiles
@@ -277,9 +289,9 @@ __device__ __forceinline__ void wg_tile(int tile, int tiles_m, int tiles_n, int&
 template <int KIND, bool B_KMAJOR, int SEGMENTS, typename T>
 __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, int M, int N, int K, pm_i64 a_sb,
                                         pm_i64 b_sb, T* __restrict__ C, pm_i64 c_off, int batch) {
-    static_assert(KIND < 3 || B_KMAJOR, "8-bit wgmma reads K-major B only");
-    // TF32 with B N-major: a tile of C^T, B^T's fragments from registers (see the top of the file)
-    constexpr bool SWAP = KIND == 2 && !B_KMAJOR;
+    // TF32 and 8-bit types with B N-major: a tile of C^T, B^T's fragments from registers (see the
+    // top of the file)
+    constexpr bool SWAP = KIND >= 2 && !B_KMAJOR;
     typedef typename wg_acc<KIND>::type ACC;
     static_assert(SEGMENTS == 1 || (KIND == 2 && !SWAP), "three products are the TF32 split, K-major");
     constexpr int BK = WG_ROW / sizeof(T);  // elements of K per slice
@@ -327,9 +339,10 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
                     if (it >= WG_STAGES) wg_bar_wait(bars + 8 * (WG_STAGES + s), ((it / WG_STAGES) - 1) & 1);
                     const unsigned full = bars + 8 * s, a_dst = ring + s * WG_STAGE_BYTES, b_dst = a_dst + WG_A_BYTES;
                     wg_bar_expect(full, WG_STAGE_BYTES);
-                    if constexpr (SWAP) {  // B's 128 columns in chunks of 32 (the fragments' source), A's rows
+                    if constexpr (SWAP) {  // B's 128 columns in boxes of 128 bytes (the fragments' source), A's rows
 #pragma unroll
-                        for (int c = 0; c < 4; ++c) wg_tma_load(a_dst + c * 4096, tb, full, r0 + 32 * c, kt * BK, cb);
+                        for (int c = 0; c < (int)sizeof(T); ++c)
+                            wg_tma_load(a_dst + c * WG_ROW * BK, tb, full, r0 + BK * c, kt * BK, cb);
                         wg_tma_load(b_dst, ta, full, kt * BK, c0, ca);
                     } else {
                         wg_tma_load(a_dst, ta, full, kt * BK, r0, ca);
@@ -354,17 +367,32 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     // every entry's C starts as aligned as the first when N is a multiple of 8
     const bool vector = ((N & 7) == 0) && ((((unsigned long long)C) & (8 * sizeof(T) - 1)) == 0);
     // SWAP: fragment rows g and g + 8 of this thread (g = lane / 4) are columns n and n + 1 of C,
-    // n = r0 + n_in: chosen so that one 8-byte load fetches both, and so that the loads of a
-    // half-warp (k = q or q + 4, q = lane % 4, each 128-byte k-row swizzled by k % 8) meet every
-    // bank once. frag0/frag1: their byte offsets in a stage for k = q and q + 4 (+ 1024 per k8 step).
+    // n = r0 + n_in.
+    // TF32: n_in chosen so that one 8-byte load fetches both, and so that the loads of a half-warp
+    // (k = q or q + 4, q = lane % 4, each 128-byte k-row swizzled by k % 8) meet every bank once.
+    // frag0/frag1: their byte offsets in a stage for k = q and q + 4 (+ 1024 per k8 step).
+    // 8-bit: a fragment word holds 4 K values of one column, which lie in 4 k-rows of the stage. One
+    // `ldmatrix.x4.trans` gives this thread, of 16 columns (the warp's 16-byte chunk of each row),
+    // columns 2g and 2g + 1 of two k-rows per matrix: matrices X and Y hold k-rows PI and SIGMA of
+    // the k32 step's first 16, X' and Y' of its last 16, and two byte permutes make the four words
+    // (column 2g: fragment row g, 2g + 1: row g + 8). PI = 0 1 4 5 10 11 14 15 and SIGMA = 2 3 6 7
+    // 8 9 12 13 give thread q k-rows 4q .. 4q + 3 between them, and the eight rows of one matrix
+    // distinct residues mod 8: distinct 16-byte bank groups under the copy engine's swizzle.
     const int g = lane >> 2, q = lane & 3, chunk = 2 * (wg - 1) + (warp >> 1);
-    const int n_in = 32 * chunk + 16 * ((g >> 1) & 1) + 8 * (warp & 1) + 4 * (g >> 2) + 2 * (g & 1);
+    const int cw = 4 * (wg - 1) + warp;  // 8-bit: this warp's 16-byte chunk of a k-row
+    const int n_in = KIND == 2 ? 32 * chunk + 16 * ((g >> 1) & 1) + 8 * (warp & 1) + 4 * (g >> 2) + 2 * (g & 1)
+                               : 16 * cw + 2 * g;
     const unsigned frag0 = chunk * 4096 + q * 128 + ((((n_in & 31) >> 2) ^ q) << 4) + ((n_in & 3) << 2);
     const unsigned frag1 = chunk * 4096 + (q + 4) * 128 + ((((n_in & 31) >> 2) ^ (q + 4)) << 4) + ((n_in & 3) << 2);
-    const bool pairs = (N % 2 == 0) && ((((unsigned long long)C) & 7) == 0);
+    const int mat = lane >> 3, r8 = lane & 7;
+    const int k_row = 4 * (r8 >> 1) + (r8 & 1) + 2 * ((mat & 1) ^ (r8 >> 2)) + 16 * (mat >> 1);
+    const unsigned frag8 = k_row * WG_ROW + ((cw ^ (k_row & 7)) << 4);
+    // X holds k-rows 4q, 4q + 1 of this thread for q < 2, Y for q >= 2
+    const unsigned even = q < 2 ? 0x6420u : 0x2064u, odd = q < 2 ? 0x7531u : 0x3175u;
+    const bool pairs = (N % 2 == 0) && ((((unsigned long long)C) & (2 * sizeof(T) - 1)) == 0);
     int it = 0;
     ACC d[WG_ACC];
-    unsigned fr[16];  // SWAP: B^T's fragments for the four k8 steps of a slice
+    unsigned fr[16];  // SWAP: B^T's fragments for the four k steps of a slice
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const int z = tile / per_entry;
         T* Cz = C + (pm_i64)z * M * N;
@@ -376,11 +404,22 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
             const int s = it % WG_STAGES;
             wg_bar_wait(bars + 8 * s, (it / WG_STAGES) & 1);
             const unsigned stage = ring + s * WG_STAGE_BYTES, a_base = stage + row0 * 128, b_base = stage + WG_A_BYTES;
-            if constexpr (SWAP) {
+            if constexpr (SWAP && KIND == 2) {
 #pragma unroll
                 for (int k = 0; k < 4; ++k) {
                     wg_lds2(stage + frag0 + 1024 * k, fr[4 * k], fr[4 * k + 1]);
                     wg_lds2(stage + frag1 + 1024 * k, fr[4 * k + 2], fr[4 * k + 3]);
+                }
+                wg_hold(fr);
+            } else if constexpr (SWAP) {
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {  // k32 steps: 32 k-rows of 128 bytes apart
+                    unsigned x[4];
+                    wg_ldsm_x4_t(x, stage + frag8 + 4096 * k);
+                    fr[4 * k] = __byte_perm(x[0], x[1], even);
+                    fr[4 * k + 1] = __byte_perm(x[0], x[1], odd);
+                    fr[4 * k + 2] = __byte_perm(x[2], x[3], even);
+                    fr[4 * k + 3] = __byte_perm(x[2], x[3], odd);
                 }
                 wg_hold(fr);
             }
@@ -390,8 +429,10 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
             for (int k = 0; k < 4; ++k) {  // four steps of 32 bytes: k16 (2-byte types), k8 (TF32), k32 (8-bit)
                 const unsigned long long da = wg_desc(a_base + k * 32, 16, 1024);
                 if constexpr (SWAP) {
-                    wg_mma_tf32_rs(d, fr[4 * k], fr[4 * k + 1], fr[4 * k + 2], fr[4 * k + 3],
-                                   wg_desc(b_base + k * 32, 16, 1024));
+                    const unsigned long long db = wg_desc(b_base + k * 32, 16, 1024);
+                    if constexpr (KIND == 2) wg_mma_tf32_rs(d, fr[4 * k], fr[4 * k + 1], fr[4 * k + 2], fr[4 * k + 3], db);
+                    else if constexpr (KIND == 3) wg_mma_s8_rs(d, fr[4 * k], fr[4 * k + 1], fr[4 * k + 2], fr[4 * k + 3], db);
+                    else wg_mma_u8_rs(d, fr[4 * k], fr[4 * k + 1], fr[4 * k + 2], fr[4 * k + 3], db);
                 } else if constexpr (KIND == 2) {
                     wg_mma_tf32_0(d, da, wg_desc(b_base + k * 32, 16, 1024));
                 } else if constexpr (KIND == 3) {
@@ -426,7 +467,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
         wg_hold(d);
         if (!SWAP && slices > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
 
-        if constexpr (SWAP) wg_store_t(d, Cz, M, N, r0 + n_in, c0 + 2 * q, pairs);
+        if constexpr (SWAP) wg_store_t<KIND>(d, Cz, M, N, r0 + n_in, c0 + 2 * q, pairs);
         else wg_store<KIND>(d, Cz, M, N, r0 + row0 + 16 * warp + (lane >> 2), c0, lane & 3, vector);
     }
 }
@@ -450,3 +491,5 @@ WG_KERNEL(polymm_wgmma_tf32_kn, 2, false, 1, float)
 WG_KERNEL(polymm_wgmma_tf32x3_nk, 2, true, 3, float)
 WG_KERNEL(polymm_wgmma_int8_nk, 3, true, 1, signed char)
 WG_KERNEL(polymm_wgmma_uint8_nk, 4, true, 1, unsigned char)
+WG_KERNEL(polymm_wgmma_int8_kn, 3, false, 1, signed char)
+WG_KERNEL(polymm_wgmma_uint8_kn, 4, false, 1, unsigned char)
