@@ -6,7 +6,7 @@ backend (CUDA events around each call, interleaved with ``cupy.matmul``, median 
 
     . .device/setup.sh && python .device/probe30.py
 
-Run on the working tree just before commit 0000000 (``probe30.log``), which still had the switch
+Run on the working tree just before commit 73dbc1e (``probe30.log``), which still had the switch
 ``polymm_cuda.wgmma.SWAP_8BIT_MAX_WORK`` (8-bit products up to that many multiply-adds read B as
 stored, larger ones copied it first). The swapped kernel was faster in every case, so the commit
 dropped the switch: B is now copied only where its rows are not 16-byte aligned, and this script
