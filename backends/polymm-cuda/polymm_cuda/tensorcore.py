@@ -109,6 +109,19 @@ DMMA_BM, DMMA_BN, DMMA_THREADS, DMMA_STAGES = 64, 64, 128, 4
 #: squares level.
 DMMA_SHAPE_ONE_WAVE, DMMA_SHAPE = 1684, 1688
 DMMA_BLOCKS_PER_SM = 3  # kernels/dmma.cu's DM_MINB
+#: Wide tiles: float64 products (complex128 ones run slower in them) may run in 64 x 128 tiles
+#: (2 x 2 warps of 32 x 64), DMMA_WIDE_BLOCKS_PER_SM blocks per SM, three stages. Once the tiles
+#: fill their waves they are about 5% faster per multiply-add, 10% at 8192 (H100, 2026-11-26,
+#: ``benchmarks/h100-2026-11-26/session7/probe31.log`` and ``probe32.log``, GPU time against DGEMM:
+#: 2048 squares 341 -> 330 us (287), 4096 2631 -> 2514 (2287), 8192 23841 -> 21641 (19985),
+#: (8192, 4096) @ (4096, 256) 367 -> 340 (313), 64 x 512 cubed 348 -> 337 (323)); but a wave holds
+#: fewer of them, and a product whose last wave they fill worse loses (1500 squares 169 -> 196,
+#: 3000 x 1000 @ 1000 x 3000 361 -> 374), as do A stored along M (2048: 340 -> 373) and an outer
+#: product (4096 x 32 @ 32 x 4096: 54.7 -> 56.5). So :func:`dmma_wide` takes them where K is at
+#: least DMMA_WIDE_MIN_K (not swept below 1000 but for K = 32), A lies along K, and DMMA_WIDE_GAIN
+#: times the wide tiles' fill of their waves beats the 64 x 64 tiles' fill.
+DMMA_WIDE_GAIN, DMMA_WIDE_MIN_K = 1.05, 256
+DMMA_WIDE_BN, DMMA_WIDE_STAGES, DMMA_WIDE_BLOCKS_PER_SM = 128, 3, 2
 DMMA_SHAPE_NAMES = {884: "m8n8k4", 1684: "m16n8k4", 1688: "m16n8k8"}
 #: Shallower products stay on the SIMT kernel. H100, 2026-11-25, kernels alone
 #: (``benchmarks/h100-2026-11-25/session5/probe27.log``): once the float64 kernel stored C 16 bytes
@@ -149,15 +162,16 @@ def fp64_shape(dtype: np.dtype, shape):
     return (bt, m, 2 * n, 2 * k) if dtype.name == "complex128" else shape
 
 
-def dmma_smem(name: str) -> int:
-    """Bytes of shared memory of float64 kernel ``name`` (``kernels/dmma.cu``'s ``DmLayout``s): per
-    stage, A and B in K rows of 16 doubles or in rows of 64 along M / N, each padded by 4 doubles
-    (a complex B: 8 complex rows of 64 reals, or 32 complex columns of 16 reals)."""
+def dmma_smem(name: str, bn: int = DMMA_BN, stages: int = DMMA_STAGES) -> int:
+    """Bytes of shared memory of float64 kernel ``name`` (``kernels/dmma.cu``'s ``DmLayout``s) in
+    tiles ``bn`` wide: per stage, A and B in K rows of 16 doubles or in rows of 64 along M (``bn``
+    along N), each padded by 4 doubles (a complex B: 8 complex rows of ``bn`` reals, or ``bn / 2``
+    complex columns of 16 reals)."""
     a = DMMA_BM * (16 + 4) if "_ak_" in name else 16 * (DMMA_BM + 4)
     rows = 8 if is_complex_dmma(name) else 16
-    outer = DMMA_BN // 2 if is_complex_dmma(name) else DMMA_BN
-    b = rows * (DMMA_BN + 4) if name.endswith("_bn") else outer * (16 + 4)
-    return DMMA_STAGES * (a + b) * 8
+    outer = bn // 2 if is_complex_dmma(name) else bn
+    b = rows * (bn + 4) if name.endswith("_bn") else outer * (16 + 4)
+    return stages * (a + b) * 8
 
 
 def dmma_shape(cc: int, sms: int, tiles: int) -> int:
@@ -167,9 +181,35 @@ def dmma_shape(cc: int, sms: int, tiles: int) -> int:
     return DMMA_SHAPE_ONE_WAVE if tiles <= DMMA_BLOCKS_PER_SM * sms else DMMA_SHAPE
 
 
+def dmma_wide(name: str, cc: int, sms: int, shape) -> bool:
+    """Whether float64 kernel ``name`` runs a product of ``shape`` (batch, M, N, K) on ``sms`` SMs
+    in the wide tiles (DMMA_WIDE_GAIN says when)."""
+    bt, m, n, k = shape
+    if cc < 90 or is_complex_dmma(name) or "_am_" in name or k < DMMA_WIDE_MIN_K:
+        return False
+
+    def fill(bn: int, blocks_per_sm: int) -> float:  # of the waves the tiles take
+        tiles, slots = bt * -(-m // DMMA_BM) * -(-n // bn), blocks_per_sm * sms
+        return tiles / (-(-tiles // slots) * slots)
+
+    return DMMA_WIDE_GAIN * fill(DMMA_WIDE_BN, DMMA_WIDE_BLOCKS_PER_SM) > fill(DMMA_BN, DMMA_BLOCKS_PER_SM)
+
+
+def dmma_tile(wide: bool) -> tuple[int, int, tuple[str, ...]]:
+    """(tile width, stages, the kernel's -D options for them) of the 64 x 64 tiles or the wide ones."""
+    if not wide:
+        return DMMA_BN, DMMA_STAGES, ()
+    options = (
+        f"-DDM_WN={DMMA_WIDE_BN // 2}",
+        f"-DDM_STAGES={DMMA_WIDE_STAGES}",
+        f"-DDM_MINB={DMMA_WIDE_BLOCKS_PER_SM}",
+    )
+    return DMMA_WIDE_BN, DMMA_WIDE_STAGES, options
+
+
 def dmma_launch(name: str, cc: int, sms: int, shape, a, b) -> dict:
     """The planner's description of a float64 kernel's launch on a device of compute capability
-    ``cc`` with ``sms`` SMs: its MMA shape (:func:`dmma_shape`); 16-byte copies of an operand
+    ``cc`` with ``sms`` SMs: its MMA shape (:func:`dmma_shape`) and tile (:func:`dmma_wide`); 16-byte copies of an operand
     (``-DDM_VA=2`` / ``-DDM_VB=2``) where its unit-stride axis starts 16-byte aligned in every row
     and batch entry (``a``/``b`` = (element offset from a 16-byte aligned base, strides)), one
     element per copy otherwise; a 1-D grid of tiles (the kernel orders them), the batch along z."""
@@ -186,8 +226,9 @@ def dmma_launch(name: str, cc: int, sms: int, shape, a, b) -> dict:
     # a complex kernel copies a complex (16 bytes) at a time, whatever these options say
     va = 2 if cplx or pairs(a_off, sa, 2 if "_ak_" in name else 1) else 1
     vb = 2 if cplx or pairs(b_off, sb, 2 if name.endswith("_bn") else 1) else 1
-    grid = (tiles, 1, bt)
-    options = (f"-DDM_MMA={mma}", f"-DDM_VA={va}", f"-DDM_VB={vb}")
+    bn, stages, tile_options = dmma_tile(dmma_wide(name, cc, sms, shape))
+    options = (f"-DDM_MMA={mma}", f"-DDM_VA={va}", f"-DDM_VB={vb}", *tile_options)
+    grid = (-(-m // DMMA_BM) * -(-n * (2 if cplx else 1) // bn), 1, bt)
     block = (DMMA_THREADS, 1, 1)
     # k_step: split-K's slices start 16-byte aligned wherever the operands do (and on a K slice)
     return {
@@ -195,7 +236,7 @@ def dmma_launch(name: str, cc: int, sms: int, shape, a, b) -> dict:
         "options": options,
         "grid": grid,
         "block": block,
-        "smem": dmma_smem(name),
+        "smem": dmma_smem(name, bn, stages),
         "k_step": 8 if cplx else 16,
     }
 

@@ -693,8 +693,9 @@ def test_transposed_copy_equals_cupy(dtype, view):
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_dmma_kernel(backend, layout, monkeypatch):
     """float64 on the FP64 tensor cores, every layout read in place, at tile edges and beyond one
-    tile, with the MMA shape of one wave of tiles and (all shapes again) that of many;
-    deep products in slices of K (the last one shorter) summed in order."""
+    tile, with the MMA shape and tiles of one wave of tiles and (all shapes again) those of many
+    (m16n8k8, 64 x 128 tiles on Hopper); deep products in slices of K (the last one shorter)
+    summed in order."""
     monkeypatch.setattr(tensorcore, "DMMA_IN_AUTO", True)
     monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)  # the small shapes too: every edge of the tiles
     rng = np.random.default_rng(13)
@@ -709,9 +710,11 @@ def test_dmma_kernel(backend, layout, monkeypatch):
         (1, 40, 50, 3000),
         (1, 128, 96, 40000),
     ]
-    # the second time round, one wave of tiles takes the MMA shape of many
-    for one_wave, (bt, m, n, k) in itertools.product((tensorcore.DMMA_SHAPE_ONE_WAVE, tensorcore.DMMA_SHAPE), shapes):
+    # the second time round, one wave of tiles takes the MMA shape and tiles of many
+    rounds = ((tensorcore.DMMA_SHAPE_ONE_WAVE, tensorcore.DMMA_WIDE_GAIN), (tensorcore.DMMA_SHAPE, float("inf")))
+    for (one_wave, wide_gain), (bt, m, n, k) in itertools.product(rounds, shapes):
         monkeypatch.setattr(tensorcore, "DMMA_SHAPE_ONE_WAVE", one_wave)
+        monkeypatch.setattr(tensorcore, "DMMA_WIDE_GAIN", wide_gain)
         backend._plans.clear()
         da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "float64")
         isz = 8
@@ -734,6 +737,8 @@ def test_dmma_kernel(backend, layout, monkeypatch):
         assert expected.get(layout, next(iter(options))) in options, options
         assert mmas <= options, options
         assert max(splits_seen) > 1, splits_seen
+        if cc >= 90 and layout != "at":  # A along K: the wide tiles ran
+            assert f"-DDM_WN={tensorcore.DMMA_WIDE_BN // 2}" in options, options
 
 
 @pytest.mark.parametrize("shift", [0, 1])

@@ -1,0 +1,89 @@
+"""float64 on the FP64 tensor cores, the 64 x 64 tiles against the 64 x 128 ones that
+``polymm_cuda.tensorcore.DMMA_WIDE_WAVES`` switches to beyond one wave of 64 x 64 tiles: whole
+calls of the backend (CUDA events around each call, interleaved with ``cupy.matmul``, median of
+31) and GPU time (queued behind a spinning kernel, best of 3 x 10); every result checked against
+cuBLAS DGEMM's.
+
+    . .device/setup.sh && python .device/probe32.py
+"""
+
+import sys
+
+import cupy as cp
+import numpy as np
+
+sys.path.insert(0, ".device")
+from sweep import call_time, ktime  # noqa: E402
+
+from polymm_cuda import CUDABackend, tensorcore  # noqa: E402
+
+#: one backend per variant, each keeping the plans made under its DMMA_WIDE_WAVES
+VARIANTS = {"64x64": float("inf"), "64x128": 1.0}
+backends = {v: CUDABackend() for v in VARIANTS}
+#: (batch, M, K, N, layout): "c" row-major; "bt" B^T row-major; "at" A^T row-major
+CASES = [
+    (1, 1024, 1024, 1024, "c"),
+    (1, 1500, 1500, 1500, "c"),
+    (1, 2048, 2048, 2048, "c"),
+    (1, 2048, 2048, 2048, "bt"),
+    (1, 2048, 2048, 2048, "at"),
+    (1, 4096, 4096, 4096, "c"),
+    (1, 8192, 8192, 8192, "c"),
+    (1, 8192, 4096, 256, "c"),
+    (64, 512, 512, 512, "c"),
+    (1, 4096, 32, 4096, "c"),
+    (1, 3000, 1000, 3000, "c"),
+]
+
+
+def operands(bt, m, k, n, layout):
+    rng = cp.random.default_rng(5)
+    a = rng.standard_normal((bt, k, m)).transpose(0, 2, 1) if layout == "at" else rng.standard_normal((bt, m, k))
+    b = rng.standard_normal((bt, n, k)).transpose(0, 2, 1) if layout == "bt" else rng.standard_normal((bt, k, n))
+    return a, b
+
+
+def main() -> None:
+    for bt, m, k, n, layout in CASES:
+        a, b = operands(bt, m, k, n, layout)
+        ref = cp.matmul(a, b)
+        calls = {"cuBLAS": lambda: cp.matmul(a, b)}
+        notes = {}
+        for v, waves in VARIANTS.items():
+            tensorcore.DMMA_WIDE_WAVES = waves
+            out = cp.full((bt, m, n), np.nan)
+
+            def call(v=v, out=out):
+                backends[v].matmul(a, b, out, "auto")
+
+            call()
+            cp.cuda.Device().synchronize()
+            err = float(cp.abs(out - ref).max() / cp.abs(ref).max())
+            plan = backends[v].last_plan
+            opts = " ".join(o for o in plan.external["options"] if "WN" in o or "MMA" in o) if plan.external else ""
+            notes[v] = f"{plan.kernel} {opts} | err {err:.1e}"
+            calls[v] = call
+        tensorcore.DMMA_WIDE_WAVES = 1.0
+        times = {c: [] for c in calls}
+        for f in calls.values():
+            f()
+        for _ in range(31):
+            for c, f in calls.items():
+                times[c].append(call_time(f))
+        gpu = {c: ktime(f, reps=10) for c, f in calls.items()}
+        ref_call = np.median(times["cuBLAS"])
+        print(
+            f"== float64 {bt} x {m}x{k} @ {k}x{n} {layout}: cuBLAS call {ref_call:.1f} us, GPU {gpu['cuBLAS']:.1f} us"
+        )
+        for v in VARIANTS:
+            t = np.median(times[v])
+            print(
+                f"  {v:7s} call {t:8.1f} us ({ref_call / t:5.2f}x)  GPU {gpu[v]:8.1f} us ({gpu['cuBLAS'] / gpu[v]:5.2f}x)"
+                f"  {notes[v]}",
+                flush=True,
+            )
+        cp.get_default_memory_pool().free_all_blocks()
+
+
+if __name__ == "__main__":
+    main()
