@@ -1,10 +1,14 @@
-"""float64 on the FP64 tensor cores, the 64 x 64 tiles against the 64 x 128 ones that
-``polymm_cuda.tensorcore.DMMA_WIDE_WAVES`` switches to beyond one wave of 64 x 64 tiles: whole
+"""float64 on the FP64 tensor cores, the 64 x 64 tiles against the 64 x 128 ones: whole
 calls of the backend (CUDA events around each call, interleaved with ``cupy.matmul``, median of
 31) and GPU time (queued behind a spinning kernel, best of 3 x 10); every result checked against
 cuBLAS DGEMM's.
 
     . .device/setup.sh && python .device/probe32.py
+
+``probe32.log`` ran on the working tree of 4272d19 before its rule: then every float64 product of
+more than one wave of 64 x 64 tiles took the wide ones (``DMMA_WIDE_WAVES = 1``). The script now
+switches ``DMMA_WIDE_GAIN`` (0: never wide; inf: wherever the rule's other conditions allow, so A
+along M and K under 256 stay in 64 x 64 tiles).
 """
 
 import sys
@@ -17,8 +21,8 @@ from sweep import call_time, ktime  # noqa: E402
 
 from polymm_cuda import CUDABackend, tensorcore  # noqa: E402
 
-#: one backend per variant, each keeping the plans made under its DMMA_WIDE_WAVES
-VARIANTS = {"64x64": float("inf"), "64x128": 1.0}
+#: one backend per variant, each keeping the plans made under its DMMA_WIDE_GAIN
+VARIANTS = {"64x64": 0.0, "64x128": float("inf")}
 backends = {v: CUDABackend() for v in VARIANTS}
 #: (batch, M, K, N, layout): "c" row-major; "bt" B^T row-major; "at" A^T row-major
 CASES = [
@@ -49,8 +53,8 @@ def main() -> None:
         ref = cp.matmul(a, b)
         calls = {"cuBLAS": lambda: cp.matmul(a, b)}
         notes = {}
-        for v, waves in VARIANTS.items():
-            tensorcore.DMMA_WIDE_WAVES = waves
+        for v, gain in VARIANTS.items():
+            tensorcore.DMMA_WIDE_GAIN = gain
             out = cp.full((bt, m, n), np.nan)
 
             def call(v=v, out=out):
@@ -63,7 +67,7 @@ def main() -> None:
             opts = " ".join(o for o in plan.external["options"] if "WN" in o or "MMA" in o) if plan.external else ""
             notes[v] = f"{plan.kernel} {opts} | err {err:.1e}"
             calls[v] = call
-        tensorcore.DMMA_WIDE_WAVES = 1.0
+        tensorcore.DMMA_WIDE_GAIN = 1.05
         times = {c: [] for c in calls}
         for f in calls.values():
             f()
