@@ -6,9 +6,10 @@ cuBLAS DGEMM's.
     . .device/setup.sh && python .device/probe32.py
 
 ``probe32.log`` ran on the working tree of 4272d19 before its rule: then every float64 product of
-more than one wave of 64 x 64 tiles took the wide ones (``DMMA_WIDE_WAVES = 1``). The script now
-switches ``DMMA_WIDE_GAIN`` (0: never wide; inf: wherever the rule's other conditions allow, so A
-along M and K under 256 stay in 64 x 64 tiles).
+more than one wave of 64 x 64 tiles took the wide ones (``DMMA_WIDE_WAVES = 1``; its plans name the
+tiles "64x64" and "64x128" as here). The script now switches ``DMMA_WIDE_GAIN`` (0: never wide;
+inf: wherever the rule's other conditions allow, so A along M and K under 256 stay in 64 x 64
+tiles). :func:`compare` serves probe33 too.
 """
 
 import sys
@@ -21,9 +22,6 @@ from sweep import call_time, ktime  # noqa: E402
 
 from polymm_cuda import CUDABackend, tensorcore  # noqa: E402
 
-#: one backend per variant, each keeping the plans made under its DMMA_WIDE_GAIN
-VARIANTS = {"64x64": 0.0, "64x128": float("inf")}
-backends = {v: CUDABackend() for v in VARIANTS}
 #: (batch, M, K, N, layout): "c" row-major; "bt" B^T row-major; "at" A^T row-major
 CASES = [
     (1, 1024, 1024, 1024, "c"),
@@ -40,22 +38,31 @@ CASES = [
 ]
 
 
-def operands(bt, m, k, n, layout):
+def operands(dtype, bt, m, k, n, layout):
     rng = cp.random.default_rng(5)
-    a = rng.standard_normal((bt, k, m)).transpose(0, 2, 1) if layout == "at" else rng.standard_normal((bt, m, k))
-    b = rng.standard_normal((bt, n, k)).transpose(0, 2, 1) if layout == "bt" else rng.standard_normal((bt, k, n))
+
+    def draw(shape):
+        x = rng.standard_normal(shape)
+        return x + 1j * rng.standard_normal(shape) if dtype == "complex128" else x
+
+    a = draw((bt, k, m)).transpose(0, 2, 1) if layout == "at" else draw((bt, m, k))
+    b = draw((bt, n, k)).transpose(0, 2, 1) if layout == "bt" else draw((bt, k, n))
     return a, b
 
 
-def main() -> None:
-    for bt, m, k, n, layout in CASES:
-        a, b = operands(bt, m, k, n, layout)
+def compare(cases, setting: str, variants: dict, dtype: str = "float64") -> None:
+    """Each case on one backend per variant (value of ``tensorcore.<setting>``; each keeps the plans
+    made under it) and cuBLAS: whole calls, GPU time, the plan and its error; the setting restored."""
+    default = getattr(tensorcore, setting)
+    backends = {v: CUDABackend() for v in variants}
+    for bt, m, k, n, layout in cases:
+        a, b = operands(dtype, bt, m, k, n, layout)
         ref = cp.matmul(a, b)
         calls = {"cuBLAS": lambda: cp.matmul(a, b)}
         notes = {}
-        for v, gain in VARIANTS.items():
-            tensorcore.DMMA_WIDE_GAIN = gain
-            out = cp.full((bt, m, n), np.nan)
+        for v, value in variants.items():
+            setattr(tensorcore, setting, value)
+            out = cp.full((bt, m, n), np.nan, dtype=dtype)
 
             def call(v=v, out=out):
                 backends[v].matmul(a, b, out, "auto")
@@ -67,7 +74,7 @@ def main() -> None:
             opts = " ".join(o for o in plan.external["options"] if "WN" in o or "MMA" in o) if plan.external else ""
             notes[v] = f"{plan.kernel} {opts} | err {err:.1e}"
             calls[v] = call
-        tensorcore.DMMA_WIDE_GAIN = 1.05
+        setattr(tensorcore, setting, default)
         times = {c: [] for c in calls}
         for f in calls.values():
             f()
@@ -77,9 +84,9 @@ def main() -> None:
         gpu = {c: ktime(f, reps=10) for c, f in calls.items()}
         ref_call = np.median(times["cuBLAS"])
         print(
-            f"== float64 {bt} x {m}x{k} @ {k}x{n} {layout}: cuBLAS call {ref_call:.1f} us, GPU {gpu['cuBLAS']:.1f} us"
+            f"== {dtype} {bt} x {m}x{k} @ {k}x{n} {layout}: cuBLAS call {ref_call:.1f} us, GPU {gpu['cuBLAS']:.1f} us"
         )
-        for v in VARIANTS:
+        for v in variants:
             t = np.median(times[v])
             print(
                 f"  {v:7s} call {t:8.1f} us ({ref_call / t:5.2f}x)  GPU {gpu[v]:8.1f} us ({gpu['cuBLAS'] / gpu[v]:5.2f}x)"
@@ -90,4 +97,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    compare(CASES, "DMMA_WIDE_GAIN", {"64x64": 0.0, "64x128": float("inf")})
