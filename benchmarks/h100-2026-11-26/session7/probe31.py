@@ -46,8 +46,9 @@ def smem(o: dict, cplx: bool) -> int:
     return o.get("DM_STAGES", 4) * (bm * (16 + 4) + rows * (bn + 4)) * 8
 
 
-def main() -> None:
-    for dtype, m, k, n in CASES:
+def sweep(cases, configs) -> None:
+    """Each (dtype, M, K, N) case in each named configuration of -D options, against cuBLAS."""
+    for dtype, m, k, n in cases:
         cplx = dtype == "complex128"
         rng = cp.random.default_rng(7)
         a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
@@ -62,7 +63,7 @@ def main() -> None:
         args = (np.int32(m), np.int32(n), np.int32(k), a, i64(0), i64(0), i64(k), i64(1))
         args += (b, i64(0), i64(0), i64(n), i64(1), out, i64(0))
         rn = 2 * n if cplx else n  # the real product's columns
-        for cname, o in CONFIGS.items():
+        for cname, o in configs.items():
             bm, bn = o.get("DM_WARPS_M", 2) * o.get("DM_WM", 32), o.get("DM_WARPS_N", 2) * o.get("DM_WN", 32)
             threads = 32 * o.get("DM_WARPS_M", 2) * o.get("DM_WARPS_N", 2)
             opts = ("-std=c++17", *(f"-D{key}={v}" for key, v in o.items()), "-DDM_VA=2", "-DDM_VB=2")
@@ -82,4 +83,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sweep(CASES, CONFIGS)

@@ -82,6 +82,9 @@
 #ifndef DM_VA
 #define DM_VA 1
 #endif
+#ifndef DM_SWAP
+#define DM_SWAP 1  // 0: A along K and B along N multiplied as they are (X = A in K rows), not swapped
+#endif
 #ifndef DM_VB
 #define DM_VB 1
 #endif
@@ -214,7 +217,7 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
                                         pm_i64 sa2, const double* __restrict__ B, pm_i64 sb0, pm_i64 sb1,
                                         pm_i64 sb2, double* __restrict__ C) {
     static_assert(!CPLX || (AK && DM_TM == 16), "complex: A along K, an m16 MMA");
-    constexpr bool SWAP = AK && BN;
+    constexpr bool SWAP = AK && BN && (CPLX || DM_SWAP);
     constexpr bool X_KROWS = SWAP ? false : AK, Y_KROWS = SWAP ? true : !BN;
     constexpr bool PAIR_X = !X_KROWS && DM_TM == 16;                 // rows g, g + 8 side by side
     constexpr int XO = SWAP ? DM_BN : DM_BM, YO = SWAP ? DM_BM : DM_BN;  // block tile along X, Y
