@@ -109,6 +109,12 @@ DMMA_BM, DMMA_BN, DMMA_THREADS, DMMA_STAGES = 64, 64, 128, 4
 #: squares level.
 DMMA_SHAPE_ONE_WAVE, DMMA_SHAPE = 1684, 1688
 DMMA_BLOCKS_PER_SM = 3  # kernels/dmma.cu's DM_MINB
+#: float64 with A along K and B along N (both row-major) is multiplied swapped, C^T = B^T A^T (the
+#: rows of B^T paired for 16-byte loads), beyond one wave of tiles, and as it is within one
+#: (``-DDM_SWAP=0``). H100, 2026-11-26, kernels alone on m16n8k4, swapped -> not
+#: (``benchmarks/h100-2026-11-26/session7/probe34.log``): 1024 cubed 57.8 -> 48.6 us (DGEMM 42.6),
+#: 1000 54.5 -> 49.4, 768 38.2 -> 36.0, 512 17.6 -> 17.1; level from one wave on (1280, 2048).
+DMMA_UNSWAPPED_ONE_WAVE = True
 #: Wide tiles: float64 products (complex128 ones run slower in them) may run in 64 x 128 tiles
 #: (2 x 2 warps of 32 x 64), DMMA_WIDE_BLOCKS_PER_SM blocks per SM, three stages. Once the tiles
 #: fill their waves they are about 5% faster per multiply-add, 10% at 8192 (H100, 2026-11-26,
@@ -174,11 +180,16 @@ def dmma_smem(name: str, bn: int = DMMA_BN, stages: int = DMMA_STAGES) -> int:
     return stages * (a + b) * 8
 
 
+def dmma_one_wave(sms: int, tiles: int) -> bool:
+    """Whether ``tiles`` 64 x 64 tiles of the float64 kernel run in one wave on ``sms`` SMs."""
+    return tiles <= DMMA_BLOCKS_PER_SM * sms
+
+
 def dmma_shape(cc: int, sms: int, tiles: int) -> int:
     """The float64 kernel's MMA shape (``-DDM_MMA``) for ``tiles`` 64 x 64 tiles on ``sms`` SMs."""
     if cc < 90:
         return 884
-    return DMMA_SHAPE_ONE_WAVE if tiles <= DMMA_BLOCKS_PER_SM * sms else DMMA_SHAPE
+    return DMMA_SHAPE_ONE_WAVE if dmma_one_wave(sms, tiles) else DMMA_SHAPE
 
 
 def dmma_wide(name: str, cc: int, sms: int, shape) -> bool:
@@ -209,7 +220,8 @@ def dmma_tile(wide: bool) -> tuple[int, int, tuple[str, ...]]:
 
 def dmma_launch(name: str, cc: int, sms: int, shape, a, b) -> dict:
     """The planner's description of a float64 kernel's launch on a device of compute capability
-    ``cc`` with ``sms`` SMs: its MMA shape (:func:`dmma_shape`) and tile (:func:`dmma_wide`); 16-byte copies of an operand
+    ``cc`` with ``sms`` SMs: its MMA shape (:func:`dmma_shape`), tile (:func:`dmma_wide`) and
+    whether it swaps (DMMA_UNSWAPPED_ONE_WAVE); 16-byte copies of an operand
     (``-DDM_VA=2`` / ``-DDM_VB=2``) where its unit-stride axis starts 16-byte aligned in every row
     and batch entry (``a``/``b`` = (element offset from a 16-byte aligned base, strides)), one
     element per copy otherwise; a 1-D grid of tiles (the kernel orders them), the batch along z."""
@@ -228,6 +240,8 @@ def dmma_launch(name: str, cc: int, sms: int, shape, a, b) -> dict:
     vb = 2 if cplx or pairs(b_off, sb, 2 if name.endswith("_bn") else 1) else 1
     bn, stages, tile_options = dmma_tile(dmma_wide(name, cc, sms, shape))
     options = (f"-DDM_MMA={mma}", f"-DDM_VA={va}", f"-DDM_VB={vb}", *tile_options)
+    if DMMA_UNSWAPPED_ONE_WAVE and name == "polymm_dmma_ak_bn" and cc >= 90 and dmma_one_wave(sms, bt * tiles):
+        options += ("-DDM_SWAP=0",)
     grid = (-(-m // DMMA_BM) * -(-n * (2 if cplx else 1) // bn), 1, bt)
     block = (DMMA_THREADS, 1, 1)
     # k_step: split-K's slices start 16-byte aligned wherever the operands do (and on a K slice)

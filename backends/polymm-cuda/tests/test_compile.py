@@ -145,9 +145,9 @@ def test_hot_path_does_not_spill():
 )
 def test_tensor_core_kernels_compile_without_spills(arch, source, va, vb, tiles):
     """Every tensor-core kernel (float16, bfloat16, int8, uint8 with the parameters ``"auto"`` uses;
-    float64 on the FP64 tensor cores, with 16-byte and 8-byte copies and the MMA shapes and tiles
-    of one wave of tiles and of many) builds to machine code for Ampere and Hopper with every
-    accumulator in registers."""
+    float64 on the FP64 tensor cores, with 16-byte and 8-byte copies and the MMA shapes, tiles and
+    swapping of one wave of tiles and of many) builds to machine code for Ampere and Hopper with
+    every accumulator in registers."""
     from polymm_cuda import tensorcore
 
     if source == "tensorcore":
@@ -156,13 +156,14 @@ def test_tensor_core_kernels_compile_without_spills(arch, source, va, vb, tiles)
     elif source == "transpose":  # the copies before them
         options = ()
         names = [f"polymm_transpose_{size}" for size in (1, 2, 4, 8)]
-    else:  # both copy widths of each operand, as the planner picks them
-        mma = tensorcore.dmma_shape(int(arch[3:]), 132, tiles)
-        options = (f"-DDM_MMA={mma}", f"-DDM_VA={va}", f"-DDM_VB={vb}")
-        many = (1, 64 * 64, 64 * 64, 4096) if tiles > 1 else (1, 64, 64, 4096)  # 4096 tiles of 64 x 64, or one
-        options += tensorcore.dmma_tile(tensorcore.dmma_wide("polymm_dmma_ak_bn", int(arch[3:]), 132, many))[2]
+    else:  # both copy widths of each operand, as the planner picks them for row-major operands
+        shape = (1, 64 * 64, 64 * 64, 4096) if tiles > 1 else (1, 64, 64, 4096)  # 4096 tiles of 64 x 64, or one
+        a_at = (0 if va == 2 else 1, (0, shape[3], 1))  # an odd element offset: one element per copy
+        b_at = (0 if vb == 2 else 1, (0, shape[2], 1))
+        options = tensorcore.dmma_launch("polymm_dmma_ak_bn", int(arch[3:]), 132, shape, a_at, b_at)["options"]
+        assert f"-DDM_VA={va}" in options and f"-DDM_VB={vb}" in options, options
         names = [f"polymm_dmma_{a}_{b}" for a in ("ak", "am") for b in ("bn", "bk")]
-        if mma != 884:  # complex128 on Hopper's MMA shapes, B realified as it is read
+        if "-DDM_MMA=884" not in options:  # complex128 on Hopper's MMA shapes, B realified as it is read
             names += ["polymm_dmmaz_ak_bn", "polymm_dmmaz_ak_bk"]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "tc.cu")
