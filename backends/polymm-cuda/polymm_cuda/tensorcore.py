@@ -145,6 +145,9 @@ DMMA_MIN_TILES = 32
 #: split-K, cuBLAS 0.080 (``benchmarks/h100-2026-11-25/cliffs-cuda-2db1b91.log``; the depth was
 #: not swept).
 DMMA_SLICE_MIN = 512
+#: Shallower products of one matrix on at most half a wave of tiles are split too, in slices at
+#: least this deep (0: they are not): a block per tile would leave most SMs idle.
+DMMA_SHALLOW_SLICE_MIN = 128
 #: complex128 runs on the float64 kernel as one real product (``kernels/realify.c`` says how) from
 #: this compute capability on: ``polymm_dmmaz_*`` read B's realified 2 x 2 blocks from B itself
 #: (the Hopper MMA shapes); before, the shared planner writes them out first (``realify``), from
@@ -261,9 +264,10 @@ def dmma_splits(shape, sms: int) -> int:
 
     bt, m, n, k = shape
     tiles = -(-m // DMMA_BM) * -(-n // DMMA_BN)
-    if bt > 1 or min(m, n) < 1 or k < DEEP_K * max(m, n):
+    slice_min = DMMA_SLICE_MIN if k >= DEEP_K * max(m, n) else DMMA_SHALLOW_SLICE_MIN
+    if bt > 1 or min(m, n) < 1 or not slice_min:
         return 1
-    splits = min(DMMA_BLOCKS_PER_SM * sms // tiles, k // DMMA_SLICE_MIN, SLICES_BYTES // (m * n * 8))
+    splits = min(DMMA_BLOCKS_PER_SM * sms // tiles, k // slice_min, SLICES_BYTES // (m * n * 8))
     return 1 << (splits.bit_length() - 1) if splits >= 2 else 1
 
 
@@ -485,7 +489,7 @@ def planner_entry(device, dtype, shape, a, b):
     if name is None:
         return None
     if splits > 1:
-        why += f", deep K = {k}: {splits} slices of K, added in order"
+        why += f", K = {k} on few tiles: {splits} slices of K, added in order"
     external = dmma_launch(name, device.cc, device.compute_units, (bt * splits, m, n, k), a, b)
     shape = DMMA_SHAPE_NAMES[int(external["options"][0].split("=")[1])]
     copies = "16-byte" if external["options"][1:] == ("-DDM_VA=2", "-DDM_VB=2") else "8-byte where unaligned"
