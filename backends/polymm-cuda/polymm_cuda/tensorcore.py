@@ -145,8 +145,14 @@ DMMA_MIN_TILES = 32
 #: split-K, cuBLAS 0.080 (``benchmarks/h100-2026-11-25/cliffs-cuda-2db1b91.log``; the depth was
 #: not swept).
 DMMA_SLICE_MIN = 512
-#: Shallower products of one matrix on at most half a wave of tiles are split too, in slices at
-#: least this deep (0: they are not): a block per tile would leave most SMs idle.
+#: Shallower products of one matrix on at most a quarter of a wave of tiles (and at least
+#: DMMA_MIN_TILES) are split too, in slices at least this deep (0: they are not): a block per tile
+#: leaves most SMs idle. H100,
+#: 2026-11-26 (``benchmarks/h100-2026-11-26/session7/probe35.log``), GPU time, whole K -> slices
+#: (cuBLAS): float64 512 cubed 17.0 -> 15.1 us (9.1) in 4 slices, 384 13.5 -> 12.2 (7.3) in 2;
+#: complex128 256 cubed 17.3 -> 10.4 (6.6), 320 21.2 -> 15.7 (9.6), 384 24.9 -> 21.4 (17.7), in 4.
+#: Where the tiles fill more than a quarter of a wave two slices lost: float64 640 cubed 20.9 ->
+#: 23.8, 768 35.2 -> 36.9, complex128 512 32.2 -> 35.1.
 DMMA_SHALLOW_SLICE_MIN = 128
 #: complex128 runs on the float64 kernel as one real product (``kernels/realify.c`` says how) from
 #: this compute capability on: ``polymm_dmmaz_*`` read B's realified 2 x 2 blocks from B itself
@@ -264,9 +270,12 @@ def dmma_splits(shape, sms: int) -> int:
 
     bt, m, n, k = shape
     tiles = -(-m // DMMA_BM) * -(-n // DMMA_BN)
-    slice_min = DMMA_SLICE_MIN if k >= DEEP_K * max(m, n) else DMMA_SHALLOW_SLICE_MIN
+    deep = k >= DEEP_K * max(m, n)
+    slice_min = DMMA_SLICE_MIN if deep else DMMA_SHALLOW_SLICE_MIN
     if bt > 1 or min(m, n) < 1 or not slice_min:
         return 1
+    if not deep and not DMMA_MIN_TILES <= tiles <= DMMA_BLOCKS_PER_SM * sms // 4:
+        return 1  # fewer tiles stay on the SIMT kernel (a 256 square: 9.2 us against 9.4 in slices)
     splits = min(DMMA_BLOCKS_PER_SM * sms // tiles, k // slice_min, SLICES_BYTES // (m * n * 8))
     return 1 << (splits.bit_length() - 1) if splits >= 2 else 1
 

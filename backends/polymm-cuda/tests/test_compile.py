@@ -395,7 +395,8 @@ def test_mma_tf32_kernel_assembles(split):
 def test_deep_float64_is_split_on_the_fp64_tensor_cores():
     """A deep float64 product on few tiles runs its K slices on the FP64 tensor cores as a batch
     into scratch (each slice 16-byte aligned, a multiple of 16 deep; the last one shorter), then
-    the ordered sum: the planner's split-K, with an external kernel."""
+    the ordered sum: the planner's split-K, with an external kernel; so does a shallow one on a
+    quarter of a wave of tiles or less."""
     import dataclasses
 
     import polymm_cuda.backend  # noqa: F401  (registers the entry)
@@ -420,8 +421,13 @@ def test_deep_float64_is_split_on_the_fp64_tensor_cores():
     pos = abi.buffer_positions("sum-slices")
     assert total.buffers == {pos["W"]: 3, pos["C"]: 2}
     assert "-DDM_VA=2" in first.external["options"] and "-DDM_VB=2" in first.external["options"]
-    shallow = planner.plan(hopper, "float64", (1, 1024, 1024, 1024), (0, (1 << 20, 1024, 1)), (0, (1 << 20, 1024, 1)))
-    assert shallow.choice.splits == 1 and len(shallow.launches) == 1
+    # shallow products split where their tiles fill at most a quarter of a wave: 64 tiles of 512
+    # cubed (K = 512: 4 slices of 128), not the 100 of 640 cubed nor the 256 of 1024 cubed
+    for size, splits in ((512, 4), (640, 1), (1024, 1)):
+        row = (0, (size * size, size, 1))
+        shallow = planner.plan(hopper, "float64", (1, size, size, size), row, row)
+        assert shallow.choice.kernel == "polymm_dmma_ak_bn" and shallow.choice.splits == splits, shallow.choice
+        assert len(shallow.launches) == (1 if splits == 1 else 2)
 
 
 def _emulate(made, buffers) -> None:
@@ -540,7 +546,7 @@ def test_complex128_reads_b_realified_on_hopper(shape, b_layout):
     if n == 16384:  # planned, not run
         assert made.scratch == []
         return
-    if k == 20000:
+    if k == 20000 or shape == (1, 256, 256, 256):  # deep; 32 tiles in reals (4 slices of 128 complex)
         assert made.choice.splits > 1 and made.launches[-1].kernel == "sum-slices", made.choice
     a = random_array(rng, (bt, m, k), "complex128")
     b = random_array(rng, (1 if b_layout == "broadcast" else bt, k, n), "complex128")
