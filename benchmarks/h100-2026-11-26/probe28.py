@@ -17,7 +17,7 @@ import cupy as cp
 import numpy as np
 
 sys.path.insert(0, ".device")
-from sweep import call_time, ktime  # noqa: E402
+from sweep import call_and_gpu_times  # noqa: E402
 
 from polymm.kernels import planner  # noqa: E402
 from polymm_cuda import CUDABackend  # noqa: E402
@@ -56,17 +56,11 @@ def _compare(bt, m, k, n):
         err = float(cp.abs(outs[v] - ref).max() / cp.abs(ref).max())
         reasons[v] = f"{backends[v].last_plan.reason} | err {err:.1e}"
     planner.REALIFY_WORK = 1 << 25
-    times = {c: [] for c in calls}
-    for f in calls.values():
-        f()
-    for _ in range(31):
-        for c, f in calls.items():
-            times[c].append(call_time(f))
-    gpu = {c: ktime(f, reps=10) for c, f in calls.items()}
-    ref_call, ref_gpu = np.median(times["cuBLAS"]), gpu["cuBLAS"]
+    times, gpu = call_and_gpu_times(calls)
+    ref_call, ref_gpu = times["cuBLAS"], gpu["cuBLAS"]
     print(f"== complex128 {bt} x {m}x{k} @ {k}x{n}: cuBLAS call {ref_call:.1f} us, GPU {ref_gpu:.1f} us", flush=True)
     for v in VARIANTS:
-        t = np.median(times[v])
+        t = times[v]
         print(
             f"  {v:6s} call {t:7.1f} us ({ref_call / t:.2f}x)  GPU {gpu[v]:7.1f} us ({ref_gpu / gpu[v]:.2f}x)  {reasons[v]}",
             flush=True,

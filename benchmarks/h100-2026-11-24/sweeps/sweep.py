@@ -65,6 +65,18 @@ def call_time(f) -> float:
     return cp.cuda.get_elapsed_time(e0, e1) * 1e3
 
 
+def call_and_gpu_times(calls: dict, reps: int = 31) -> tuple[dict, dict]:
+    """Per named call: the median of ``reps`` whole calls (:func:`call_time`, the calls
+    interleaved) and the GPU time (:func:`ktime`, best of 3 x 10), in microseconds."""
+    times = {c: [] for c in calls}
+    for f in calls.values():
+        f()
+    for _ in range(reps):
+        for c, f in calls.items():
+            times[c].append(call_time(f))
+    return {c: float(np.median(t)) for c, t in times.items()}, {c: ktime(f, reps=10) for c, f in calls.items()}
+
+
 def _error(c, ref) -> float:
     return float(cp.abs(c - ref).max() / cp.abs(ref).max())
 

@@ -16,10 +16,9 @@ needs that working tree to run again.
 import sys
 
 import cupy as cp
-import numpy as np
 
 sys.path.insert(0, ".device")
-from sweep import call_time, ktime  # noqa: E402
+from sweep import call_and_gpu_times  # noqa: E402
 
 from polymm_cuda import CUDABackend, wgmma  # noqa: E402
 
@@ -61,17 +60,11 @@ def compare(cases):
             notes[v] = f"{backends[v].last_plan.kernel} | wrong {wrong}"
             calls[v] = call
         wgmma.SWAP_8BIT_MAX_WORK = 2**62
-        times = {c: [] for c in calls}
-        for f in calls.values():
-            f()
-        for _ in range(31):
-            for c, f in calls.items():
-                times[c].append(call_time(f))
-        gpu = {c: ktime(f, reps=10) for c, f in calls.items()}
-        ref_call = np.median(times["cupy"])
+        times, gpu = call_and_gpu_times(calls)
+        ref_call = times["cupy"]
         print(f"== {dtype} {bt} x {m}x{k} @ {k}x{n}: cupy call {ref_call:.1f} us, GPU {gpu['cupy']:.1f} us", flush=True)
         for v in VARIANTS:
-            t = np.median(times[v])
+            t = times[v]
             print(f"  {v:8s} call {t:8.1f} us ({ref_call / t:6.2f}x)  GPU {gpu[v]:8.1f} us  {notes[v]}", flush=True)
 
 

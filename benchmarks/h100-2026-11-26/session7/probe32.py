@@ -18,7 +18,7 @@ import cupy as cp
 import numpy as np
 
 sys.path.insert(0, ".device")
-from sweep import call_time, ktime  # noqa: E402
+from sweep import call_and_gpu_times  # noqa: E402
 
 from polymm_cuda import CUDABackend, tensorcore  # noqa: E402
 
@@ -75,19 +75,13 @@ def compare(cases, setting: str, variants: dict, dtype: str = "float64") -> None
             notes[v] = f"{plan.kernel} {opts} | err {err:.1e}"
             calls[v] = call
         setattr(tensorcore, setting, default)
-        times = {c: [] for c in calls}
-        for f in calls.values():
-            f()
-        for _ in range(31):
-            for c, f in calls.items():
-                times[c].append(call_time(f))
-        gpu = {c: ktime(f, reps=10) for c, f in calls.items()}
-        ref_call = np.median(times["cuBLAS"])
+        times, gpu = call_and_gpu_times(calls)
+        ref_call = times["cuBLAS"]
         print(
             f"== {dtype} {bt} x {m}x{k} @ {k}x{n} {layout}: cuBLAS call {ref_call:.1f} us, GPU {gpu['cuBLAS']:.1f} us"
         )
         for v in variants:
-            t = np.median(times[v])
+            t = times[v]
             print(
                 f"  {v:7s} call {t:8.1f} us ({ref_call / t:5.2f}x)  GPU {gpu[v]:8.1f} us ({gpu['cuBLAS'] / gpu[v]:5.2f}x)"
                 f"  {notes[v]}",

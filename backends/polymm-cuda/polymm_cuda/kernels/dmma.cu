@@ -13,7 +13,9 @@
 //   2 x 2 warps of 32 x 32: 64 x 64, three blocks per SM), each warp (DM_WM / DM_TM) x (DM_WN / 8)
 //   MMA tiles of DM_MMA (the host's choice on Hopper: m16n8k4 for one wave of tiles, m16n8k8
 //   for more; m8n8k4 before). Blocks run in groups of DM_GROUP_M tile rows, so
-//   that the blocks in flight share rows of A and columns of B in L2.
+//   that the blocks in flight share rows of A and columns of B in L2. The host may widen the warp
+//   tile along N (DM_WN 64: 64 x 128 tiles, two blocks per SM) where those fill their waves
+//   (polymm_cuda.tensorcore.dmma_wide).
 // - Copies. K is walked in slices of 16 through a ring of DM_STAGES shared-memory stages filled by
 //   `cp.async`, DM_VA / DM_VB elements of A / B per copy (2: 16-byte copies along the operand's
 //   unit-stride axis, which the host allows where that is 16-byte aligned; 1: one element each,
@@ -34,6 +36,9 @@
 // Fragments (row.col), with g = lane / 4 and q = lane % 4: A[g + 8 h][q + 4 j] (h < DM_TM / 8,
 // j < DM_KW), B[q + 4 j][g], C[g + 8 (c / 2)][2 q + c % 2] for c < DM_R. The kernel argument list
 // is the one every polymm CUDA kernel takes. No #include (async_copy.cuh comes first).
+//
+// DM_SWAP 0 (float64 only): A along K and B along N are multiplied as they are (X = A in K rows),
+// which the host picks within one wave of tiles, where it ran faster on the H100.
 
 #ifndef DM_MMA
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
