@@ -341,9 +341,10 @@ def test_wgmma_path(backend, layout, dtype):
 @pytest.mark.parametrize("dtype", ("int8", "uint8"))
 def test_8bit_wgmma_with_b_along_n(backend, dtype):
     """8-bit products with B N-contiguous (as NumPy stores it) on Hopper: read as stored through
-    registers (``polymm_wgmma_<type>_kn``, C^T = B^T A^T) where its rows are 16-byte aligned, else
-    copied K-major first; full-range operands (int32 sums far outside the type, wrapped to the low
-    byte like NumPy's) at tile edges, K tails, batches and a broadcast A."""
+    registers (``polymm_wgmma_<type>_kn``, C^T = B^T A^T) where its rows are 16-byte aligned (also
+    as a view of wider rows, N odd), else copied K-major first; full-range operands (int32 sums far
+    outside the type, wrapped to the low byte like NumPy's) at tile edges, K tails, batches and a
+    broadcast A."""
     from polymm_cuda import wgmma
 
     rng = np.random.default_rng(29)
@@ -365,8 +366,21 @@ def test_8bit_wgmma_with_b_along_n(backend, dtype):
                 layout = "kn" if n % 16 == 0 else "nk"  # rows of n bytes
                 assert backend.last_plan.kernel == wgmma.kernel_name(dtype, layout), backend.last_plan
                 read[layout] += 1
+    # B as a view of wider rows (16-byte aligned, N odd or not a multiple of 16): read as stored,
+    # C's columns stored one byte at a time where N is odd
+    for bt, m, n, k in [(2, 100, 131, 160), (1, 64, 77, 32), (1, 200, 200, 48)]:
+        ha = rng.integers(info.min, info.max + 1, (bt, m, k), dtype=dtype)
+        wide = rng.integers(info.min, info.max + 1, (bt, k, -(-n // 16) * 16 + 16), dtype=dtype)
+        hb = wide[:, :, :n]
+        out = _poisoned(bt, m, n, dtype)
+        backend.matmul(cp.asarray(ha), cp.asarray(wide)[:, :, :n], out, "auto")
+        want = np.matmul(ha.astype(np.int64), hb.astype(np.int64)).astype(dtype)
+        np.testing.assert_array_equal(cp.asnumpy(out), want)
+        if cc == wgmma.CC:
+            assert backend.last_plan.kernel == wgmma.kernel_name(dtype, "kn"), backend.last_plan
+            read["kn"] += 1
     if cc == wgmma.CC:
-        assert read["kn"] >= 8 and read["nk"] >= 4, read
+        assert read["kn"] >= 11 and read["nk"] >= 4, read
 
 
 @pytest.mark.parametrize("mode", ["tf32", "tf32x3"])
