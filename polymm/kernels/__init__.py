@@ -124,9 +124,7 @@ class KernelParams:
     work-group, each walking every ``kteams``-th K step with tiles of its own, their micro-tiles
     added in team order at the end (more work-items per block of C where there are few blocks);
     ``group``: work-groups walk C in bands of ``group`` tile rows (column by column within a
-    band) so that those in flight share A's and B's tiles in the L2 cache (0 or 1: row by row);
-    ``stages`` > 1 (one team, vector loads): a ring of that many tiles filled by asynchronous
-    copies (``cp.async`` on CUDA) ``stages - 1`` K steps ahead, instead of register staging.
+    band) so that those in flight share A's and B's tiles in the L2 cache (0 or 1: row by row).
 
     ``matvec`` reads the same words: ``mr`` rows x ``nwg`` columns of dot
     products per work-item, ``vw`` the vector width along K, ``mdimc``
@@ -156,7 +154,6 @@ class KernelParams:
     bpg: int = 1
     kteams: int = 1
     group: int = 0
-    stages: int = 1
 
     @property
     def wptm(self) -> int:
@@ -199,8 +196,6 @@ class KernelParams:
                 raise ValueError(f"tiles must split evenly into gvw-vectors per work-item: {self}")
             if self.kteams < 1:
                 raise ValueError(f"kteams must be positive: {self}")
-            if self.stages < 1 or (self.stages > 1 and self.kteams > 1):
-                raise ValueError(f"stages must be positive, and 1 where teams split K: {self}")
         elif (
             self.wptn % self.vw
             or self.wptm % self.mr
@@ -403,8 +398,6 @@ def render(
         PM_MV_GROUP="1" if (kernel == "matvec" and params.use_local) else "0",
         BPG=str(params.bpg),
         KTEAMS=str(params.kteams),
-        STAGES=str(params.stages),
-        PM_RB_ASYNC="1" if (params.stages > 1 and params.use_local and vec_a and vec_b and vector_ok) else "0",
         PM_RB_GROUP=str(params.group),
         PM_RB_VEC_LOCAL="1"
         if (
@@ -498,8 +491,7 @@ def local_mem_bytes(kernel: str, dtype, params: KernelParams | None = None) -> i
     if kernel in ("tiled", "tiled-dynamic"):
         return 2 * params.ts * params.ts * size
     if kernel == "regblock" and params.use_local:
-        copies = max(params.kteams, params.stages)  # teams' tiles or the ring's (vector loads)
-        tiles = copies * params.kwg * (params.mwg + params.nwg + 2 * params.pad) * size
+        tiles = params.kteams * params.kwg * (params.mwg + params.nwg + 2 * params.pad) * size
         partial = (params.kteams - 1) * params.nwg * params.mdimc * max(4, size)  # the teams' sums, a row at a time
         return tiles + partial
     if kernel == "matvec" and params.use_local:

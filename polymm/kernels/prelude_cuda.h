@@ -16,28 +16,6 @@
 #define PM_UNROLL _Pragma("unroll")
 #define AS_FLOAT(u) __uint_as_float(u)
 #define AS_UINT(f) __float_as_uint(f)
-/* Asynchronous copies from global to local memory (cp.async, sm_80 on; a plain copy before):
- * COPY_COMMIT closes a group of them, COPY_WAIT(n) waits until at most n groups are in flight. */
-template <typename T> DEVICE_FN void pm_copy_async(T* dst, const T* src) {
-#if __CUDA_ARCH__ >= 800
-    unsigned to;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\n" : "=r"(to) : "l"(dst));
-    if (sizeof(T) == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(src));
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(to), "l"(src), "n"((int)sizeof(T)));
-#else
-    *dst = *src;
-#endif
-}
-#define COPY_ASYNC(dst, src) pm_copy_async((dst), (src))
-#if __CUDA_ARCH__ >= 800
-#define COPY_COMMIT() asm volatile("cp.async.commit_group;\n" ::)
-#define COPY_WAIT(n) asm volatile("cp.async.wait_group %0;\n" ::"n"(n))
-#else
-#define COPY_COMMIT()
-#define COPY_WAIT(n)
-#endif
 /* Dynamically sized shared memory: one extern array, 16-byte aligned. */
 #define DYN_LOCAL_PARAM
 #define DYN_LOCAL_DECL extern __shared__ double2 pm_dyn_smem[]; VAL_T* pm_dyn_local = (VAL_T*)pm_dyn_smem;

@@ -20,10 +20,6 @@
 #define PM_UNROLL _Pragma("unroll")
 #define AS_FLOAT(u) as_float(u)
 #define AS_UINT(f) as_uint(f)
-/* Copies to local memory: plain ones (what CUDA does asynchronously, cp.async). */
-#define COPY_ASYNC(dst, src) (*(dst) = *(src))
-#define COPY_COMMIT()
-#define COPY_WAIT(n)
 /* Dynamically sized local memory arrives as a trailing kernel argument. */
 #define DYN_LOCAL_PARAM , __local VAL_T* pm_dyn_local
 #define DYN_LOCAL_DECL

@@ -16,10 +16,6 @@
  *   PM_RB_A_MMAJOR / PM_RB_B_KMAJOR: the vectors run along the other axis
  *   (A or B stored column-major, e.g. a transposed view), read in place;
  *   PM_RB_VEC_LOCAL additionally reads local memory as aligned vectors.
- *   PM_RB_ASYNC (STAGES > 1, one team): instead of that register staging, a ring of STAGES
- *   tiles filled by the dialect's asynchronous copies (COPY_ASYNC: cp.async on CUDA, a plain
- *   copy elsewhere) STAGES - 1 K steps ahead, one barrier per K step; a vector along K is
- *   copied element by element into its k-major places.
  * PM_RB_LOCAL = 0 (CPUs): no local memory and no barriers (the caches play
  *   that role); each work-item computes a contiguous WPTM x WPTN block straight
  *   from global memory.  PM_RB_VEC_B with PM_VECTOR_MATH (OpenCL, float32/64)
@@ -40,11 +36,6 @@
 #define COL_OF(j) (((j) / VW) * (NDIMC * VW) + tn * VW + ((j) % VW))
 #define LOADS_A (MWG * KWG / GVW / NTHREADS)   /* GVW-vectors of A per work-item per step */
 #define LOADS_B (KWG * NWG / GVW / NTHREADS)
-#if PM_RB_ASYNC
-#define RB_TILES STAGES   /* the ring's tiles */
-#else
-#define RB_TILES KTEAMS   /* one tile per team */
-#endif
 #define GVEC_SET(x, q, value) (((VAL_T*)&(x))[q] = (value))
 #define GVEC_GET(x, q) (((const VAL_T*)&(x))[q])
 
@@ -54,8 +45,8 @@ KERNEL_WG(NDIMC, MDIMC * KTEAMS) void polymm_regblock(PM_ARGS)
      * own tiles: team t takes K steps t, t + KTEAMS, ...; at the end the teams add their
      * micro-tiles in team order (deterministic).  More work-items per tile of C, for products
      * with few tiles. */
-    LOCAL_MEM VAL_T a_tile[RB_TILES * KWG * LDA_LOCAL] __attribute__((aligned(16)));
-    LOCAL_MEM VAL_T b_tile[RB_TILES * KWG * LDB_LOCAL] __attribute__((aligned(16)));
+    LOCAL_MEM VAL_T a_tile[KTEAMS * KWG * LDA_LOCAL] __attribute__((aligned(16)));
+    LOCAL_MEM VAL_T b_tile[KTEAMS * KWG * LDB_LOCAL] __attribute__((aligned(16)));
 #if KTEAMS > 1
     LOCAL_MEM ACC_T partial[(KTEAMS - 1) * WPTN * NTHREADS];
 #endif
@@ -86,40 +77,7 @@ KERNEL_WG(NDIMC, MDIMC * KTEAMS) void polymm_regblock(PM_ARGS)
     ACC_T acc[WPTM][WPTN];
     PM_ACC_ZERO(acc, WPTM, WPTN);
 
-#if PM_RB_ASYNC
-/* One operand's K step into the ring tile at `at`: COPIES pieces (elements or GVW-vectors, type
- * T, W elements) per work-item, the v-th one at (run, step) = (run0 + (v % (RUN / W)) * W,
- * step0 + v / (RUN / W)) of X, to its k-major place; zeros outside the matrix. */
-#define COPY_OPERAND(T, W, COPIES, RUN, ALONG_K, tile, at, LD, X, base, run0, run_end, step0, step_end, step) \
-    PM_UNROLL                                                                                    \
-    for (int r = 0; r < (COPIES); ++r) {                                                         \
-        const int v = tid + r * NTHREADS;                                                        \
-        const int run = (run0) + (v % ((RUN) / (W))) * (W);                                      \
-        const int at_step = (step0) + v / ((RUN) / (W));                                         \
-        const int kl = (ALONG_K) ? run - (run0) : at_step - (step0);                             \
-        const int xl = (ALONG_K) ? at_step - (step0) : run - (run0);                             \
-        LOCAL_PTR T* dst = (LOCAL_PTR T*)(tile + (at) + kl * (LD) + xl);                         \
-        if (run < (run_end) && at_step < (step_end)) {                                           \
-            COPY_ASYNC(dst, (GLOBAL const T*)(X + ((base) + (INDEX_T)at_step * (step) + run)));  \
-        } else {                                                                                 \
-            T zero;                                                                              \
-            PM_UNROLL                                                                            \
-            for (int q = 0; q < (W); ++q) ((VAL_T*)&zero)[q] = VAL_ZERO;                         \
-            *dst = zero;                                                                         \
-        }                                                                                        \
-    }
-#if PM_RB_A_MMAJOR   /* A's vectors run along M: stored whole */
-#define COPY_A(at, k0) COPY_OPERAND(GVEC_T, GVW, LOADS_A, MWG, 0, a_tile, at, LDA_LOCAL, A, a_base, m0, M, k0, K, a_sk)
-#else                /* along K: element by element into the k-major tile */
-#define COPY_A(at, k0) COPY_OPERAND(VAL_T, 1, MWG * KWG / NTHREADS, KWG, 1, a_tile, at, LDA_LOCAL, A, a_base, k0, K, m0, M, a_sm)
-#endif
-#if PM_RB_B_KMAJOR   /* B's vectors run along K: element by element */
-#define COPY_B(at, k0) COPY_OPERAND(VAL_T, 1, KWG * NWG / NTHREADS, KWG, 1, b_tile, at, LDB_LOCAL, B, b_base, k0, K, n0, N, b_sn)
-#else                /* along N: stored whole */
-#define COPY_B(at, k0) COPY_OPERAND(GVEC_T, GVW, LOADS_B, NWG, 0, b_tile, at, LDB_LOCAL, B, b_base, n0, N, k0, K, b_sk)
-#endif
-#define COPY_TILES(slot, k0) { COPY_A((slot) * (KWG * LDA_LOCAL), k0) COPY_B((slot) * (KWG * LDB_LOCAL), k0) }
-#elif PM_RB_VEC_A && PM_RB_VEC_B
+#if PM_RB_VEC_A && PM_RB_VEC_B
     /* Fast path: GVW-vector loads of both operands, fetched into registers
      * one K step ahead so global latency overlaps the outer products. */
     GVEC_T a_next[LOADS_A];
@@ -177,34 +135,11 @@ KERNEL_WG(NDIMC, MDIMC * KTEAMS) void polymm_regblock(PM_ARGS)
     FETCH_TILES(team * KWG)
 #endif
 
-#if PM_RB_ASYNC
-    /* The ring: K step s lives in tile s % STAGES; STAGES - 1 steps are in flight ahead of the
-     * one multiplied.  The barrier at the top of a step also says that every work-item is done
-     * with the tile the step's copies overwrite (the one multiplied a step before). */
-    const int steps = (K + KWG - 1) / KWG;
-    PM_UNROLL
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < steps) COPY_TILES(s, s * KWG)
-        COPY_COMMIT();
-    }
-    for (int s = 0; s < steps; ++s) {
-        const int a_at = (s % STAGES) * (KWG * LDA_LOCAL);
-        const int b_at = (s % STAGES) * (KWG * LDB_LOCAL);
-        COPY_WAIT(STAGES - 2);   /* step s has landed (this work-item's copies) */
-        BARRIER();               /* ... and everyone's */
-        {
-            const int ahead = s + STAGES - 1;
-            if (ahead < steps) COPY_TILES(ahead % STAGES, ahead * KWG)
-            COPY_COMMIT();
-        }
-#else
     const int a_at = team * (KWG * LDA_LOCAL);   /* this team's tiles */
     const int b_at = team * (KWG * LDB_LOCAL);
     for (int k_team = 0; k_team < K; k_team += KTEAMS * KWG) {
         const int k0 = k_team + team * KWG;   /* this team's K step (past K: zeros) */
-#endif
-#if PM_RB_ASYNC
-#elif PM_RB_VEC_A && PM_RB_VEC_B
+#if PM_RB_VEC_A && PM_RB_VEC_B
         STORE_TILES()
         BARRIER();
         if (k_team + KTEAMS * KWG < K) {
@@ -263,9 +198,7 @@ KERNEL_WG(NDIMC, MDIMC * KTEAMS) void polymm_regblock(PM_ARGS)
                 for (int j = 0; j < WPTN; ++j) ACC_MADD(acc[i][j], a_reg[i], b_reg[j]);
             }
         }
-#if !PM_RB_ASYNC
         BARRIER();
-#endif
     }
 
 #if KTEAMS > 1

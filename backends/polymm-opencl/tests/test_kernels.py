@@ -39,10 +39,6 @@ VARIANTS = [
     ("regblock", GPU_SHAPE.replace(kteams=2, group=2), {"vec_a": True, "vec_b": True}),
     ("regblock", GPU_SHAPE.replace(kteams=2, group=2), {"vec_a": True, "vec_b": True, "a_mmajor": True}),
     ("regblock", GPU_SHAPE.replace(kteams=3, group=3), {}),
-    # a ring of tiles filled by (on CUDA: asynchronous) copies, every operand orientation
-    ("regblock", GPU_SHAPE.replace(stages=3), {"vec_a": True, "vec_b": True}),
-    ("regblock", GPU_SHAPE.replace(stages=2), {"vec_a": True, "vec_b": True, "a_mmajor": True, "b_kmajor": True}),
-    ("regblock", GPU_SHAPE.replace(stages=4, group=2), {"vec_a": True, "vec_b": True, "b_kmajor": True}),
     ("regblock", CPU_SHAPE, {}),
     ("regblock", CPU_SHAPE, {"vec_b": True}),
     ("regblock", CPU_SHAPE.replace(nwg=32, nr=16, pack_b=True), {"vec_b": True}),
@@ -69,7 +65,6 @@ def _variant_id(v):
     shape += "-packed" if params is not None and params.pack_b else ""
     shape += f"-bpg{params.bpg}" if params is not None and params.bpg > 1 else ""
     shape += "-gvw1" if params is not None and params.use_local and params.gvw == 1 else ""
-    shape += f"-stages{params.stages}" if params is not None and params.stages > 1 else ""
     if params is not None and params.kteams > 1:
         shape += f"-kteams{params.kteams}-group{params.group}"
     return kernel + shape + "".join(f"-{k}" for k in flags)
