@@ -302,6 +302,73 @@ def _ir_mac(builder, dt):
     return lambda acc, x, y: builder.or_(acc, builder.and_(x, y))
 
 
+def _ir_vectors(context, dt, nr, vbytes):
+    """``(vw, nv, vty)``: a row of ``nr`` elements of ``dt`` as ``nv`` LLVM vectors of ``vw``
+    (at most ``vbytes`` bytes each, ``vw`` dividing ``nr``)."""
+    ety = context.get_data_type(dt)
+    vw = max(1, min(nr, vbytes // context.get_abi_sizeof(ety)))
+    while nr % vw:
+        vw //= 2
+    return vw, nr // vw, ir.VectorType(ety, vw)
+
+
+def _ir_k_loop(builder, dt, vty, nmr, init, kc, a_ptr, aoff, sai, sap, b_ptr, b_row, name):
+    """The register tile's loop over K, shared by the intrinsics below: for p in [0, kc), row p
+    of B (from element ``b_row(p)`` of ``b_ptr``, unaligned) as vectors, and for each of the
+    ``nmr`` rows one element of A (``aoff + i * sai + p * sap``) broadcast and multiplied into
+    that row's accumulators (``_ir_mac``: sums in K order). ``init``: the ``nmr * nv``
+    accumulators before the loop, row by row; returns them after it (``init`` where kc <= 0),
+    with the builder positioned after the loop."""
+    nv = len(init) // nmr
+    vw = vty.count
+    i64, i32 = ir.IntType(64), ir.IntType(32)
+    mac = _ir_mac(builder, dt)
+    pre = builder.block
+    loop = builder.append_basic_block(f"{name}.loop")
+    done = builder.append_basic_block(f"{name}.done")
+    builder.cbranch(builder.icmp_signed(">", kc, ir.Constant(i64, 0)), loop, done)
+
+    builder.position_at_end(loop)
+    p = builder.phi(i64)
+    p.add_incoming(ir.Constant(i64, 0), pre)
+    phis = []
+    for x in init:
+        ph = builder.phi(vty)
+        ph.add_incoming(x, pre)
+        phis.append(ph)
+    row = b_row(p)
+    bvec = [
+        builder.load(
+            builder.bitcast(builder.gep(b_ptr, [builder.add(row, ir.Constant(i64, v * vw))]), vty.as_pointer()), align=1
+        )
+        for v in range(nv)
+    ]
+    undef = ir.Constant(vty, ir.Undefined)
+    bcast = ir.Constant(ir.VectorType(i32, vw), [0] * vw)
+    a_col = builder.add(aoff, builder.mul(p, sap))
+    new = []
+    for i in range(nmr):
+        x = builder.load(builder.gep(a_ptr, [builder.add(a_col, builder.mul(ir.Constant(i64, i), sai))]))
+        xv = builder.shuffle_vector(builder.insert_element(undef, x, ir.Constant(i32, 0)), undef, bcast)
+        for v in range(nv):
+            new.append(mac(phis[i * nv + v], xv, bvec[v]))
+    pn = builder.add(p, ir.Constant(i64, 1))
+    last = builder.block
+    p.add_incoming(pn, last)
+    for ph, x in zip(phis, new):
+        ph.add_incoming(x, last)
+    builder.cbranch(builder.icmp_signed("<", pn, kc), loop, done)
+
+    builder.position_at_end(done)
+    res = []
+    for x0, x in zip(init, new):
+        ph = builder.phi(vty)
+        ph.add_incoming(x0, pre)
+        ph.add_incoming(x, last)
+        res.append(ph)
+    return res
+
+
 @intrinsic
 def _micro_regs(typingctx, ap, aoff, sai, sap, bp, c, coff, ldc, kc, load, mr, nr):
     """``C[0:mr, 0:nr] (+)= A @ Bp`` with the accumulators in vector registers.
@@ -327,16 +394,9 @@ def _micro_regs(typingctx, ap, aoff, sai, sap, bp, c, coff, ldc, kc, load, mr, n
     sig = types.void(ap, aoff, sai, sap, bp, c, coff, ldc, kc, load, mr, nr)
 
     def codegen(context, builder, signature, args):
-        apv, aoffv, saiv, sapv, bpv, cv, coffv, ldcv, kcv, loadv = args[:10]
-        ety = context.get_data_type(dt)
-        size = context.get_abi_sizeof(ety)
-        vw = max(1, min(nnr, 64 // size))
-        while nnr % vw:
-            vw //= 2
-        nv = nnr // vw
-        vty = ir.VectorType(ety, vw)
+        apv, bpv, cv = args[0], args[4], args[5]
+        vw, nv, vty = _ir_vectors(context, dt, nnr, 64)  # 512-bit vectors: LLVM splits them on AVX2
         i64 = ir.IntType(64)
-        i32 = ir.IntType(32)
 
         def k64(x):
             return ir.Constant(i64, x)
@@ -345,67 +405,32 @@ def _micro_regs(typingctx, ap, aoff, sai, sap, bp, c, coff, ldc, kc, load, mr, n
         b_ptr = context.make_array(bp)(context, builder, bpv).data
         c_ptr = context.make_array(c)(context, builder, cv).data
         aoffv, saiv, sapv = (context.cast(builder, v, t, types.int64) for v, t in zip(args[1:4], signature.args[1:4]))
-        coffv = context.cast(builder, coffv, signature.args[6], types.int64)
-        ldcv = context.cast(builder, ldcv, signature.args[7], types.int64)
-        kcv = context.cast(builder, kcv, signature.args[8], types.int64)
-        loadv = context.cast(builder, loadv, signature.args[9], types.boolean)
+        coffv, ldcv, kcv = (context.cast(builder, args[n], signature.args[n], types.int64) for n in (6, 7, 8))
+        loadv = context.cast(builder, args[9], signature.args[9], types.boolean)
 
-        def vptr(base, idx):
-            return builder.bitcast(builder.gep(base, [idx]), vty.as_pointer())
-
-        def cidx(i, v):
-            return builder.add(coffv, builder.add(builder.mul(k64(i), ldcv), k64(v * vw)))
-
-        mac = _ir_mac(builder, dt)
+        def cptr(i, v):
+            idx = builder.add(coffv, builder.add(builder.mul(k64(i), ldcv), k64(v * vw)))
+            return builder.bitcast(builder.gep(c_ptr, [idx]), vty.as_pointer())
 
         zero = ir.Constant(vty, None)
-        init = []
-        for i in range(nmr):
-            for v in range(nv):
-                x = builder.load(vptr(c_ptr, cidx(i, v)), align=1)
-                init.append(builder.select(loadv, x, zero))
-        pre = builder.block
-        loop = builder.append_basic_block("micro.loop")
-        done = builder.append_basic_block("micro.done")
-        builder.cbranch(builder.icmp_signed(">", kcv, k64(0)), loop, done)
-
-        builder.position_at_end(loop)
-        p = builder.phi(i64)
-        p.add_incoming(k64(0), pre)
-        phis = []
-        for x in init:
-            ph = builder.phi(vty)
-            ph.add_incoming(x, pre)
-            phis.append(ph)
-        bvec = [
-            builder.load(vptr(b_ptr, builder.add(builder.mul(p, k64(nnr)), k64(v * vw))), align=1) for v in range(nv)
-        ]
-        undef = ir.Constant(vty, ir.Undefined)
-        bcast = ir.Constant(ir.VectorType(i32, vw), [0] * vw)
-        new = []
-        a_row = builder.add(aoffv, builder.mul(p, sapv))
-        for i in range(nmr):
-            x = builder.load(builder.gep(a_ptr, [builder.add(a_row, builder.mul(k64(i), saiv))]))
-            xv = builder.shuffle_vector(builder.insert_element(undef, x, ir.Constant(i32, 0)), undef, bcast)
-            for v in range(nv):
-                new.append(mac(phis[i * nv + v], xv, bvec[v]))
-        pn = builder.add(p, k64(1))
-        last = builder.block
-        p.add_incoming(pn, last)
-        for ph, x in zip(phis, new):
-            ph.add_incoming(x, last)
-        builder.cbranch(builder.icmp_signed("<", pn, kcv), loop, done)
-
-        builder.position_at_end(done)
-        res = []
-        for k, x in enumerate(init):  # all phis first: LLVM wants them grouped
-            ph = builder.phi(vty)
-            ph.add_incoming(x, pre)
-            ph.add_incoming(new[k], last)
-            res.append(ph)
-        for k, ph in enumerate(res):
-            i, v = divmod(k, nv)
-            builder.store(ph, vptr(c_ptr, cidx(i, v)), align=1)
+        init = [builder.select(loadv, builder.load(cptr(i, v), align=1), zero) for i in range(nmr) for v in range(nv)]
+        res = _ir_k_loop(
+            builder,
+            dt,
+            vty,
+            nmr,
+            init,
+            kcv,
+            a_ptr,
+            aoffv,
+            saiv,
+            sapv,
+            b_ptr,
+            lambda p: builder.mul(p, k64(nnr)),
+            "micro",
+        )
+        for k, x in enumerate(res):
+            builder.store(x, cptr(*divmod(k, nv)), align=1)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -916,15 +941,8 @@ def _small_regs(typingctx, a, aoff, sai, sap, b, boff, ldb, c, coff, ldc, kc, mr
     sig = types.void(a, aoff, sai, sap, b, boff, ldb, c, coff, ldc, kc, mr, nr)
 
     def codegen(context, builder, signature, args):
-        ety = context.get_data_type(dt)
-        size = context.get_abi_sizeof(ety)
-        vw = max(1, min(nnr, VBYTES // size))
-        while nnr % vw:
-            vw //= 2
-        nv = nnr // vw
-        vty = ir.VectorType(ety, vw)
+        vw, nv, vty = _ir_vectors(context, dt, nnr, VBYTES)
         i64 = ir.IntType(64)
-        i32 = ir.IntType(32)
 
         def k64(x):
             return ir.Constant(i64, x)
@@ -936,55 +954,15 @@ def _small_regs(typingctx, a, aoff, sai, sap, b, boff, ldb, c, coff, ldc, kc, mr
         b_ptr = context.make_array(signature.args[4])(context, builder, args[4]).data
         c_ptr = context.make_array(signature.args[7])(context, builder, args[7]).data
         aoffv, saiv, sapv, boffv, ldbv, coffv, ldcv, kcv = (i(n) for n in (1, 2, 3, 5, 6, 8, 9, 10))
-
-        def vptr(base, idx):
-            return builder.bitcast(builder.gep(base, [idx]), vty.as_pointer())
-
-        mac = _ir_mac(builder, dt)
-
         zero = ir.Constant(vty, None)
-        pre = builder.block
-        loop = builder.append_basic_block("small.loop")
-        done = builder.append_basic_block("small.done")
-        builder.cbranch(builder.icmp_signed(">", kcv, k64(0)), loop, done)
-
-        builder.position_at_end(loop)
-        p = builder.phi(i64)
-        p.add_incoming(k64(0), pre)
-        phis = []
-        for _ in range(nmr * nv):
-            ph = builder.phi(vty)
-            ph.add_incoming(zero, pre)
-            phis.append(ph)
-        brow = builder.add(boffv, builder.mul(p, ldbv))
-        bvec = [builder.load(vptr(b_ptr, builder.add(brow, k64(v * vw))), align=1) for v in range(nv)]
-        acol = builder.add(aoffv, builder.mul(p, sapv))
-        undef = ir.Constant(vty, ir.Undefined)
-        bcast = ir.Constant(ir.VectorType(i32, vw), [0] * vw)
-        new = []
-        for r in range(nmr):
-            x = builder.load(builder.gep(a_ptr, [builder.add(acol, builder.mul(k64(r), saiv))]))
-            xv = builder.shuffle_vector(builder.insert_element(undef, x, ir.Constant(i32, 0)), undef, bcast)
-            for v in range(nv):
-                new.append(mac(phis[r * nv + v], xv, bvec[v]))
-        pn = builder.add(p, k64(1))
-        last = builder.block
-        p.add_incoming(pn, last)
-        for ph, x in zip(phis, new):
-            ph.add_incoming(x, last)
-        builder.cbranch(builder.icmp_signed("<", pn, kcv), loop, done)
-
-        builder.position_at_end(done)
-        res = []
-        for k_, x in enumerate(new):
-            ph = builder.phi(vty)
-            ph.add_incoming(zero, pre)
-            ph.add_incoming(x, last)
-            res.append(ph)
-        for k_, ph in enumerate(res):
-            r, v = divmod(k_, nv)
+        res = _ir_k_loop(
+            builder, dt, vty, nmr, [zero] * (nmr * nv), kcv, a_ptr, aoffv, saiv, sapv, b_ptr,
+            lambda p: builder.add(boffv, builder.mul(p, ldbv)), "small",
+        )  # fmt: skip
+        for k, x in enumerate(res):
+            r, v = divmod(k, nv)
             idx = builder.add(coffv, builder.add(builder.mul(k64(r), ldcv), k64(v * vw)))
-            builder.store(ph, vptr(c_ptr, idx), align=1)
+            builder.store(x, builder.bitcast(builder.gep(c_ptr, [idx]), vty.as_pointer()), align=1)
         return context.get_dummy_value()
 
     return sig, codegen
