@@ -128,7 +128,12 @@ DMMA_UNSWAPPED_ONE_WAVE = True
 #: times the wide tiles' fill of their waves beats the 64 x 64 tiles' fill.
 DMMA_WIDE_GAIN, DMMA_WIDE_MIN_K = 1.05, 256
 DMMA_WIDE_BN, DMMA_WIDE_STAGES, DMMA_WIDE_BLOCKS_PER_SM = 128, 3, 2
-DMMA_SHAPE_NAMES = {884: "m8n8k4", 1684: "m16n8k4", 1688: "m16n8k8"}
+#: The wide tiles multiply in m16n8k16, Hopper's largest f64 MMA (half the MMA instructions of
+#: m16n8k8). H100, 2026-11-26, kernels alone, m16n8k8 -> m16n8k16 (``benchmarks/h100-2026-11-26/
+#: session8/probe40.log``, ``probe41.log``; DGEMM): 2048 squares 328.8 -> 324.4 us (288.2), 4096
+#: 2494.5 -> 2441.9 (2252.1). The 64 x 64 tiles gained nothing from it (the same run).
+DMMA_WIDE_SHAPE = 16816
+DMMA_SHAPE_NAMES = {884: "m8n8k4", 1684: "m16n8k4", 1688: "m16n8k8", 16816: "m16n8k16"}
 #: Shallower products stay on the SIMT kernel. H100, 2026-11-25, kernels alone
 #: (``benchmarks/h100-2026-11-25/session5/probe27.log``): once the float64 kernel stored C 16 bytes
 #: at a time, 4096 x 32 @ 32 x 4096 took 55.1 us on it against 74.5 on the SIMT kernel (cuBLAS
@@ -247,8 +252,9 @@ def dmma_launch(name: str, cc: int, sms: int, shape, a, b) -> dict:
     # a complex kernel copies a complex (16 bytes) at a time, whatever these options say
     va = 2 if cplx or pairs(a_off, sa, 2 if "_ak_" in name else 1) else 1
     vb = 2 if cplx or pairs(b_off, sb, 2 if name.endswith("_bn") else 1) else 1
-    bn, stages, tile_options = dmma_tile(dmma_wide(name, cc, sms, shape))
-    options = (f"-DDM_MMA={mma}", f"-DDM_VA={va}", f"-DDM_VB={vb}", *tile_options)
+    wide = dmma_wide(name, cc, sms, shape)
+    bn, stages, tile_options = dmma_tile(wide)
+    options = (f"-DDM_MMA={DMMA_WIDE_SHAPE if wide else mma}", f"-DDM_VA={va}", f"-DDM_VB={vb}", *tile_options)
     if DMMA_UNSWAPPED_ONE_WAVE and name == "polymm_dmma_ak_bn" and cc >= 90 and dmma_one_wave(sms, bt * tiles):
         options += ("-DDM_SWAP=0",)
     grid = (-(-m // DMMA_BM) * -(-n * (2 if cplx else 1) // bn), 1, bt)
@@ -315,7 +321,8 @@ def choose_dmma(dtype: np.dtype, cc: int, shape, sa, sb, splits: int = 1) -> tup
     if cplx:  # m, n, k: the real product's
         why = f"complex128 as one float64 product ({m} x {k} @ {k} x {n}), B realified as it is read"
         return f"polymm_dmmaz_{layout}", why
-    return f"polymm_dmma_{layout}", "FP64 tensor cores"
+    along = f"A along {'K' if a_along_k else 'M'}, B along {'N' if b_along_n else 'K'}"
+    return f"polymm_dmma_{layout}", f"float64, {along}, read in place"
 
 
 def describe(cc: int) -> str:
@@ -324,6 +331,8 @@ def describe(cc: int) -> str:
         return "tensor cores: none used (needs sm_80)"
     shapes = [DMMA_SHAPE_NAMES[dmma_shape(cc, 1, tiles)] for tiles in (1, 10**9)]
     shape = shapes[0] if shapes[0] == shapes[1] else f"{shapes[0]} for one wave of tiles, {shapes[1]} beyond"
+    if cc >= 90:
+        shape += f", {DMMA_SHAPE_NAMES[DMMA_WIDE_SHAPE]} in 64 x {DMMA_WIDE_BN} tiles"
     float64 = (
         f"float64 (mma.sync {shape}) and complex128 (as one float64 product, B realified: "
         f"as it is read from compute capability {DMMAZ_MIN_CC / 10:.1f} on, into scratch before)"
@@ -501,8 +510,10 @@ def planner_entry(device, dtype, shape, a, b):
         why += f", K = {k} on few tiles: {splits} slices of K, added in order"
     external = dmma_launch(name, device.cc, device.compute_units, (bt * splits, m, n, k), a, b)
     shape = DMMA_SHAPE_NAMES[int(external["options"][0].split("=")[1])]
-    copies = "16-byte" if external["options"][1:] == ("-DDM_VA=2", "-DDM_VB=2") else "8-byte where unaligned"
-    why = f"FP64 tensor cores (mma.sync {shape}, {copies} copies): {why}"
+    copies = "16-byte" if {"-DDM_VA=2", "-DDM_VB=2"} <= set(external["options"]) else "8-byte where unaligned"
+    wide = any(o.startswith("-DDM_WN=") for o in external["options"])
+    tiles = f"{DMMA_BM} x {DMMA_WIDE_BN if wide else DMMA_BN} tiles"
+    why = f"FP64 tensor cores (mma.sync {shape}, {tiles}, {copies} copies): {why}"
     return Choice(name, None, why, external=external, splits=splits)
 
 

@@ -708,7 +708,7 @@ def test_transposed_copy_equals_cupy(dtype, view):
 def test_dmma_kernel(backend, layout, monkeypatch):
     """float64 on the FP64 tensor cores, every layout read in place, at tile edges and beyond one
     tile, with the MMA shape and tiles of one wave of tiles and (all shapes again) those of many
-    (m16n8k8, 64 x 128 tiles on Hopper), row-major operands swapped (C^T = B^T A^T) and, in one
+    (m16n8k8; on Hopper 64 x 128 tiles in m16n8k16), row-major operands swapped (C^T = B^T A^T) and, in one
     wave, not; deep products in slices of K (the last one shorter) summed in order."""
     monkeypatch.setattr(tensorcore, "DMMA_IN_AUTO", True)
     monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)  # the small shapes too: every edge of the tiles
@@ -753,6 +753,7 @@ def test_dmma_kernel(backend, layout, monkeypatch):
         assert max(splits_seen) > 1, splits_seen
         if cc >= 90 and layout != "at":  # A along K: the wide tiles ran
             assert f"-DDM_WN={tensorcore.DMMA_WIDE_BN // 2}" in options, options
+            assert f"-DDM_MMA={tensorcore.DMMA_WIDE_SHAPE}" in options, options
         if cc >= 90 and layout == "c":  # one wave of tiles or less: A along K and B along N as they are
             assert "-DDM_SWAP=0" in options, options
 
