@@ -115,7 +115,7 @@ DMMA_BLOCKS_PER_SM = 3  # kernels/dmma.cu's DM_MINB
 #: (``benchmarks/h100-2026-11-26/session7/probe34.log``): 1024 cubed 57.8 -> 48.6 us (DGEMM 42.6),
 #: 1000 54.5 -> 49.4, 768 38.2 -> 36.0, 512 17.6 -> 17.1; level from one wave on (1280, 2048).
 DMMA_UNSWAPPED_ONE_WAVE = True
-#: Wide tiles: float64 products (complex128 ones run slower in them) may run in 64 x 128 tiles
+#: Wide tiles: float64 products (and complex128 ones with B along N, unswapped: below) may run in 64 x 128 tiles
 #: (2 x 2 warps of 32 x 64), DMMA_WIDE_BLOCKS_PER_SM blocks per SM, three stages. Once the tiles
 #: fill their waves they are about 5% faster per multiply-add, 10% at 8192 (H100, 2026-11-26,
 #: ``benchmarks/h100-2026-11-26/session7/probe31.log`` and ``probe32.log``, GPU time against DGEMM:
@@ -133,6 +133,14 @@ DMMA_WIDE_BN, DMMA_WIDE_STAGES, DMMA_WIDE_BLOCKS_PER_SM = 128, 3, 2
 #: session8/probe40.log``, ``probe41.log``; DGEMM): 2048 squares 328.8 -> 324.4 us (288.2), 4096
 #: 2494.5 -> 2441.9 (2252.1). The 64 x 64 tiles gained nothing from it (the same run).
 DMMA_WIDE_SHAPE = 16816
+#: complex128 in the wide tiles runs unswapped (``-DDM_SWAP=0``: X = A as reals, Y = B2 read from
+#: B's rows, one component and sign per lane, one 8-byte load and an XOR per value); swapped (a
+#: pair of B's components per 16-byte load, chosen and sign-flipped per value) it was slower in them
+#: than in 64 x 64 tiles. H100, 2026-11-26, kernels alone, 64 x 64 swapped -> 64 x 128 unswapped
+#: (``benchmarks/h100-2026-11-26/session8/probe42.log``; ZGEMM): 1024 squares 183.5 -> 178.5 us
+#: (152.5), 4096 10640 -> 10488 (9733), (8192, 4096) @ (4096, 256) 1379 -> 1334 (1183); 2048
+#: 1319 -> 1337 (1145), where the waves favour the 64 x 64 tiles more than the rule below says.
+DMMAZ_WIDE_UNSWAPPED = True
 DMMA_SHAPE_NAMES = {884: "m8n8k4", 1684: "m16n8k4", 1688: "m16n8k8", 16816: "m16n8k16"}
 #: Shallower products stay on the SIMT kernel. H100, 2026-11-25, kernels alone
 #: (``benchmarks/h100-2026-11-25/session5/probe27.log``): once the float64 kernel stored C 16 bytes
@@ -209,8 +217,10 @@ def dmma_shape(cc: int, sms: int, tiles: int) -> int:
 def dmma_wide(name: str, cc: int, sms: int, shape) -> bool:
     """Whether float64 kernel ``name`` runs a product of ``shape`` (batch, M, N, K) on ``sms`` SMs
     in the wide tiles (DMMA_WIDE_GAIN says when)."""
-    bt, m, n, k = shape
-    if cc < 90 or is_complex_dmma(name) or "_am_" in name or k < DMMA_WIDE_MIN_K:
+    bt, m, n, k = fp64_shape(np.dtype("complex128" if is_complex_dmma(name) else "float64"), shape)
+    if cc < 90 or "_am_" in name or k < DMMA_WIDE_MIN_K:
+        return False
+    if is_complex_dmma(name) and not (DMMAZ_WIDE_UNSWAPPED and name.endswith("_bn")):
         return False
 
     def fill(bn: int, blocks_per_sm: int) -> float:  # of the waves the tiles take
@@ -256,6 +266,8 @@ def dmma_launch(name: str, cc: int, sms: int, shape, a, b) -> dict:
     bn, stages, tile_options = dmma_tile(wide)
     options = (f"-DDM_MMA={DMMA_WIDE_SHAPE if wide else mma}", f"-DDM_VA={va}", f"-DDM_VB={vb}", *tile_options)
     if DMMA_UNSWAPPED_ONE_WAVE and name == "polymm_dmma_ak_bn" and cc >= 90 and dmma_one_wave(sms, bt * tiles):
+        options += ("-DDM_SWAP=0",)
+    if cplx and wide:  # DMMAZ_WIDE_UNSWAPPED
         options += ("-DDM_SWAP=0",)
     grid = (-(-m // DMMA_BM) * -(-n * (2 if cplx else 1) // bn), 1, bt)
     block = (DMMA_THREADS, 1, 1)

@@ -541,8 +541,12 @@ def test_complex128_reads_b_realified_on_hopper(shape, b_layout):
     assert "B realified as it is read" in made.reason, made.reason
     assert all(x.kernel != "realify" for x in made.launches)
     ext = made.choice.external
-    assert ext["smem"] == tensorcore.dmma_smem(made.choice.kernel) and ext["k_step"] == 8
-    assert ext["grid"][0] == -(-m // 64) * -(-2 * n // 64)
+    wide = tensorcore.dmma_wide(made.choice.kernel, 90, hopper.compute_units, (bt * made.choice.splits, m, n, k))
+    bn, stages, _ = tensorcore.dmma_tile(wide)  # B along N in wide tiles where they fill their waves
+    assert wide == (shape == (1, 64, 16384, 16384)), (shape, wide)
+    assert ext["smem"] == tensorcore.dmma_smem(made.choice.kernel, bn, stages) and ext["k_step"] == 8
+    assert ext["grid"][0] == -(-m // 64) * -(-2 * n // bn)
+    assert ("-DDM_SWAP=0" in ext["options"]) == wide, ext["options"]
     if n == 16384:  # planned, not run
         assert made.scratch == []
         return

@@ -786,20 +786,25 @@ def test_complex128_realified(backend, layout, as_read, monkeypatch):
     batch, a deep product in slices: B realified as the complex kernel reads it (Hopper:
     ``polymm_dmmaz_*``, A along K with any stride) or into scratch first (``realify``, A's K axis
     contiguous; forced here by raising ``DMMAZ_MIN_CC``); the rest stays on the complex kernels,
-    never a wrong answer."""
+    never a wrong answer. Read as it is, in 64 x 64 tiles swapped (C^T = B^T A^T) and, the second
+    time round, in the wide tiles wherever they may run (B along N), unswapped."""
     monkeypatch.setattr(planner, "REALIFY_WORK", 0)  # the small shapes too
     monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)
     if not as_read:
         monkeypatch.setattr(tensorcore, "DMMAZ_MIN_CC", 1000)
     rng = np.random.default_rng(29)
-    realified = 0
-    for bt, m, n, k in TC_SHAPES + [(1, 40, 50, 3000), (1, 300, 260, 130)]:
+    realified, options = 0, set()
+    shapes = TC_SHAPES + [(1, 40, 50, 3000), (1, 300, 260, 130)]
+    for wide_gain, (bt, m, n, k) in itertools.product((0.0, float("inf")), shapes):
+        monkeypatch.setattr(tensorcore, "DMMA_WIDE_GAIN", wide_gain)
         backend._plans.clear()
         da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "complex128")
         out = _poisoned(bt, m, n, "complex128")
         backend.matmul(da, db, out, "auto")
         _check(out, ha, hb, "complex128")
         reason = backend.last_plan.reason
+        if backend.last_plan.external:
+            options.update(backend.last_plan.external["options"])
         if as_read and "B realified as it is read" in reason:
             realified += 1
             assert abs(da.strides[2]) <= abs(da.strides[1]), (layout, da.strides)
@@ -815,7 +820,9 @@ def test_complex128_realified(backend, layout, as_read, monkeypatch):
         "padded",
         "padded-t",
     ):
-        assert realified >= 4, realified
+        assert realified >= 8, realified
+        if as_read and cc >= 90 and layout in ("c", "bcast", "padded"):  # B along N: wide tiles, unswapped
+            assert {f"-DDM_WN={tensorcore.DMMA_WIDE_BN // 2}", "-DDM_SWAP=0"} <= options, options
 
 
 @pytest.mark.parametrize("dtype", ["complex128", "complex64", "float64"])

@@ -37,8 +37,9 @@
 // j < DM_KW), B[q + 4 j][g], C[g + 8 (c / 2)][2 q + c % 2] for c < DM_R. The kernel argument list
 // is the one every polymm CUDA kernel takes. No #include (async_copy.cuh comes first).
 //
-// DM_SWAP 0 (float64 only): A along K and B along N are multiplied as they are (X = A in K rows),
-// which the host picks within one wave of tiles, where it ran faster on the H100.
+// DM_SWAP 0: A along K and B along N are multiplied as they are (X = A in K rows; complex128: Y =
+// B2 read from B's rows, a component and sign per lane), which the host picks where it ran faster
+// on the H100 (float64 within one wave of tiles).
 
 #ifndef DM_MMA
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -231,7 +232,7 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
                                         pm_i64 sa2, const double* __restrict__ B, pm_i64 sb0, pm_i64 sb1,
                                         pm_i64 sb2, double* __restrict__ C) {
     static_assert(!CPLX || (AK && DM_TM == 16), "complex: A along K, an m16 MMA");
-    constexpr bool SWAP = AK && BN && (CPLX || DM_SWAP);
+    constexpr bool SWAP = AK && BN && DM_SWAP;
     constexpr bool X_KROWS = SWAP ? false : AK, Y_KROWS = SWAP ? true : !BN;
     constexpr bool PAIR_X = !X_KROWS && DM_TM == 16;                 // rows g, g + 8 side by side
     constexpr int XO = SWAP ? DM_BN : DM_BM, YO = SWAP ? DM_BM : DM_BN;  // block tile along X, Y
@@ -290,12 +291,14 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
     // where the MMA's row r (< DM_TM) and K index k (< DM_TK) of this lane sit in the tiles
     auto xrow = [&](int h) { return PAIR_X ? 2 * g + h : g + 8 * h; };  // h: the row half
     // complex B: the lane's K values are odd (rows 2k + 1 of B2: [-y x]) where q is; B2's column
-    // 2n + p is component p of B's element (p ^ 1 in the odd rows), negated in odd rows where p = 0
+    // 2n + p is component p of B's element (p ^ 1 in the odd rows), negated in odd rows where p = 0.
+    // Y = B2 (not swapped): each lane's component and sign are its own for the whole product
     const bool odd = CPLX && (q & 1);
-    const long long sign = odd ? (long long)(1ull << 63) : 0, flip = !BN && !(g & 1) ? sign : 0;
-    const double* fx = sX + (CPLX && BN ? LX::at(wx0 + 2 * g, q >> 1) : LX::at(wx0 + xrow(0), q));
-    const double* fy = sY + (CPLX && !BN ? LY::at(wy0 / 2 + (g >> 1), 2 * (q >> 1) + ((g ^ q) & 1))
-                                         : LY::at(wy0 + g, q));
+    const long long sign = odd ? (long long)(1ull << 63) : 0, flip = !SWAP && !(g & 1) ? sign : 0;
+    const double* fx = sX + (CPLX && SWAP ? LX::at(wx0 + 2 * g, q >> 1) : LX::at(wx0 + xrow(0), q));
+    const double* fy = sY + (CPLX && !BN    ? LY::at(wy0 / 2 + (g >> 1), 2 * (q >> 1) + ((g ^ q) & 1))
+                             : CPLX && !SWAP ? LY::at(wy0 + (g & ~1) + ((g ^ q) & 1), q >> 1)
+                                             : LY::at(wy0 + g, q));
     for (int kt = 0; kt < kt_count; ++kt) {
         pm_cp_wait<DM_STAGES - 2>();
         __syncthreads();
@@ -312,7 +315,7 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
             for (int i = 0; i < XI; ++i)
 #pragma unroll
                 for (int j = 0; j < DM_KW; ++j) {
-                    if (CPLX && BN) {  // B2^T: (x, y) of B's element, as (-y, x) in odd K rows
+                    if (CPLX && SWAP) {  // B2^T: (x, y) of B's element, as (-y, x) in odd K rows
                         // (the sign flipped as bits: a neg.f64 on the FP64 pipe cost 18% at 1024)
                         const double2 v = *reinterpret_cast<const double2*>(cX + LX::at(i * DM_TM, kk / 2 + 2 * j));
                         af[i][2 * j] = __longlong_as_double(__double_as_longlong(odd ? v.y : v.x) ^ sign);
@@ -333,8 +336,8 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
             for (int j = 0; j < YJ; ++j) {
 #pragma unroll
                 for (int t = 0; t < DM_KW; ++t) {
-                    if (CPLX && !BN) {  // B2: rows of B2's columns 2n, 2n + 1 both in B's column n
-                        const double v = cY[LY::at(4 * j, kk + 4 * t)];
+                    if (CPLX && !SWAP) {  // B2: B2's columns 2n, 2n + 1 both from B's column n
+                        const double v = cY[BN ? LY::at(8 * j, kk / 2 + 2 * t) : LY::at(4 * j, kk + 4 * t)];
                         bf[j][t] = __longlong_as_double(__double_as_longlong(v) ^ flip);
                     } else {
                         bf[j][t] = cY[LY::at(8 * j, kk + 4 * t)];
