@@ -138,9 +138,14 @@ DMMA_WIDE_SHAPE = 16816
 #: pair of B's components per 16-byte load, chosen and sign-flipped per value) it was slower in them
 #: than in 64 x 64 tiles. H100, 2026-11-26, kernels alone, 64 x 64 swapped -> 64 x 128 unswapped
 #: (``benchmarks/h100-2026-11-26/session8/probe42.log``; ZGEMM): 1024 squares 183.5 -> 178.5 us
-#: (152.5), 4096 10640 -> 10488 (9733), (8192, 4096) @ (4096, 256) 1379 -> 1334 (1183); 2048
-#: 1319 -> 1337 (1145), where the waves favour the 64 x 64 tiles more than the rule below says.
-DMMAZ_WIDE_UNSWAPPED = True
+#: (152.5), 4096 10640 -> 10488 (9733), (8192, 4096) @ (4096, 256) 1379 -> 1334 (1183); but 2048
+#: 1319 -> 1337 (1145). Whole calls and GPU time, the planner's choice with the wide tiles off / on
+#: (``probe43.log``, GPU time): they win where the 64 x 64 tiles take few waves (1024 squares, 1.3
+#: waves: 182 -> 177 us, whole calls 0.87x -> 0.90x ZGEMM; the skinny product, 2.6: 1386 -> 1344)
+#: and lose where those take more (2048, 5.2 waves: 1329 -> 1345; 64 x 512 cubed, 21: 1312 -> 1374;
+#: 8 x 1024 cubed, 10: 1309 -> 1351), 3000 squares (11 waves, 4260 -> 4155) aside. So complex128
+#: takes them only where its 64 x 64 tiles would take at most DMMAZ_WIDE_MAX_WAVES waves.
+DMMAZ_WIDE_UNSWAPPED, DMMAZ_WIDE_MAX_WAVES = True, 3
 DMMA_SHAPE_NAMES = {884: "m8n8k4", 1684: "m16n8k4", 1688: "m16n8k8", 16816: "m16n8k16"}
 #: Shallower products stay on the SIMT kernel. H100, 2026-11-25, kernels alone
 #: (``benchmarks/h100-2026-11-25/session5/probe27.log``): once the float64 kernel stored C 16 bytes
@@ -220,8 +225,10 @@ def dmma_wide(name: str, cc: int, sms: int, shape) -> bool:
     bt, m, n, k = fp64_shape(np.dtype("complex128" if is_complex_dmma(name) else "float64"), shape)
     if cc < 90 or "_am_" in name or k < DMMA_WIDE_MIN_K:
         return False
-    if is_complex_dmma(name) and not (DMMAZ_WIDE_UNSWAPPED and name.endswith("_bn")):
-        return False
+    if is_complex_dmma(name):
+        waves = bt * -(-m // DMMA_BM) * -(-n // DMMA_BN) / (DMMA_BLOCKS_PER_SM * sms)
+        if not (DMMAZ_WIDE_UNSWAPPED and name.endswith("_bn") and waves <= DMMAZ_WIDE_MAX_WAVES):
+            return False
 
     def fill(bn: int, blocks_per_sm: int) -> float:  # of the waves the tiles take
         tiles, slots = bt * -(-m // DMMA_BM) * -(-n // bn), blocks_per_sm * sms
