@@ -143,9 +143,13 @@ DMMA_WIDE_SHAPE = 16816
 #: (``probe43.log``, GPU time): they win where the 64 x 64 tiles take few waves (1024 squares, 1.3
 #: waves: 182 -> 177 us, whole calls 0.87x -> 0.90x ZGEMM; the skinny product, 2.6: 1386 -> 1344)
 #: and lose where those take more (2048, 5.2 waves: 1329 -> 1345; 64 x 512 cubed, 21: 1312 -> 1374;
-#: 8 x 1024 cubed, 10: 1309 -> 1351), 3000 squares (11 waves, 4260 -> 4155) aside. So complex128
-#: takes them only where its 64 x 64 tiles would take at most DMMAZ_WIDE_MAX_WAVES waves.
-DMMAZ_WIDE_UNSWAPPED, DMMAZ_WIDE_MAX_WAVES = True, 3
+#: 8 x 1024 cubed, 10: 1309 -> 1351), 3000 squares (11 waves, 4260 -> 4155) aside; and in waves
+#: they fill poorly themselves (1280 squares: 400 tiles, 1.5 waves) they lose too (kernels alone,
+#: ``probe44.log`` and ``../session7/probe36.log``: 375 us in 64 x 64, 414-432 wide, ZGEMM 307). So
+#: complex128 takes them only where its 64 x 64 tiles would take at most DMMAZ_WIDE_MAX_WAVES waves
+#: and the wide tiles fill theirs to DMMAZ_WIDE_MIN_FILL, in m16n8k4 (``probe44.log``, against
+#: m16n8k16: 1024 squares 178.6 -> 173.5 us, the skinny product 1342 -> 1288).
+DMMAZ_WIDE_UNSWAPPED, DMMAZ_WIDE_MAX_WAVES, DMMAZ_WIDE_MIN_FILL, DMMAZ_WIDE_SHAPE = True, 3, 0.95, 1684
 DMMA_SHAPE_NAMES = {884: "m8n8k4", 1684: "m16n8k4", 1688: "m16n8k8", 16816: "m16n8k16"}
 #: Shallower products stay on the SIMT kernel. H100, 2026-11-25, kernels alone
 #: (``benchmarks/h100-2026-11-25/session5/probe27.log``): once the float64 kernel stored C 16 bytes
@@ -225,16 +229,18 @@ def dmma_wide(name: str, cc: int, sms: int, shape) -> bool:
     bt, m, n, k = fp64_shape(np.dtype("complex128" if is_complex_dmma(name) else "float64"), shape)
     if cc < 90 or "_am_" in name or k < DMMA_WIDE_MIN_K:
         return False
-    if is_complex_dmma(name):
-        waves = bt * -(-m // DMMA_BM) * -(-n // DMMA_BN) / (DMMA_BLOCKS_PER_SM * sms)
-        if not (DMMAZ_WIDE_UNSWAPPED and name.endswith("_bn") and waves <= DMMAZ_WIDE_MAX_WAVES):
-            return False
 
     def fill(bn: int, blocks_per_sm: int) -> float:  # of the waves the tiles take
         tiles, slots = bt * -(-m // DMMA_BM) * -(-n // bn), blocks_per_sm * sms
         return tiles / (-(-tiles // slots) * slots)
 
-    return DMMA_WIDE_GAIN * fill(DMMA_WIDE_BN, DMMA_WIDE_BLOCKS_PER_SM) > fill(DMMA_BN, DMMA_BLOCKS_PER_SM)
+    wide_fill = fill(DMMA_WIDE_BN, DMMA_WIDE_BLOCKS_PER_SM)
+    if is_complex_dmma(name):  # DMMAZ_WIDE_UNSWAPPED says when
+        waves = bt * -(-m // DMMA_BM) * -(-n // DMMA_BN) / (DMMA_BLOCKS_PER_SM * sms)
+        ok = DMMAZ_WIDE_UNSWAPPED and name.endswith("_bn") and waves <= DMMAZ_WIDE_MAX_WAVES
+        if not (ok and wide_fill >= DMMAZ_WIDE_MIN_FILL):
+            return False
+    return DMMA_WIDE_GAIN * wide_fill > fill(DMMA_BN, DMMA_BLOCKS_PER_SM)
 
 
 def dmma_tile(wide: bool) -> tuple[int, int, tuple[str, ...]]:
@@ -271,7 +277,9 @@ def dmma_launch(name: str, cc: int, sms: int, shape, a, b) -> dict:
     vb = 2 if cplx or pairs(b_off, sb, 2 if name.endswith("_bn") else 1) else 1
     wide = dmma_wide(name, cc, sms, shape)
     bn, stages, tile_options = dmma_tile(wide)
-    options = (f"-DDM_MMA={DMMA_WIDE_SHAPE if wide else mma}", f"-DDM_VA={va}", f"-DDM_VB={vb}", *tile_options)
+    if wide:
+        mma = DMMAZ_WIDE_SHAPE if cplx else DMMA_WIDE_SHAPE
+    options = (f"-DDM_MMA={mma}", f"-DDM_VA={va}", f"-DDM_VB={vb}", *tile_options)
     if DMMA_UNSWAPPED_ONE_WAVE and name == "polymm_dmma_ak_bn" and cc >= 90 and dmma_one_wave(sms, bt * tiles):
         options += ("-DDM_SWAP=0",)
     if cplx and wide:  # DMMAZ_WIDE_UNSWAPPED
@@ -352,6 +360,7 @@ def describe(cc: int) -> str:
     shape = shapes[0] if shapes[0] == shapes[1] else f"{shapes[0]} for one wave of tiles, {shapes[1]} beyond"
     if cc >= 90:
         shape += f", {DMMA_SHAPE_NAMES[DMMA_WIDE_SHAPE]} in 64 x {DMMA_WIDE_BN} tiles"
+        shape += f" ({DMMA_SHAPE_NAMES[DMMAZ_WIDE_SHAPE]} for complex128)"
     float64 = (
         f"float64 (mma.sync {shape}) and complex128 (as one float64 product, B realified: "
         f"as it is read from compute capability {DMMAZ_MIN_CC / 10:.1f} on, into scratch before)"

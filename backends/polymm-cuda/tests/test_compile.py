@@ -180,6 +180,30 @@ def test_tensor_core_kernels_compile_without_spills(arch, source, va, vb, tiles)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+@pytest.mark.parametrize("n", [1024, 4096])
+def test_complex128_dmma_kernels_compile_without_spills(n):
+    """The complex128 FP64 tensor-core kernels as the planner launches them on Hopper: in the wide
+    unswapped tiles (a 1024 square) and in 64 x 64 tiles swapped (4096), every accumulator in
+    registers."""
+    from polymm_cuda import tensorcore
+
+    row = (0, (0, n, 1))
+    options = tensorcore.dmma_launch("polymm_dmmaz_ak_bn", 90, 132, (1, n, n, n), row, row)["options"]
+    assert ("-DDM_SWAP=0" in options) == (n == 1024), options
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "dmma.cu")
+        path.write_text(tensorcore.source("dmma"))
+        cubin = str(Path(tmp, "dmma.cubin"))
+        cmd = [NVCC, "-std=c++17", f"-arch={ARCH}", "-cubin", *options, "-Xptxas", "-v", "-o", cubin, str(path)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log
+    assert "polymm_dmmaz_ak_bn" in log and "polymm_dmmaz_ak_bk" in log, log
+    spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
+    assert spills and max(spills) == 0, log
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 @pytest.mark.parametrize("bn", [256, 128, 64])
 def test_wgmma_kernels_compile_without_spills(bn):
     """Hopper's wgmma kernels (float16 and bfloat16, B N- or K-major; TF32 with one and with three
