@@ -795,8 +795,10 @@ def test_complex128_realified(backend, layout, as_read, monkeypatch):
     rng = np.random.default_rng(29)
     realified, options = 0, set()
     shapes = TC_SHAPES + [(1, 40, 50, 3000), (1, 300, 260, 130)]
-    for wide_gain, (bt, m, n, k) in itertools.product((0.0, float("inf")), shapes):
-        monkeypatch.setattr(tensorcore, "DMMA_WIDE_GAIN", wide_gain)
+    for wide, (bt, m, n, k) in itertools.product((False, True), shapes):
+        monkeypatch.setattr(tensorcore, "DMMA_WIDE_GAIN", float("inf") if wide else 0.0)
+        monkeypatch.setattr(tensorcore, "DMMAZ_WIDE_MIN_FILL", 0.0)
+        monkeypatch.setattr(tensorcore, "DMMAZ_WIDE_MAX_WAVES", float("inf"))
         backend._plans.clear()
         da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "complex128")
         out = _poisoned(bt, m, n, "complex128")
