@@ -12,10 +12,10 @@
 // - Tiling. A block of DM_WARPS_M x DM_WARPS_N warps computes a DM_BM x DM_BN tile of C (default
 //   2 x 2 warps of 32 x 32: 64 x 64, three blocks per SM), each warp (DM_WM / DM_TM) x (DM_WN / 8)
 //   MMA tiles of DM_MMA (the host's choice on Hopper: m16n8k4 for one wave of tiles, m16n8k8
-//   for more; m8n8k4 before). Blocks run in groups of DM_GROUP_M tile rows, so
-//   that the blocks in flight share rows of A and columns of B in L2. The host may widen the warp
-//   tile along N (DM_WN 64: 64 x 128 tiles, two blocks per SM) where those fill their waves
-//   (polymm_cuda.tensorcore.dmma_wide).
+//   for more, m16n8k16 in the wide tiles below (complex128: m16n8k4); m8n8k4 before). Blocks run
+//   in groups of DM_GROUP_M tile rows, so that the blocks in flight share rows of A and columns of
+//   B in L2. The host may widen the warp tile along N (DM_WN 64: 64 x 128 tiles, two blocks per
+//   SM) where those fill their waves (polymm_cuda.tensorcore.dmma_wide).
 // - Copies. K is walked in slices of 16 through a ring of DM_STAGES shared-memory stages filled by
 //   `cp.async`, DM_VA / DM_VB elements of A / B per copy (2: 16-byte copies along the operand's
 //   unit-stride axis, which the host allows where that is 16-byte aligned; 1: one element each,
