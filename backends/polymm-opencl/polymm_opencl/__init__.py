@@ -339,9 +339,9 @@ class OpenCLBackend(Backend):
             raise BackendUnavailable(
                 "no OpenCL platform with a device was found (install pocl-binary-distribution for a CPU device)"
             )
+        for _, _, platform, _ in _all_devices():  # before any build: PoCL aborts the process on them
+            drivercache.check_once(platform.name)
         _pick_device()  # an unmatched POLYMM_OPENCL_DEVICE makes the backend unavailable
-        if any("portable computing language" in p.name.lower() for _, _, p, _ in _all_devices()):
-            drivercache.drop_corrupt_pocl_entries()  # PoCL aborts the process on them
         self._programs: dict = {}
         self._facts: dict = {}
         self._plans: dict = {}

@@ -3,23 +3,30 @@
 PoCL keeps each compiled program as ``<cache>/<xx>/<hash>/program.bc`` (LLVM
 bitcode) with one shared object per kernel below it.  A truncated or corrupted
 entry is fatal inside PoCL: a bad shared object aborts the process at the launch,
-a bad bitcode file loses the kernel and aborts the process at exit.  Neither can
-be caught from Python, so entries whose files do not even start like bitcode or
-an ELF object are removed first, once per process; PoCL then compiles them
-again (and caches them anew).  Other drivers' caches are left to their drivers.
+a bad bitcode file loses the program's IR and aborts the process at exit ("still
+have references to IRs").  Neither can be caught from Python, so before the
+process builds its first program on a PoCL device (:func:`check_once`), every
+entry holding a file that is not whole is removed; PoCL then compiles it again.
+
+"Whole" is checked from the files' own framing, which costs a few reads per file:
+bitcode starts with its magic and its top-level blocks' declared lengths add up to
+the file's size; a shared object starts with an ELF header whose section table
+lies inside the file.  Other drivers' caches are left to their drivers.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import struct
+import threading
 import warnings
 
-__all__ = ["pocl_cache_dir", "drop_corrupt_pocl_entries"]
+__all__ = ["pocl_cache_dir", "drop_corrupt_pocl_entries", "check_once", "bitcode_is_whole", "elf_is_whole"]
 
-_BITCODE_MAGICS = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")  # raw bitcode, bitcode wrapper
+_RAW_BITCODE = b"BC\xc0\xde"
+_WRAPPED_BITCODE = b"\xde\xc0\x17\x0b"
 _ELF_MAGIC = b"\x7fELF"
-_ELF_HEADER_BYTES = 64
 
 
 def pocl_cache_dir() -> str:
@@ -31,21 +38,56 @@ def pocl_cache_dir() -> str:
     return os.path.join(base, "pocl", "kcache")
 
 
+def bitcode_is_whole(data: bytes) -> bool:
+    """True when ``data`` is LLVM bitcode whose top-level blocks fill it exactly.
+
+    Raw bitcode is the magic, then blocks, each opened by a 32-bit word (abbreviation id 1 =
+    ENTER_SUBBLOCK in 2 bits, block id and abbreviation width) and a 32-bit length in words.
+    The wrapper form (Darwin's) names the raw stream's offset and size in its header."""
+    if data.startswith(_WRAPPED_BITCODE):
+        if len(data) < 20:
+            return False
+        offset, size = struct.unpack_from("<II", data, 8)
+        return offset + size <= len(data) and bitcode_is_whole(data[offset : offset + size])
+    if not data.startswith(_RAW_BITCODE) or len(data) % 4 or len(data) == 4:
+        return False
+    at = 4
+    while at < len(data):
+        if at + 8 > len(data):
+            return False
+        opener, words = struct.unpack_from("<II", data, at)
+        if opener & 0x3 != 1:  # a top-level entry that is not a block: damaged
+            return False
+        at += 8 + 4 * words
+    return at == len(data)
+
+
+def elf_is_whole(data: bytes) -> bool:
+    """True when ``data`` starts with a 64-bit little-endian ELF header (what PoCL writes on
+    x86-64 and AArch64 hosts) whose section header table lies inside ``data``; other classes
+    are judged by their magic alone."""
+    if not data.startswith(_ELF_MAGIC) or len(data) < 64:
+        return False
+    if data[4] != 2 or data[5] != 1:  # not ELF64 little-endian: no layout to check here
+        return True
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    return 64 <= shoff and shoff + shentsize * shnum <= len(data)
+
+
 def _corrupt(path: str) -> bool:
     try:
         with open(path, "rb") as f:
-            head = f.read(_ELF_HEADER_BYTES)
+            data = f.read()
     except OSError:
         return False  # unreadable to us: PoCL's business (permissions, a concurrent writer)
-    if path.endswith(".bc"):
-        return not head.startswith(_BITCODE_MAGICS)
-    return not head.startswith(_ELF_MAGIC) or len(head) < _ELF_HEADER_BYTES
+    return not (bitcode_is_whole(data) if path.endswith(".bc") else elf_is_whole(data))
 
 
 def drop_corrupt_pocl_entries(root: str | None = None) -> list[str]:
     """Remove the cache entries under ``root`` (default :func:`pocl_cache_dir`) holding a
-    program or kernel file that is not bitcode / ELF; returns the entries removed, with one
-    warning naming them."""
+    program or kernel file that is not whole; returns the entries removed, with one warning
+    naming them."""
     root = root or pocl_cache_dir()
     dropped = []
     for bucket in _listdir(root):
@@ -61,9 +103,25 @@ def drop_corrupt_pocl_entries(root: str | None = None) -> list[str]:
             f"polymm opencl: removed {len(dropped)} corrupted PoCL kernel-cache entr"
             f"{'y' if len(dropped) == 1 else 'ies'} ({', '.join(dropped)}); PoCL compiles them again",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     return dropped
+
+
+_checked = False
+_check_lock = threading.Lock()
+
+
+def check_once(platform_name: str) -> None:
+    """Drop PoCL's corrupted cache entries the first time this process is about to build a
+    program on a PoCL platform; every later call (and any other driver) costs nothing."""
+    global _checked
+    if _checked or "portable computing language" not in platform_name.lower():
+        return
+    with _check_lock:
+        if not _checked:
+            drop_corrupt_pocl_entries()
+            _checked = True
 
 
 def _listdir(path: str) -> list[str]:

@@ -145,10 +145,12 @@ print("ok")
 """
 
 
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
 @pytest.mark.parametrize("suffix", [".so", ".bc"])
-def test_a_corrupted_driver_cache_is_rebuilt(tmp_path, device, suffix):
+def test_a_corrupted_driver_cache_is_rebuilt(tmp_path, device, suffix, damage):
     """PoCL keeps compiled kernels on disk and aborts the process on a corrupted kernel object
-    (at the launch) or program (at exit): such entries are removed before PoCL reads them."""
+    (at the launch) or program (at exit): such entries, overwritten or cut short (a write that
+    did not finish), are removed before PoCL reads them, also before the device's first build."""
     if "portable computing language" not in device.platform.lower():
         pytest.skip("corrupts PoCL's kernel cache (POCL_CACHE_DIR); the device here is another driver's")
     env = dict(os.environ, POCL_CACHE_DIR=str(tmp_path))
@@ -158,9 +160,33 @@ def test_a_corrupted_driver_cache_is_rebuilt(tmp_path, device, suffix):
     cached = [p for p in tmp_path.rglob("*" + suffix)]
     assert cached, "PoCL cached nothing"
     for path in cached:
-        path.write_bytes(b"\x7fELF truncated" if suffix == ".so" else b"BC garbage")
+        if damage == "truncated":
+            path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+        else:
+            path.write_bytes(b"\x7fELF truncated" if suffix == ".so" else b"BC garbage")
     second = run()
     assert second.returncode == 0 and second.stdout.strip() == "ok", second.stderr
     assert second.stderr.count("RuntimeWarning") == 1 and "corrupted PoCL kernel-cache" in second.stderr, second.stderr
     third = run()  # cached afresh: silent
     assert third.returncode == 0 and "Warning" not in third.stderr, third.stderr
+
+
+def test_cache_files_are_judged_whole_by_their_own_framing(tmp_path, device):
+    """The checks behind the removal, on files PoCL wrote here: whole files pass, every cut and
+    a wrong magic fail."""
+    from polymm_opencl.drivercache import bitcode_is_whole, elf_is_whole
+
+    if "portable computing language" not in device.platform.lower():
+        pytest.skip("needs files written by PoCL's kernel cache")
+    env = dict(os.environ, POCL_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", PRODUCT], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    files = {".bc": list(tmp_path.rglob("*.bc")), ".so": list(tmp_path.rglob("*.so"))}
+    assert files[".bc"] and files[".so"], files
+    for suffix, whole in ((".bc", bitcode_is_whole), (".so", elf_is_whole)):
+        for path in files[suffix]:
+            data = path.read_bytes()
+            assert whole(data), path
+            for cut in (4, len(data) // 3, len(data) // 2, len(data) - 8, len(data) - 1):
+                assert not whole(data[:cut]), (path, cut)
+            assert not whole(b"\0" + data[1:]), path
