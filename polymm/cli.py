@@ -350,6 +350,63 @@ def _fuzz(args) -> int:
     return 1 if summary.failures else 0
 
 
+def _soak(args) -> int:
+    from rich.console import Console
+
+    from polymm import soak
+
+    if args.minutes is None and args.products is None:
+        args.minutes = 1.0
+    if args.minutes is not None and args.minutes <= 0:
+        raise ValueError("--minutes must be positive")
+    err = Console(stderr=True, highlight=False)
+    dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()] if args.dtypes else None
+    last = [0.0]
+
+    def on_sample(run, sample):  # a line every ten seconds: long runs show progress, piped or not
+        if sample.seconds - last[0] >= 10:
+            last[0] = sample.seconds
+            device = f", device {sample.device / 2**20:.0f} MB" if sample.device is not None else ""
+            err.print(
+                f"soak {run.backend}: {sample.products:,} products in {sample.seconds:.0f} s, "
+                f"resident {sample.resident / 2**20:.0f} MB{device}; {run.wrong} wrong, {run.errors} errors"
+            )
+
+    run = soak.run(
+        args.backend,
+        seconds=args.minutes * 60 if args.minutes is not None else None,
+        products=args.products,
+        threads=args.threads,
+        dtypes=dtypes,
+        max_side=args.max_side,
+        seed=args.seed,
+        on_sample=on_sample,
+    )
+    command = "polymm " + " ".join(sys.argv[1:])
+    document = soak.report(run, command, args.warmup)
+    v = document["verdict"]
+    for line in run.refused:
+        err.print(f"  refused here: {line}")
+    for line in run.messages:
+        err.print(f"  {line}", markup=False)
+    device = (
+        f"; device {v['device_growth_mb']} MB ({v['device_mb_per_10k']} MB / 10k)" if "device_growth_mb" in v else ""
+    )
+    if "note" in v:
+        err.print(f"  {v['note']}")
+    print(
+        f"polymm soak {run.backend}: {run.products:,} products ({run.checked:,} checked) on {run.threads} threads "
+        f"in {run.seconds:.0f} s: {run.wrong} wrong, {run.errors} errors; resident {v['start_mb']} -> "
+        f"{v['end_mb']} MB; after the first {v['warmup_products']:,} products {v['growth_mb']} MB over "
+        f"{v['measured_products']:,} ({v['mb_per_10k']} MB / 10k){device}"
+    )
+    if args.json:
+        _write_json(document, args.json)
+    if args.plot:
+        soak.plot(document, args.plot)
+    return 1 if run.wrong or run.errors else 0
+
+
 def _precision_name(text: str) -> str:
     from .precision import check_precision
 
@@ -482,6 +539,22 @@ def main(argv=None) -> int:
     )
     fz.add_argument("--json", action="store_true", help="print the summary as JSON (the report goes to stderr)")
     fz.set_defaults(func=_fuzz)
+    sk = sub.add_parser(
+        "soak",
+        help="a long stream of varied random products on one backend, values sampled and checked, "
+        "memory watched: does it stay flat?",
+    )
+    sk.add_argument("--backend", default="cpu")
+    sk.add_argument("--minutes", type=float, default=None, help="run this long (default 1, unless --products)")
+    sk.add_argument("--products", type=int, default=None, help="stop after this many products")
+    sk.add_argument("--threads", type=int, default=1, help="threads calling polymm at once (default 1)")
+    sk.add_argument("--dtypes", default=None, help="comma-separated (default: polymm.soak.DEFAULT_DTYPES, six of them)")
+    sk.add_argument("--max-side", type=int, default=300, help="largest M, N and K drawn (default 300)")
+    sk.add_argument("--warmup", type=int, default=5000, help="products before growth is measured (default 5000)")
+    sk.add_argument("--seed", type=int, default=0)
+    sk.add_argument("--json", default=None, metavar="FILE", help="write the run and its samples as JSON ('-': stdout)")
+    sk.add_argument("--plot", default=None, metavar="PNG", help="plot memory against products")
+    sk.set_defaults(func=_soak)
     args = parser.parse_args(argv)
     if args.command == "bench":
         args.sizes_given, args.dtype_given = args.sizes is not None, args.dtype is not None

@@ -387,6 +387,18 @@ def _gpu_packing(choice, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
 # ---- CPU (PoCL) -----------------------------------------------------------------------------
 
 
+def _bucket(n: int, unit: int) -> int:
+    """The smallest ``unit * 2**j`` holding ``n``: a CPU block size rounded so that products
+    of many shapes share a few programs. The kernel stops at M and N (rows past M are not
+    visited, columns past N are not stored), so only the compiled constant changes, and a
+    process meeting ever new shapes does not build (and keep: PoCL holds on to a program's
+    compiled code) a program per shape."""
+    size = unit
+    while size < n:
+        size *= 2
+    return size
+
+
 def _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params) -> Choice:
     """The CPU (PoCL) planner for float32/float64; strides in elements."""
     width = 32 // np.dtype(dtype).itemsize  # 256-bit vectors
@@ -396,12 +408,12 @@ def _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params) -> Choice:
     pack_a = a_sk != 1 and a_sm != 1
     # Batches of small matrices: one matrix per work-item, several per work-group.
     if batch > 1 and M * N <= SMALL_BATCHED and K <= 256:
-        nwg = -(-N // width) * width
+        nwg = _bucket(N, width)
         nr = 2 * width if nwg % (2 * width) == 0 else width
         mr = 4 if nr == 2 * width else 6
         mr = min(mr, M)
         small = KernelParams(
-            mwg=-(-M // mr) * mr,
+            mwg=_bucket(M, mr),
             nwg=nwg,
             kwg=1 << 20,
             mdimc=1,
@@ -448,7 +460,7 @@ def _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params) -> Choice:
         nwg = next(w * width for w in (128, 64, 32, 16, 8) if N % (w * width) == 0 or w == 8)
         nwg = max(nwg, nr)
         strip = KernelParams(
-            mwg=-(-M // mr) * mr, nwg=nwg, kwg=16, mdimc=1, ndimc=1, vw=width, mr=mr, nr=nr, use_local=False
+            mwg=_bucket(M, mr), nwg=nwg, kwg=16, mdimc=1, ndimc=1, vw=width, mr=mr, nr=nr, use_local=False
         )
         splits = 2 if batch == 1 and K >= 1024 else 1
         return Choice(
@@ -462,8 +474,8 @@ def _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params) -> Choice:
     if batch == 1 and K >= DEEP_K * max(M, N) and K >= 4096:
         mr = 4 if M % 6 else 6
         deep = KernelParams(
-            mwg=min(8 * mr, -(-M // mr) * mr),
-            nwg=min(-(-N // (2 * width)) * 2 * width, 16 * width),
+            mwg=min(8 * mr, _bucket(M, mr)),
+            nwg=min(_bucket(N, 2 * width), 16 * width),
             kwg=256,
             mdimc=1,
             ndimc=1,

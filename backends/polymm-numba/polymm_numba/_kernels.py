@@ -968,38 +968,58 @@ def _small_regs(typingctx, a, aoff, sai, sap, b, boff, ldb, c, coff, ldc, kc, mr
     return sig, codegen
 
 
-# Placeholders of the small-product kernels (see ``specialise_small``): N is
-# the product's column count, SNR the register tile's width (N in chunks of
-# SNR, the last chunk overlapping the one before), SMR its height (rows in
-# tiles of SMR, the last overlapping likewise).  Overlapping tiles recompute
-# a few outputs with the same operations in the same order, so they store
-# the same values: no edge code, every tile a full constant-size one.
-SN = 8
-SNR = 8
-SMR = 8
+# Placeholders of the small-product kernels (see ``specialise_small``): SMR0 is the tallest
+# row tile, SNR0 the widest column tile (two vectors), SNR1..SNR5 the narrower ones, each half
+# the one before (padded with 1).  A product of any M x N is cut into full tiles: rows into
+# SMR0s, then 4, 2, 1; columns into SNR0s, then SNR1, SNR2, ... (binary digits of what is
+# left).  So one compiled kernel per dtype serves every shape, with no edge code and no
+# recomputed outputs: a kernel compiled per N (as before) grew memory with every new shape.
+SMR0 = 8
+SNR0, SNR1, SNR2, SNR3, SNR4, SNR5 = 16, 8, 4, 2, 1, 1
+
+
+def _small_cols(a, aoff, sai, sap, b, boff, ldb, out, coff, ldc, K, N, mr):
+    """One row tile (``mr`` rows, a literal) across all N columns, in full column tiles."""
+    numba.literally(mr)
+    j0 = 0
+    while N - j0 >= SNR0:
+        _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, mr, SNR0)
+        j0 += SNR0
+    if N - j0 >= SNR1:
+        _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, mr, SNR1)
+        j0 += SNR1
+    if N - j0 >= SNR2:
+        _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, mr, SNR2)
+        j0 += SNR2
+    if N - j0 >= SNR3:
+        _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, mr, SNR3)
+        j0 += SNR3
+    if N - j0 >= SNR4:
+        _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, mr, SNR4)
+        j0 += SNR4
+    if N - j0 >= SNR5:
+        _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, mr, SNR5)
 
 
 def _small_one(a, b, out, bi, sa0, sa1, sa2, sb0, sb1, sc0, sc1):
     M = a.shape[1]
     K = a.shape[2]
+    N = b.shape[2]
     ao = bi * sa0
     bo = bi * sb0
     co = bi * sc0
     i0 = 0
-    while True:
-        if i0 > M - SMR:
-            i0 = M - SMR
-        j0 = 0
-        while True:
-            if j0 > SN - SNR:
-                j0 = SN - SNR
-            _small_regs(a, ao + i0 * sa1, sa1, sa2, b, bo + j0, sb1, out, co + i0 * sc1 + j0, sc1, K, SMR, SNR)
-            if j0 == SN - SNR:
-                break
-            j0 += SNR
-        if i0 == M - SMR:
-            break
-        i0 += SMR
+    while M - i0 >= SMR0:
+        _small_cols(a, ao + i0 * sa1, sa1, sa2, b, bo, sb1, out, co + i0 * sc1, sc1, K, N, SMR0)
+        i0 += SMR0
+    if M - i0 >= 4:
+        _small_cols(a, ao + i0 * sa1, sa1, sa2, b, bo, sb1, out, co + i0 * sc1, sc1, K, N, 4)
+        i0 += 4
+    if M - i0 >= 2:
+        _small_cols(a, ao + i0 * sa1, sa1, sa2, b, bo, sb1, out, co + i0 * sc1, sc1, K, N, 2)
+        i0 += 2
+    if M - i0 >= 1:
+        _small_cols(a, ao + i0 * sa1, sa1, sa2, b, bo, sb1, out, co + i0 * sc1, sc1, K, N, 1)
 
 
 def small_serial(a, b, out, bs):
@@ -1057,11 +1077,12 @@ def small_splitk(a, b, out, ks):
             out[bi, i, j] = s
 
 
-def specialise_small(n: int, snr: int, smr: int) -> dict:
-    """Copies of the small-product drivers with N, the tile width and height frozen."""
+def specialise_small(mr0: int, widths: tuple[int, ...]) -> dict:
+    """Copies of the small-product drivers with the tallest row tile ``mr0`` and the column
+    tiles ``widths`` (six, descending) frozen: one set per dtype and vector width."""
     g = dict(globals())
-    g.update(SN=n, SNR=snr, SMR=smr)
-    suffix = f"_n{n}_nr{snr}_mr{smr}_v{VBYTES}"
+    g.update(SMR0=mr0, **{f"SNR{i}": w for i, w in enumerate(widths)})
+    suffix = f"_mr{mr0}_nr{widths[0]}_v{VBYTES}"
 
     def copy(name):
         f = globals()[name]
@@ -1071,5 +1092,6 @@ def specialise_small(n: int, snr: int, smr: int) -> dict:
         fn.__doc__ = f.__doc__
         return fn
 
+    g["_small_cols"] = numba.njit(**JIT)(copy("_small_cols"))
     g["_small_one"] = numba.njit(**JIT)(copy("_small_one"))
     return {name: copy(name) for name in ("small_serial", "small_parallel", "small_splitk")}

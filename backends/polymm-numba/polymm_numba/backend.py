@@ -192,6 +192,18 @@ _PATH_WORDS = (
 )
 
 
+def _binary_tiles(size: int, tiles) -> list[int]:
+    """How the small-product kernel cuts ``size`` rows or columns: as many of the first tile
+    as fit, then each narrower one at most once (``_kernels._small_one``)."""
+    cut = [tiles[0]] * (size // tiles[0])
+    left = size - sum(cut)
+    for t in dict.fromkeys(tiles[1:]):
+        if left >= t:
+            cut.append(t)
+            left -= t
+    return cut
+
+
 class CPUBackend(Backend):
     """Host backend: NumPy arrays in, computed by Numba-parallel kernels."""
 
@@ -206,7 +218,6 @@ class CPUBackend(Backend):
         self._tiny: dict = {}  # dtype -> the tiny_2d kernel
         self._lock = threading.Lock()
         self._specs: dict = {}
-        self._small: dict = {}  # (dtype, m, n, parallel) -> compiled small-product kernel
         self._serialise = True  # until the threading layer is known
 
     # -- description -----------------------------------------------------
@@ -236,11 +247,10 @@ class CPUBackend(Backend):
 
         i8 = types.int64
         sig = _sig
-        if "/small_" in kind:  # "N/NR/MR/small_serial": N and the tile frozen
-            n, nr, mr, name = kind.split("/")
+        if kind.startswith("small_"):  # one kernel per dtype: its tiles frozen, any shape
             k.VBYTES = params.VECTOR_BYTES
-            py = k.specialise_small(int(n), int(nr), int(mr))[name]
-            py, extra, sig = py, (i8,), _sig_any_out
+            py = k.specialise_small(*params.small_tiles(dtype.itemsize))[kind]
+            extra, sig = (i8,), _sig_any_out
         elif kind in ("naive_serial", "naive_parallel"):
             py, extra = getattr(k, kind), ()
         elif kind in ("slab_serial", "slab_parallel", "slab_splitk"):
@@ -297,25 +307,10 @@ class CPUBackend(Backend):
             and a.dtype is dt
             and b.dtype is dt
         ):
-            # one small product: the shape-compiled kernel, no planner
-            self._small_kernel(dt, m, n, False)(a[None], b[None], out[None], 1)
+            # one small product: the register-tile kernel, no planner
+            self._kernel("small_serial", dt)(a[None], b[None], out[None], 1)
             return
         self.matmul(a[None], b[None], out[None], algorithm)
-
-    def _small_kernel(self, dt, m, n, parallel):
-        """The small-product kernel compiled for N columns and this (dtype, M, N)'s tile."""
-        return self._kernel(self._small_kind(dt, m, n, parallel), dt)
-
-    def _small_kind(self, dt, m, n, parallel):
-        """Kind name ``"N/NR/MR/small_serial|parallel"`` of the small-product kernel."""
-        key = (dt, m, n, parallel)
-        kind = self._small.get(key)
-        if kind is None:
-            nr, mr = params.small_tile(dt.itemsize, m, n)
-            mode = parallel if isinstance(parallel, str) else ("parallel" if parallel else "serial")
-            kind = f"{n}/{nr}/{mr}/small_{mode}"
-            self._small[key] = kind
-        return kind
 
     def matmul(self, a, b, out, algorithm: str) -> None:
         dt = out.dtype
@@ -340,9 +335,16 @@ class CPUBackend(Backend):
             kind = self._plan(a, b, out, dt)[0]
         else:
             kind = {"tiled": "tiled_parallel", "naive": "naive_parallel"}[algorithm]
-        if "/" in kind:  # "N/NR/MR/small_mode": a kernel compiled for this N
-            n, nr, mr, mode = kind.split("/")
-            words = f"small products: a {mr} x {nr} register tile compiled for N={n}, whole products per task"
+        if kind.startswith("small_"):
+            mr0, widths = params.small_tiles(dt.itemsize)
+            m, n = a.shape[1], b.shape[2]
+            rows = _binary_tiles(m, (mr0, 4, 2, 1))
+            cols = _binary_tiles(n, widths)
+            words = (
+                f"small products: register tiles of {' + '.join(map(str, rows))} rows x "
+                f"{' + '.join(map(str, cols))} columns (one kernel per dtype for every shape), "
+                + ("chunks of K in parallel, summed in order" if kind == "small_splitk" else "whole products per task")
+            )
         else:
             words = next(text for prefix, text in _PATH_WORDS if kind.startswith(prefix))
         blocking = params.AUTO_BLOCKING[dt] if kind.startswith("auto_") else None
@@ -407,14 +409,14 @@ class CPUBackend(Backend):
             and out.strides[2] == size
         ):
             # small products (a batch, broadcast or not, or one): register
-            # tiles compiled for this N, whole products per task, no packing
+            # tiles of a few fixed sizes, whole products per task, no packing
             if b.strides[2] != size:
                 b = np.ascontiguousarray(b)
             if kk > params.SMALL_K:
                 # deep K: chunks of K in parallel, summed in chunk order
-                return self._small_kind(dt, m, n, "splitk"), (a, b, out, params.SPLITK_CHUNK)
+                return "small_splitk", (a, b, out, params.SPLITK_CHUNK)
             parallel = work > params.SMALL_SERIAL_WORK and nth > 1
-            kind = self._small_kind(dt, m, n, parallel)
+            kind = "small_parallel" if parallel else "small_serial"
             return kind, (a, b, out, max(1, params.SMALL_TASK // per))
         if min(m, n) <= params.NARROW and per >= params.NARROW_MIN_WORK:
             return _plan_narrow(a, b, out, m, n, size)

@@ -166,14 +166,14 @@ SPLITK_CHUNK = 4096
 #: work, so a parallel hand-out is paid for).
 SMALL_TASK = 32 * 32 * 32
 
-#: Small products with register tiles compiled per shape (batches of tiny
-#: matrices, broadcast batches, single small products): float32/float64
-#: products with M and N at most SMALL_MN and K at most SMALL_K.  N and the
-#: tile are compile-time constants (one compiled kernel per (dtype, N, tile),
-#: on-disk cached), so the tile's accumulators are vector registers and each
-#: K step is one row of B as vectors: the unpacked slab kernel's run-time
-#: inner loops (8 or 16 long) never vectorised (batch-4096x16 float32 ran at
-#: 7 GF/s, 0.45x NumPy, batch-1024x32 float64 0.45x, broadcast-64x64x32 0.2x).
+#: Small products with register tiles (batches of tiny matrices, broadcast
+#: batches, single small products): float32/float64 products with M and N at
+#: most SMALL_MN and K at most SMALL_K.  One compiled kernel per dtype cuts
+#: every M x N into full tiles of a few constant sizes (:func:`small_tiles`),
+#: so the tile's accumulators are vector registers and each K step is one row
+#: of B as vectors: the unpacked slab kernel's run-time inner loops (8 or 16
+#: long) never vectorised (batch-4096x16 float32 ran at 7 GF/s, 0.45x NumPy,
+#: batch-1024x32 float64 0.45x, broadcast-64x64x32 0.2x).
 SMALL_MN = 64
 SMALL_K = 256
 #: Up to this many multiply-adds per call the small-product kernel runs on
@@ -189,16 +189,15 @@ SMALL_REGS = 32 if WIDE_VECTORS else 16
 VECTOR_BYTES = 64 if WIDE_VECTORS else 32
 
 
-def small_tile(itemsize: int, m: int, n: int) -> tuple[int, int]:
-    """``(nr, mr)`` of the small-product kernel: columns in at most 2 vectors
-    per row, rows as many as the vector registers allow; both evened
-    out over the tiles (16 rows of 8 float32 columns: two tiles of 8, not
-    12 + an overlapping 12)."""
+def small_tiles(itemsize: int) -> tuple[int, tuple[int, ...]]:
+    """``(mr0, widths)`` of the small-product kernel for this element size: the widest column
+    tile is two vectors, the narrower ones halve it down to one column (six widths, padded
+    with 1); the tallest row tile takes as many rows as the vector registers hold beside a
+    row of B and the broadcast A value (8 with AVX-512, 6 with AVX2 for float32)."""
     vlen = max(1, VECTOR_BYTES // itemsize)
-    nr_max = 2 * vlen
-    tn = -(-n // nr_max)
-    nr = min(n, -(-n // tn // vlen) * vlen if n > vlen else n)  # whole vectors
-    per_row = -(-(nr * itemsize) // VECTOR_BYTES)
-    mr_max = max(1, min(8, (SMALL_REGS - per_row - 2) // per_row))
-    tm = -(-m // mr_max)
-    return nr, -(-m // tm)
+    widths = [2 * vlen]
+    while len(widths) < 6:
+        widths.append(max(1, widths[-1] // 2))
+    per_row = 2
+    mr0 = max(4, min(8, (SMALL_REGS - per_row - 2) // per_row))
+    return mr0, tuple(widths)

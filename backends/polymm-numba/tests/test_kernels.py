@@ -127,6 +127,34 @@ def test_small_blocks_reach_every_edge(backend, dt, monkeypatch):
             assert_matches(out, a, b)
 
 
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_small_products_of_every_m_and_n_share_one_kernel(dt):
+    """The small-product path cuts any M x N (up to SMALL_MN) into full register tiles of a few
+    fixed sizes: every M and N is right (rows and columns of every tile width, in one call), and
+    however many shapes it meets, it compiles one kernel per dtype and mode; a kernel per N
+    made a long-running process grow with the variety of its shapes."""
+    backend = CPUBackend()
+    dt = np.dtype(dt)
+    rng = np.random.default_rng(11)
+    mr0, widths = params.small_tiles(dt.itemsize)
+    sizes = sorted({*range(1, 2 * mr0 + 2), *range(1, widths[0] + 2), params.SMALL_MN - 1, params.SMALL_MN})
+    for m in sizes:
+        n = sizes[(m * 7) % len(sizes)]
+        for batch, k in ((3, 120 + m % 9), (1, 200)):  # past TINY_WORK: the small path itself
+            a = _random(rng, dt, (batch, m, k))
+            b = _random(rng, dt, (batch, k, n))
+            out = _poison(dt, (batch, m, n))
+            backend.matmul(a, b, out, "auto")
+            assert_matches(out, a, b)
+    for n in sizes:  # every N, against the same M
+        a, b = _random(rng, dt, (2, 5, 150)), _random(rng, dt, (2, 150, n))
+        out = _poison(dt, (2, 5, n))
+        backend.matmul(a, b, out, "auto")
+        assert_matches(out, a, b)
+    small = [kind for kind, _ in backend._fns if kind.startswith("small_")]
+    assert sorted(small) == ["small_serial"], small
+
+
 @pytest.mark.parametrize("dt", ["float16", "float32", "float64", "complex64", "complex128"])
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_nan_inf_propagate_like_numpy(backend, dt):
