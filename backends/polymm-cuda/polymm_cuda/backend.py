@@ -295,7 +295,10 @@ class CUDABackend(Backend):
         shape, strides, the operands' alignment and the precision mode only (so does the decision
         to repack)."""
         key = (dev, a.dtype, algorithm, a.shape, b.shape, a.strides, b.strides, _address(a) & 15, _address(b) & 15)
-        key += (_precision.current(),)
+        # ``repack`` in the key: the plan for operands already copied must never be "copy them"
+        # (a product whose operands had that layout from the start stores _REPACK under the
+        # same shapes and strides; the copies then found it and failed, 9 in 105,000 products)
+        key += (_precision.current(), repack)
         found = self._plans.get(key)
         if found is None:
             if repack and algorithm == "auto" and self._wants_tensor_core_layout(a, b):
