@@ -31,6 +31,7 @@ object's arguments, a non-thread-safe runtime).
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,6 +45,7 @@ __all__ = [
     "optional_dtypes",
     "is_bfloat16",
     "algorithm_serves",
+    "plan_cache_size",
 ]
 
 #: Every dtype the contract requires of a backend (array API numeric dtypes,
@@ -67,6 +69,18 @@ CONTRACT_DTYPES = tuple(
         "complex128",
     )
 )
+
+
+def plan_cache_size(default: int) -> int:
+    """How many launch plans a backend keeps (keyed by shapes and strides, so a process meeting
+    ever new shapes would keep ever more): ``POLYMM_PLAN_CACHE`` where set, else ``default``.
+    A full cache starts again: a plan costs microseconds to make, so the bound is the point."""
+    text = os.environ.get("POLYMM_PLAN_CACHE", "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"POLYMM_PLAN_CACHE={text!r}: expected a positive whole number of plans")
+    return int(text)
 
 
 @functools.cache

@@ -21,7 +21,7 @@ import numpy as np
 
 from polymm import precision as _precision
 from polymm.arrays import as_operand
-from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand, optional_dtypes
+from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand, optional_dtypes, plan_cache_size
 from polymm.kernels import abi, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo
 
@@ -46,7 +46,7 @@ _REPACK = "repack"
 #: sends them through CuPy's ``RawKernel`` call instead, which converts them on every call.
 _DRIVER_LAUNCH = os.environ.get("POLYMM_CUDA_DRIVER_LAUNCH", "1") != "0"
 #: Plans kept per backend; when full the cache starts again (shapes in a program are few).
-_PLAN_CACHE_SIZE = 4096
+_PLAN_CACHE_SIZE = plan_cache_size(4096)  # POLYMM_PLAN_CACHE overrides
 #: Scratch bytes (split-K partial sums, packed operands) kept between calls, per device, stream
 #: and thread: a fresh block from CuPy's pool cost 5-27 us of host time per call on the H100
 #: (2026-11-24), a fifth of a whole gevm call.  Larger scratch is allocated per call.

@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 
 from polymm.arrays import as_operand
-from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand, optional_dtypes
+from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand, optional_dtypes, plan_cache_size
 from polymm.kernels import KernelParams, abi, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo, tiled_params
 
@@ -311,7 +311,7 @@ class _Plan:
 #: (A comment would not do: drivers key compiled code by the program's IR, not its text.)
 _REBUILT = "\n__constant int polymm_rebuilt_after_a_failed_build = 1;\n"
 #: Plans kept per backend; when full the cache starts again (shapes in a program are few).
-_PLAN_CACHE_SIZE = 1024
+_PLAN_CACHE_SIZE = plan_cache_size(1024)  # POLYMM_PLAN_CACHE overrides
 
 
 class OpenCLBackend(Backend):
