@@ -979,8 +979,8 @@ SNR0, SNR1, SNR2, SNR3, SNR4, SNR5 = 16, 8, 4, 2, 1, 1
 
 
 def _small_cols(a, aoff, sai, sap, b, boff, ldb, out, coff, ldc, K, N, mr):
-    """One row tile (``mr`` rows, a literal) across all N columns, in full column tiles."""
-    numba.literally(mr)
+    """One row tile (``mr`` rows, a literal) across all N columns, in full column tiles; inlined
+    into its caller (Numba IR), so ``mr`` stays a literal and no call is paid per tile."""
     j0 = 0
     while N - j0 >= SNR0:
         _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, mr, SNR0)
@@ -1092,6 +1092,6 @@ def specialise_small(mr0: int, widths: tuple[int, ...]) -> dict:
         fn.__doc__ = f.__doc__
         return fn
 
-    g["_small_cols"] = numba.njit(**JIT)(copy("_small_cols"))
+    g["_small_cols"] = numba.njit(inline="always", **JIT)(copy("_small_cols"))
     g["_small_one"] = numba.njit(**JIT)(copy("_small_one"))
     return {name: copy(name) for name in ("small_serial", "small_parallel", "small_splitk")}
