@@ -312,13 +312,14 @@ def _ir_vectors(context, dt, nr, vbytes):
     return vw, nr // vw, ir.VectorType(ety, vw)
 
 
-def _ir_k_loop(builder, dt, vty, nmr, init, kc, a_ptr, aoff, sai, sap, b_ptr, b_row, name):
+def _ir_k_loop(builder, dt, vty, nmr, init, kc, a_ptr, aoff, sai, sap, b_ptr, b_row, name, masks=None):
     """The register tile's loop over K, shared by the intrinsics below: for p in [0, kc), row p
     of B (from element ``b_row(p)`` of ``b_ptr``, unaligned) as vectors, and for each of the
     ``nmr`` rows one element of A (``aoff + i * sai + p * sap``) broadcast and multiplied into
     that row's accumulators (``_ir_mac``: sums in K order). ``init``: the ``nmr * nv``
     accumulators before the loop, row by row; returns them after it (``init`` where kc <= 0),
-    with the builder positioned after the loop."""
+    with the builder positioned after the loop. ``masks``: per vector of the row, the lanes of
+    B to read (``_ir_lanes``; the others read as 0 and are never touched), or None for all."""
     nv = len(init) // nmr
     vw = vty.count
     i64, i32 = ir.IntType(64), ir.IntType(32)
@@ -337,12 +338,14 @@ def _ir_k_loop(builder, dt, vty, nmr, init, kc, a_ptr, aoff, sai, sap, b_ptr, b_
         ph.add_incoming(x, pre)
         phis.append(ph)
     row = b_row(p)
-    bvec = [
-        builder.load(
-            builder.bitcast(builder.gep(b_ptr, [builder.add(row, ir.Constant(i64, v * vw))]), vty.as_pointer()), align=1
-        )
+    bptrs = [
+        builder.bitcast(builder.gep(b_ptr, [builder.add(row, ir.Constant(i64, v * vw))]), vty.as_pointer())
         for v in range(nv)
     ]
+    if masks is None:
+        bvec = [builder.load(ptr, align=1) for ptr in bptrs]
+    else:
+        bvec = [_ir_masked_load(builder, ptr, mask) for ptr, mask in zip(bptrs, masks)]
     undef = ir.Constant(vty, ir.Undefined)
     bcast = ir.Constant(ir.VectorType(i32, vw), [0] * vw)
     a_col = builder.add(aoff, builder.mul(p, sap))
@@ -367,6 +370,48 @@ def _ir_k_loop(builder, dt, vty, nmr, init, kc, a_ptr, aoff, sai, sap, b_ptr, b_
         ph.add_incoming(x, last)
         res.append(ph)
     return res
+
+
+def _ir_lanes(builder, vty, count, first):
+    """The mask of lanes ``first + lane < count`` of a vector of type ``vty`` (``count`` an i64)."""
+    i64 = ir.IntType(64)
+    vw = vty.count
+    lanes = ir.Constant(ir.VectorType(i64, vw), [first + q for q in range(vw)])
+    undef = ir.Constant(ir.VectorType(i64, vw), ir.Undefined)
+    splat = builder.shuffle_vector(
+        builder.insert_element(undef, count, ir.Constant(ir.IntType(32), 0)),
+        undef,
+        ir.Constant(ir.VectorType(ir.IntType(32), vw), [0] * vw),
+    )
+    return builder.icmp_signed("<", lanes, splat)
+
+
+def _ir_masked(builder, vty, op):
+    """LLVM's ``llvm.masked.load`` / ``llvm.masked.store`` for vectors of ``vty`` (float32 and
+    float64: AVX-512 masks them natively, AVX2 with ``vmaskmov``; lanes masked off are not
+    accessed, so a tile may end where the array does)."""
+    suffix = f"v{vty.count}{'f32' if isinstance(vty.element, ir.FloatType) else 'f64'}.p0"
+    name = f"llvm.masked.{op}.{suffix}"
+    module = builder.module
+    if name in module.globals:
+        return module.globals[name]
+    i32, mty = ir.IntType(32), ir.VectorType(ir.IntType(1), vty.count)
+    if op == "load":
+        fnty = ir.FunctionType(vty, [vty.as_pointer(), i32, mty, vty])
+    else:
+        fnty = ir.FunctionType(ir.VoidType(), [vty, vty.as_pointer(), i32, mty])
+    return ir.Function(module, fnty, name=name)
+
+
+def _ir_masked_load(builder, ptr, mask):
+    vty = ptr.type.pointee
+    return builder.call(
+        _ir_masked(builder, vty, "load"), [ptr, ir.Constant(ir.IntType(32), 1), mask, ir.Constant(vty, None)]
+    )
+
+
+def _ir_masked_store(builder, value, ptr, mask):
+    builder.call(_ir_masked(builder, value.type, "store"), [value, ptr, ir.Constant(ir.IntType(32), 1), mask])
 
 
 @intrinsic
@@ -920,8 +965,8 @@ VBYTES = 32
 
 
 @intrinsic
-def _small_regs(typingctx, a, aoff, sai, sap, b, boff, ldb, c, coff, ldc, kc, mr, nr):
-    """``c[mr x nr tile] = a[mr x kc] @ b[kc x nr]`` with the tile in vector registers.
+def _small_regs(typingctx, a, aoff, sai, sap, b, boff, ldb, c, coff, ldc, kc, ncols, mr, nr, masked):
+    """``c[mr x ncols tile] = a[mr x kc] @ b[kc x ncols]`` with the tile in vector registers.
 
     Any element strides for A (``sai`` rows, ``sap`` along K, 0 and negative
     included), B unit-stride along N (rows ``ldb`` apart), C rows ``ldc``
@@ -929,16 +974,19 @@ def _small_regs(typingctx, a, aoff, sai, sap, b, boff, ldb, c, coff, ldc, kc, mr
     ``nr`` are literals: the loop over K is the only loop, the tile's
     ``mr * nr / vw`` accumulators are SSA vectors (registers), each K step
     loads the row of B as ``nr / vw`` vectors and broadcasts one A value per
-    row.  Floats use ``contract`` only (FMA; sums in K order, no
-    reassociation), integers wrap in their own width, bool is or-of-ands.
+    row.  With ``masked`` (a literal 1) only the first ``ncols`` (<= ``nr``)
+    columns of B are read and of C written, by masked vector loads and stores
+    (float32 and float64); otherwise ``ncols`` is ``nr``.  Floats use
+    ``contract`` only (FMA; sums in K order, no reassociation).
     """
-    if not (isinstance(mr, types.IntegerLiteral) and isinstance(nr, types.IntegerLiteral)):
+    literal = (types.IntegerLiteral, types.BooleanLiteral)
+    if not all(isinstance(x, literal) for x in (mr, nr, masked)):
         return None
     dt = a.dtype
-    if not isinstance(dt, (types.Float, types.Integer, types.Boolean)):
+    if not isinstance(dt, types.Float):
         return None
-    nmr, nnr = mr.literal_value, nr.literal_value
-    sig = types.void(a, aoff, sai, sap, b, boff, ldb, c, coff, ldc, kc, mr, nr)
+    nmr, nnr, with_mask = mr.literal_value, nr.literal_value, bool(masked.literal_value)
+    sig = types.void(a, aoff, sai, sap, b, boff, ldb, c, coff, ldc, kc, ncols, mr, nr, masked)
 
     def codegen(context, builder, signature, args):
         vw, nv, vty = _ir_vectors(context, dt, nnr, VBYTES)
@@ -953,52 +1001,50 @@ def _small_regs(typingctx, a, aoff, sai, sap, b, boff, ldb, c, coff, ldc, kc, mr
         a_ptr = context.make_array(signature.args[0])(context, builder, args[0]).data
         b_ptr = context.make_array(signature.args[4])(context, builder, args[4]).data
         c_ptr = context.make_array(signature.args[7])(context, builder, args[7]).data
-        aoffv, saiv, sapv, boffv, ldbv, coffv, ldcv, kcv = (i(n) for n in (1, 2, 3, 5, 6, 8, 9, 10))
+        aoffv, saiv, sapv, boffv, ldbv, coffv, ldcv, kcv, ncolsv = (i(n) for n in (1, 2, 3, 5, 6, 8, 9, 10, 11))
+        masks = [_ir_lanes(builder, vty, ncolsv, v * vw) for v in range(nv)] if with_mask else None
         zero = ir.Constant(vty, None)
         res = _ir_k_loop(
             builder, dt, vty, nmr, [zero] * (nmr * nv), kcv, a_ptr, aoffv, saiv, sapv, b_ptr,
-            lambda p: builder.add(boffv, builder.mul(p, ldbv)), "small",
+            lambda p: builder.add(boffv, builder.mul(p, ldbv)), "small", masks,
         )  # fmt: skip
         for k, x in enumerate(res):
             r, v = divmod(k, nv)
             idx = builder.add(coffv, builder.add(builder.mul(k64(r), ldcv), k64(v * vw)))
-            builder.store(x, builder.bitcast(builder.gep(c_ptr, [idx]), vty.as_pointer()), align=1)
+            ptr = builder.bitcast(builder.gep(c_ptr, [idx]), vty.as_pointer())
+            if with_mask:
+                _ir_masked_store(builder, x, ptr, masks[v])
+            else:
+                builder.store(x, ptr, align=1)
         return context.get_dummy_value()
 
     return sig, codegen
 
 
-# Placeholders of the small-product kernels (see ``specialise_small``): SMR0 is the tallest
-# row tile, SNR0 the widest column tile (two vectors), SNR1..SNR5 the narrower ones, each half
-# the one before (padded with 1).  A product of any M x N is cut into full tiles: rows into
-# SMR0s, then 4, 2, 1; columns into SNR0s, then SNR1, SNR2, ... (binary digits of what is
-# left).  So one compiled kernel per dtype serves every shape, with no edge code and no
-# recomputed outputs: a kernel compiled per N (as before) grew memory with every new shape.
+# Placeholders of the small-product kernels (see ``specialise_small``): SMR0 rows per tile
+# (as many as the vector registers hold), SNR columns per tile (two vectors), SNRH one
+# vector.  Columns come in tiles of SNR, the rest in one masked tile of SNR or SNRH (masked
+# loads and stores: nothing outside the product is read or written); rows in tiles of SMR0,
+# the last one overlapping the one before (its outputs computed again in the same order, so
+# stored with the same values), or one tile of exactly M rows where M < SMR0.  So one
+# compiled kernel per dtype serves every shape: a kernel compiled per N (as before) grew
+# memory with every new shape a process met.
 SMR0 = 8
-SNR0, SNR1, SNR2, SNR3, SNR4, SNR5 = 16, 8, 4, 2, 1, 1
+SNR, SNRH = 32, 16
 
 
 def _small_cols(a, aoff, sai, sap, b, boff, ldb, out, coff, ldc, K, N, mr):
-    """One row tile (``mr`` rows, a literal) across all N columns, in full column tiles; inlined
-    into its caller (Numba IR), so ``mr`` stays a literal and no call is paid per tile."""
+    """One row tile (``mr`` rows, a literal) across all N columns; inlined into its caller
+    (Numba IR), so ``mr`` stays a literal and no call is paid per tile."""
     j0 = 0
-    while N - j0 >= SNR0:
-        _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, mr, SNR0)
-        j0 += SNR0
-    if N - j0 >= SNR1:
-        _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, mr, SNR1)
-        j0 += SNR1
-    if N - j0 >= SNR2:
-        _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, mr, SNR2)
-        j0 += SNR2
-    if N - j0 >= SNR3:
-        _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, mr, SNR3)
-        j0 += SNR3
-    if N - j0 >= SNR4:
-        _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, mr, SNR4)
-        j0 += SNR4
-    if N - j0 >= SNR5:
-        _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, mr, SNR5)
+    while N - j0 >= SNR:
+        _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, SNR, mr, SNR, 0)
+        j0 += SNR
+    left = N - j0
+    if left > SNRH:
+        _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, left, mr, SNR, 1)
+    elif left > 0:
+        _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, left, mr, SNRH, 1)
 
 
 def _small_one(a, b, out, bi, sa0, sa1, sa2, sb0, sb1, sc0, sc1):
@@ -1008,18 +1054,29 @@ def _small_one(a, b, out, bi, sa0, sa1, sa2, sb0, sb1, sc0, sc1):
     ao = bi * sa0
     bo = bi * sb0
     co = bi * sc0
-    i0 = 0
-    while M - i0 >= SMR0:
-        _small_cols(a, ao + i0 * sa1, sa1, sa2, b, bo, sb1, out, co + i0 * sc1, sc1, K, N, SMR0)
-        i0 += SMR0
-    if M - i0 >= 4:
-        _small_cols(a, ao + i0 * sa1, sa1, sa2, b, bo, sb1, out, co + i0 * sc1, sc1, K, N, 4)
-        i0 += 4
-    if M - i0 >= 2:
-        _small_cols(a, ao + i0 * sa1, sa1, sa2, b, bo, sb1, out, co + i0 * sc1, sc1, K, N, 2)
-        i0 += 2
-    if M - i0 >= 1:
-        _small_cols(a, ao + i0 * sa1, sa1, sa2, b, bo, sb1, out, co + i0 * sc1, sc1, K, N, 1)
+    if M >= SMR0:
+        i0 = 0
+        while True:
+            if i0 > M - SMR0:
+                i0 = M - SMR0
+            _small_cols(a, ao + i0 * sa1, sa1, sa2, b, bo, sb1, out, co + i0 * sc1, sc1, K, N, SMR0)
+            if i0 == M - SMR0:
+                break
+            i0 += SMR0
+    elif SMR0 > 7 and M == 7:
+        _small_cols(a, ao, sa1, sa2, b, bo, sb1, out, co, sc1, K, N, 7)
+    elif SMR0 > 6 and M == 6:
+        _small_cols(a, ao, sa1, sa2, b, bo, sb1, out, co, sc1, K, N, 6)
+    elif M == 5:
+        _small_cols(a, ao, sa1, sa2, b, bo, sb1, out, co, sc1, K, N, 5)
+    elif M == 4:
+        _small_cols(a, ao, sa1, sa2, b, bo, sb1, out, co, sc1, K, N, 4)
+    elif M == 3:
+        _small_cols(a, ao, sa1, sa2, b, bo, sb1, out, co, sc1, K, N, 3)
+    elif M == 2:
+        _small_cols(a, ao, sa1, sa2, b, bo, sb1, out, co, sc1, K, N, 2)
+    elif M == 1:
+        _small_cols(a, ao, sa1, sa2, b, bo, sb1, out, co, sc1, K, N, 1)
 
 
 def small_serial(a, b, out, bs):
@@ -1077,12 +1134,12 @@ def small_splitk(a, b, out, ks):
             out[bi, i, j] = s
 
 
-def specialise_small(mr0: int, widths: tuple[int, ...]) -> dict:
-    """Copies of the small-product drivers with the tallest row tile ``mr0`` and the column
-    tiles ``widths`` (six, descending) frozen: one set per dtype and vector width."""
+def specialise_small(mr0: int, nr: int) -> dict:
+    """Copies of the small-product drivers with ``mr0`` rows and ``nr`` columns (two vectors)
+    per tile frozen: one set per dtype and vector width."""
     g = dict(globals())
-    g.update(SMR0=mr0, **{f"SNR{i}": w for i, w in enumerate(widths)})
-    suffix = f"_mr{mr0}_nr{widths[0]}_v{VBYTES}"
+    g.update(SMR0=mr0, SNR=nr, SNRH=nr // 2)
+    suffix = f"_mr{mr0}_nr{nr}_v{VBYTES}"
 
     def copy(name):
         f = globals()[name]

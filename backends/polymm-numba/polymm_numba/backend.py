@@ -192,18 +192,6 @@ _PATH_WORDS = (
 )
 
 
-def _binary_tiles(size: int, tiles) -> list[int]:
-    """How the small-product kernel cuts ``size`` rows or columns: as many of the first tile
-    as fit, then each narrower one at most once (``_kernels._small_one``)."""
-    cut = [tiles[0]] * (size // tiles[0])
-    left = size - sum(cut)
-    for t in dict.fromkeys(tiles[1:]):
-        if left >= t:
-            cut.append(t)
-            left -= t
-    return cut
-
-
 class CPUBackend(Backend):
     """Host backend: NumPy arrays in, computed by Numba-parallel kernels."""
 
@@ -336,14 +324,14 @@ class CPUBackend(Backend):
         else:
             kind = {"tiled": "tiled_parallel", "naive": "naive_parallel"}[algorithm]
         if kind.startswith("small_"):
-            mr0, widths = params.small_tiles(dt.itemsize)
+            mr0, nr = params.small_tiles(dt.itemsize)
             m, n = a.shape[1], b.shape[2]
-            rows = _binary_tiles(m, (mr0, 4, 2, 1))
-            cols = _binary_tiles(n, widths)
-            words = (
-                f"small products: register tiles of {' + '.join(map(str, rows))} rows x "
-                f"{' + '.join(map(str, cols))} columns (one kernel per dtype for every shape), "
-                + ("chunks of K in parallel, summed in order" if kind == "small_splitk" else "whole products per task")
+            rows = f"{-(-m // mr0)} of {mr0} rows (the last overlapping)" if m >= mr0 else f"one of {m} rows"
+            cols = f"{n // nr} of {nr} columns" if n >= nr else ""
+            if n % nr:
+                cols += (" and " if cols else "") + f"one masked tile of {n % nr} columns"
+            words = f"small products: register tiles, {rows} x {cols} (one kernel per dtype for every shape), " + (
+                "chunks of K in parallel, summed in order" if kind == "small_splitk" else "whole products per task"
             )
         else:
             words = next(text for prefix, text in _PATH_WORDS if kind.startswith(prefix))

@@ -189,15 +189,11 @@ SMALL_REGS = 32 if WIDE_VECTORS else 16
 VECTOR_BYTES = 64 if WIDE_VECTORS else 32
 
 
-def small_tiles(itemsize: int) -> tuple[int, tuple[int, ...]]:
-    """``(mr0, widths)`` of the small-product kernel for this element size: the widest column
-    tile is two vectors, the narrower ones halve it down to one column (six widths, padded
-    with 1); the tallest row tile takes as many rows as the vector registers hold beside a
-    row of B and the broadcast A value (8 with AVX-512, 6 with AVX2 for float32)."""
+def small_tiles(itemsize: int) -> tuple[int, int]:
+    """``(mr, nr)`` of the small-product kernel's tiles for this element size: ``nr`` two
+    vectors of columns (the rest of N in one masked tile of two vectors or one), ``mr`` as
+    many rows as the vector registers hold beside a row of B and the broadcast A value (8
+    with AVX-512, 6 with AVX2); fewer rows only where M itself is smaller."""
     vlen = max(1, VECTOR_BYTES // itemsize)
-    widths = [2 * vlen]
-    while len(widths) < 6:
-        widths.append(max(1, widths[-1] // 2))
     per_row = 2
-    mr0 = max(4, min(8, (SMALL_REGS - per_row - 2) // per_row))
-    return mr0, tuple(widths)
+    return max(4, min(8, (SMALL_REGS - per_row - 2) // per_row)), 2 * vlen

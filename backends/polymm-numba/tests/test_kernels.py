@@ -129,15 +129,16 @@ def test_small_blocks_reach_every_edge(backend, dt, monkeypatch):
 
 @pytest.mark.parametrize("dt", ["float32", "float64"])
 def test_small_products_of_every_m_and_n_share_one_kernel(dt):
-    """The small-product path cuts any M x N (up to SMALL_MN) into full register tiles of a few
-    fixed sizes: every M and N is right (rows and columns of every tile width, in one call), and
+    """The small-product path cuts any M x N (up to SMALL_MN) into register tiles of fixed
+    sizes (the last row tile overlapping, the last column tile masked): every M and N is right
+    (masked tiles write nothing beyond N: the output is poisoned around them), and
     however many shapes it meets, it compiles one kernel per dtype and mode; a kernel per N
     made a long-running process grow with the variety of its shapes."""
     backend = CPUBackend()
     dt = np.dtype(dt)
     rng = np.random.default_rng(11)
-    mr0, widths = params.small_tiles(dt.itemsize)
-    sizes = sorted({*range(1, 2 * mr0 + 2), *range(1, widths[0] + 2), params.SMALL_MN - 1, params.SMALL_MN})
+    mr, nr = params.small_tiles(dt.itemsize)
+    sizes = sorted({*range(1, 2 * mr + 2), *range(1, nr + 2), params.SMALL_MN - 1, params.SMALL_MN})
     for m in sizes:
         n = sizes[(m * 7) % len(sizes)]
         for batch, k in ((3, 120 + m % 9), (1, 200)):  # past TINY_WORK: the small path itself
@@ -146,11 +147,14 @@ def test_small_products_of_every_m_and_n_share_one_kernel(dt):
             out = _poison(dt, (batch, m, n))
             backend.matmul(a, b, out, "auto")
             assert_matches(out, a, b)
-    for n in sizes:  # every N, against the same M
+    for n in sizes:  # every N, into a window of a larger poisoned buffer: nothing written beside it
         a, b = _random(rng, dt, (2, 5, 150)), _random(rng, dt, (2, 150, n))
-        out = _poison(dt, (2, 5, n))
-        backend.matmul(a, b, out, "auto")
-        assert_matches(out, a, b)
+        big = _poison(dt, (2, 6, n + 7))
+        backend.matmul(a, b, big[:, :5, :n], "auto")
+        assert_matches(big[:, :5, :n], a, b)
+        untouched = _poison(dt, big.shape)
+        untouched[:, :5, :n] = big[:, :5, :n]
+        assert big.tobytes() == untouched.tobytes(), f"N={n}: the masked tile wrote beside the output"
     small = [kind for kind, _ in backend._fns if kind.startswith("small_")]
     assert sorted(small) == ["small_serial"], small
 
