@@ -552,7 +552,9 @@ def machine_info(names) -> dict:
             k: os.environ.get(k)
             for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS", "MKL_NUM_THREADS")
         },
-        "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith(("POLYMM_", "CUPY_TF32"))},
+        "environment": {
+            k: v for k, v in sorted(os.environ.items()) if k.startswith(("POLYMM_", "CUPY_TF32", "MALLOC_"))
+        },
         "devices": {n: polymm.get_backend(n).devices() for n in names},
     }
     try:

@@ -69,7 +69,8 @@ def render() -> str:
         "",
     ]
     for stem, doc in runs:
-        lines += [f"**`{stem}`**: `{doc['command']}`", ""]
+        env = " ".join(f"{k}={v}" for k, v in doc["machine"].get("environment", {}).items())
+        lines += [f"**`{stem}`**: `{(env + ' ') if env else ''}{doc['command']}`", ""]
         if (RUNS / f"{stem}.png").exists():
             lines += [f"```{{figure}} _static/soak/{stem}.png", f":alt: memory against products, {stem}", "```", ""]
     return "\n".join(lines)

@@ -12,9 +12,9 @@ from polymm import cli, soak
 
 #: Resident growth allowed on ``cpu`` over ~4,500 varied products after the first 1,500
 #: (float32, float64, int32; M, N, K up to 300; two threads). Measured on 2026-11-27 (2-core
-#: Xeon): 0.3-11.7 MB over seven runs, the larger figures a kernel path met for the first time
-#: after the warm-up (each loaded once). Before the small-product kernels stopped being compiled
-#: per N, float32 alone grew 183 MB over 2,200 products.
+#: Xeon, commit 3c65db4): 4.2-15.1 MB over five runs, most of it the C allocator's heaps (see
+#: docs/memory.md). Before the small-product kernels stopped being compiled per N, float32
+#: alone grew 183 MB over 2,200 products.
 CPU_GROWTH_MB = 40
 
 
@@ -68,7 +68,7 @@ def test_cpu_memory_stays_flat_under_varied_shapes():
     run = soak.run("cpu", products=6000, threads=2, dtypes=["float32", "float64", "int32"], seed=5)
     found = soak.verdict(run, warmup=1500)
     assert run.wrong == 0 and run.errors == 0, run.messages
-    assert found["measured_products"] > 4000, found
+    assert found["measured_products"] > 3000, found
     assert found["growth_mb"] < CPU_GROWTH_MB, found
 
 
