@@ -14,12 +14,15 @@ writes, so the page cannot drift from the data.
 from __future__ import annotations
 
 import json
-import shutil
+import sys
 from pathlib import Path
 
 from polymm.cliffs import format_ratio
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from pages import publish  # noqa: E402
+
 RUNS = ROOT / "benchmarks" / "cliffs"
 PAGE = ROOT / "docs" / "_generated" / "cliffs.md"
 STATIC = ROOT / "docs" / "_static" / "cliffs"
@@ -114,11 +117,7 @@ def render() -> str:
 
 
 def main() -> int:
-    PAGE.parent.mkdir(parents=True, exist_ok=True)
-    PAGE.write_text(render())
-    STATIC.mkdir(parents=True, exist_ok=True)
-    for png in RUNS.glob("*.png"):
-        shutil.copyfile(png, STATIC / png.name)
+    publish(PAGE, render(), RUNS, STATIC)
     print(f"wrote {PAGE.relative_to(ROOT)}")
     return 0
 

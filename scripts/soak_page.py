@@ -14,10 +14,13 @@ committed page is what this script writes.
 from __future__ import annotations
 
 import json
-import shutil
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from pages import publish  # noqa: E402
+
 RUNS = ROOT / "benchmarks" / "soak"
 PAGE = ROOT / "docs" / "_generated" / "soak.md"
 STATIC = ROOT / "docs" / "_static" / "soak"
@@ -77,10 +80,7 @@ def render() -> str:
 
 
 def main() -> int:
-    PAGE.write_text(render())
-    STATIC.mkdir(parents=True, exist_ok=True)
-    for png in RUNS.glob("*.png"):
-        shutil.copyfile(png, STATIC / png.name)
+    publish(PAGE, render(), RUNS, STATIC)
     print(f"wrote {PAGE.relative_to(ROOT)} ({len(_runs())} runs)")
     return 0
 

@@ -190,16 +190,3 @@ def test_unknown_case_pattern_is_a_clear_error(capsys):
 def test_sizes_and_suite_do_not_mix(capsys):
     assert main(["bench", "--suite", "cliffs", "--backend", "cpu", "--sizes", "64"]) == 2
     assert "--cases" in capsys.readouterr().err
-
-
-def test_docs_page_is_generated_from_the_recorded_runs():
-    import importlib.util
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("cliffs_page", root / "scripts" / "cliffs_page.py")
-    page = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(page)
-    assert page.PAGE.read_text() == page.render(), "run: python scripts/cliffs_page.py"
-    for png in page.RUNS.glob("*.png"):
-        assert (page.STATIC / png.name).read_bytes() == png.read_bytes()

@@ -264,6 +264,21 @@ def test_quickstart_commands_are_the_readmes():
     assert not missing, f"quickstart commands not in README.md: {missing}"
 
 
+# ---------------------------------------------------------------------------- generated pages
+
+
+@pytest.mark.parametrize("script", ["cliffs_page", "soak_page"])
+def test_generated_pages_are_what_their_scripts_write_from_the_records(script):
+    """The cliff-suite and soak sections are generated from the recorded JSON: the committed
+    page and plots cannot drift from the data."""
+    spec = importlib.util.spec_from_file_location(script, ROOT / "scripts" / f"{script}.py")
+    page = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(page)
+    assert page.PAGE.read_text() == page.render(), f"run: python scripts/{script}.py"
+    for png in page.RUNS.glob("*.png"):
+        assert (page.STATIC / png.name).read_bytes() == png.read_bytes()
+
+
 # ---------------------------------------------------------------------------- the build
 
 

@@ -70,16 +70,3 @@ def test_cpu_memory_stays_flat_under_varied_shapes():
     assert run.wrong == 0 and run.errors == 0, run.messages
     assert found["measured_products"] > 3000, found
     assert found["growth_mb"] < CPU_GROWTH_MB, found
-
-
-def test_the_docs_soak_page_is_generated_from_the_records():
-    import importlib.util
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("soak_page", root / "scripts" / "soak_page.py")
-    page = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(page)
-    assert page.PAGE.read_text() == page.render(), "run: python scripts/soak_page.py"
-    for png in page.RUNS.glob("*.png"):
-        assert (page.STATIC / png.name).read_bytes() == png.read_bytes()
