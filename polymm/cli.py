@@ -394,7 +394,8 @@ def _soak(args) -> int:
     )
     if "note" in v:
         err.print(f"  {v['note']}")
-    print(
+    summary = err.print if args.json == "-" else print  # stdout holds the JSON then
+    summary(
         f"polymm soak {run.backend}: {run.products:,} products ({run.checked:,} checked) on {run.threads} threads "
         f"in {run.seconds:.0f} s: {run.wrong} wrong, {run.errors} errors; resident {v['start_mb']} -> "
         f"{v['end_mb']} MB; after the first {v['warmup_products']:,} products {v['growth_mb']} MB over "
