@@ -18,7 +18,7 @@ from numba import types
 
 from polymm.backend import Backend, CONTRACT_DTYPES, is_bfloat16, optional_dtypes
 
-from . import INFO, params
+from . import INFO, neighbours, params
 
 __all__ = ["CPUBackend"]
 
@@ -340,6 +340,21 @@ class CPUBackend(Backend):
         return {"path": kind, "reason": words, "blocking": blocking, "threads": threads}
 
     def _run(self, a, b, out, algorithm, dt):
+        """Plan and launch on the threads the process's other running threads leave free
+        (:mod:`.neighbours`: NumPy's BLAS pool spins on its cores for a while after each call)."""
+        limit = numba.get_num_threads()
+        if limit > 1 and a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] >= params.NEIGHBOUR_MIN_WORK:
+            team = neighbours.team_size(limit, _PARALLEL_LOCK)
+            if team < limit:
+                numba.set_num_threads(team)  # this Python thread's setting only
+                try:
+                    self._run_team(a, b, out, algorithm, dt)
+                finally:
+                    numba.set_num_threads(limit)
+                return
+        self._run_team(a, b, out, algorithm, dt)
+
+    def _run_team(self, a, b, out, algorithm, dt):
         if algorithm == "auto":
             kind, args = self._plan(a, b, out, dt)
         elif algorithm == "tiled":

@@ -121,6 +121,12 @@ def blocking_for(dtype) -> Blocking:
     return AUTO_BLOCKING[np.dtype(dtype)]
 
 
+#: From this many multiply-adds per call, a parallel product first counts the threads of the
+#: process that are running (about 15 us on 2 cores; ``polymm_numba.neighbours``) and takes only
+#: the cores they leave: right after a NumPy product, OpenBLAS's pool spins on its cores and a
+#: 200^3 float64 product took 7.0 ms (median) instead of 0.13 ms (2-core Xeon, 2026-11-27).
+NEIGHBOUR_MIN_WORK = 128 * 128 * 128
+
 #: Matrix-vector paths: M or N at most this many (a vector, or a few columns
 #: or rows) with at least ``NARROW_MIN_WORK`` multiply-adds per product.  The
 #: product is memory-bound (each element of the big operand is used for at

@@ -1,0 +1,87 @@
+"""A good neighbour: a parallel product takes only the cores other threads of the process leave.
+
+A user's program calls NumPy too. After each call OpenBLAS's threads keep spinning for a
+while, each on a core of its own; a parallel kernel that then starts a thread per core waits
+at its end for the thread that shares a core with a spinner: on 2 cores a 200 x 200 float64
+product took 5.7 ms (median) right after a NumPy product against 0.12 ms alone. So before a
+parallel launch the backend counts the threads of this process that are running now (Linux's
+``/proc/self/task/*/stat``, state ``R``), leaving out the calling thread and Numba's own pool
+(whose threads may be spinning from our last call, and join the next), and runs on the cores
+that remain. Elsewhere (no ``/proc``) nothing is counted and every thread is used.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numba
+
+__all__ = ["team_size"]
+
+_TASKS = "/proc/self/task"
+_CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+_pool: set[int] = set()  # native ids of Numba's pool threads (the caller's included)
+_pool_size = 0  # the number of the process's threads when _pool was taken
+
+
+def _pool_ids() -> set[int]:
+    """The native thread ids that run a parallel loop: every thread of Numba's pool takes some of
+    many short iterations (the loop is cached on disk; it compiles once)."""
+    from ._kernels import pool_thread_ids
+
+    return set(pool_thread_ids(64 * numba.get_num_threads()).tolist())
+
+
+def _known_here() -> bool:
+    from ._kernels import SYS_GETTID
+
+    return bool(SYS_GETTID)
+
+
+def _running_others(pool: set[int]) -> int | None:
+    """Threads of this process in state R, outside ``pool`` and the caller; None without /proc."""
+    me = threading.get_native_id()
+    try:
+        tasks = os.listdir(_TASKS)
+    except OSError:
+        return None
+    count = 0
+    for tid in tasks:
+        if int(tid) == me or int(tid) in pool:
+            continue
+        try:
+            with open(f"{_TASKS}/{tid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # the thread ended meanwhile
+            continue
+        if stat[stat.rindex(b")") + 2] == ord("R"):
+            count += 1
+    return count
+
+
+#: Past this many threads in the process, reading each one's state costs more than it saves.
+MAX_THREADS_READ = 128
+
+
+def team_size(limit: int, launch_lock: threading.Lock) -> int:
+    """How many of ``limit`` threads a parallel launch should use now: the CPUs this process may
+    run on, less the other threads of the process that are running, at least 1. ``launch_lock``
+    is held while the pool's ids are learnt (a parallel launch of its own: Numba's workqueue
+    layer must not see two at once)."""
+    global _pool, _pool_size
+    if limit <= 1 or not _known_here():
+        return max(1, limit)
+    try:
+        threads = len(os.listdir(_TASKS))
+    except OSError:
+        return limit
+    if threads > MAX_THREADS_READ:
+        return limit
+    if threads != _pool_size:  # new threads (a pool started, the team grew): learn the pool again
+        with launch_lock:
+            _pool, _pool_size = _pool_ids(), threads
+    busy = _running_others(_pool)
+    if busy is None:
+        return limit
+    return max(1, min(limit, _CPUS - busy))
