@@ -39,13 +39,9 @@ def _known_here() -> bool:
     return bool(SYS_GETTID)
 
 
-def _running_others(pool: set[int]) -> int | None:
-    """Threads of this process in state R, outside ``pool`` and the caller; None without /proc."""
+def _running_others(tasks: list[str], pool: set[int]) -> int:
+    """How many of the threads ``tasks`` (ids) are in state R, outside ``pool`` and the caller."""
     me = threading.get_native_id()
-    try:
-        tasks = os.listdir(_TASKS)
-    except OSError:
-        return None
     count = 0
     for tid in tasks:
         if int(tid) == me or int(tid) in pool:
@@ -73,15 +69,13 @@ def team_size(limit: int, launch_lock: threading.Lock) -> int:
     if limit <= 1 or not _known_here():
         return max(1, limit)
     try:
-        threads = len(os.listdir(_TASKS))
-    except OSError:
+        tasks = os.listdir(_TASKS)
+    except OSError:  # no /proc: nothing to count
         return limit
-    if threads > MAX_THREADS_READ:
+    if len(tasks) > MAX_THREADS_READ:
         return limit
-    if threads != _pool_size:  # new threads (a pool started, the team grew): learn the pool again
+    if len(tasks) != _pool_size:  # new threads (a pool started, the team grew): learn the pool again
         with launch_lock:
-            _pool, _pool_size = _pool_ids(), threads
-    busy = _running_others(_pool)
-    if busy is None:
-        return limit
-    return max(1, min(limit, _CPUS - busy))
+            _pool = _pool_ids()
+            _pool_size = len(os.listdir(_TASKS))  # counted after: the launch may have started the pool
+    return max(1, min(limit, _CPUS - _running_others(tasks, _pool)))
