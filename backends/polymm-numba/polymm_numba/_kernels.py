@@ -22,7 +22,6 @@ explicit vectors (accumulators in registers); complex uses :func:`_micro`.
 
 from __future__ import annotations
 
-import os as _os
 import types as _pytypes
 
 import numba
@@ -32,6 +31,8 @@ from llvmlite import ir
 from numba.core import cgutils, compiler
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload
+
+from .neighbours import SYS_GETTID
 
 FASTMATH = {"contract"}
 JIT = dict(cache=True, fastmath=FASTMATH, nogil=True)
@@ -1157,9 +1158,6 @@ def specialise_small(mr0: int, nr: int) -> dict:
 
 # --------------------------------------------------------------------------
 # the pool's threads, by their native ids (polymm_numba.neighbours)
-
-#: ``gettid``'s system call number (Linux), or 0 where it is not known here.
-SYS_GETTID = {"x86_64": 186, "aarch64": 178}.get(_os.uname().machine, 0) if hasattr(_os, "uname") else 0
 
 
 @intrinsic

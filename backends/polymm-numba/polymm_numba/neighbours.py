@@ -20,6 +20,8 @@ import numba
 __all__ = ["team_size"]
 
 _TASKS = "/proc/self/task"
+#: ``gettid``'s system call number (Linux), or 0 where it is not known here (nothing is counted).
+SYS_GETTID = {"x86_64": 186, "aarch64": 178}.get(os.uname().machine, 0) if hasattr(os, "uname") else 0
 _CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 _pool: set[int] = set()  # native ids of Numba's pool threads (the caller's included)
 _pool_size = 0  # the number of the process's threads when _pool was taken
@@ -31,12 +33,6 @@ def _pool_ids() -> set[int]:
     from ._kernels import pool_thread_ids
 
     return set(pool_thread_ids(64 * numba.get_num_threads()).tolist())
-
-
-def _known_here() -> bool:
-    from ._kernels import SYS_GETTID
-
-    return bool(SYS_GETTID)
 
 
 def _running_others(tasks: list[str], pool: set[int]) -> int:
@@ -66,7 +62,7 @@ def team_size(limit: int, launch_lock: threading.Lock) -> int:
     is held while the pool's ids are learnt (a parallel launch of its own: Numba's workqueue
     layer must not see two at once)."""
     global _pool, _pool_size
-    if limit <= 1 or not _known_here():
+    if limit <= 1 or not SYS_GETTID:
         return max(1, limit)
     try:
         tasks = os.listdir(_TASKS)
