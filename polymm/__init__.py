@@ -3,12 +3,13 @@
 ``polymm.matmul(x1, x2)`` computes ``x1 @ x2`` with the array API standard's
 semantics on a backend chosen by name, scope, environment or the inputs'
 device; backends are plugins found through the entry-point group
-``polymm.backends``.
+``polymm.backends``.  The tools (the ``polymm`` command, explain, bench, the cliff
+suite, tuner, fuzzer) sit on top of this runtime in :mod:`polymm.tools`.
 """
 
 from .backend import Backend, BackendUnavailable, Operand
+from . import dispatch
 from .dispatch import matmul
-from .explain import explain
 from .precision import use_precision
 from .registry import BackendInfo, backends, get_backend, register_backend, use_backend
 
@@ -17,7 +18,6 @@ __all__ = [
     "BackendInfo",
     "BackendUnavailable",
     "backends",
-    "explain",
     "get_backend",
     "matmul",
     "Operand",
@@ -27,3 +27,14 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+def _dask_matmul(x1, x2, /, **options):
+    """Dask arrays' route (:func:`polymm.dask.matmul`): Dask is optional, so its module (and Dask)
+    is imported at the first Dask array; dispatch calls it through ``dispatch.lazy_matmul``."""
+    from .dask import matmul
+
+    return matmul(x1, x2, **options)
+
+
+dispatch.lazy_matmul = _dask_matmul

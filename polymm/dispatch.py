@@ -26,6 +26,11 @@ from .shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
 __all__ = ["matmul"]
 
 
+#: ``x1 @ x2`` for Dask arrays (:func:`polymm.dask.matmul`), wired in by the package's
+#: ``__init__``: the lazy layer calls this module for every block, so this module never imports it.
+lazy_matmul = None
+
+
 def _describe(x) -> str:
     t = type(x)
     return f"{t.__module__}.{t.__qualname__}"
@@ -75,9 +80,7 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
         if result is not None:
             return result
     if is_dask_array(x1) or is_dask_array(x2):  # a lazy result, built in its own module (Dask is optional)
-        from .dask import matmul as dask_matmul
-
-        return dask_matmul(x1, x2, backend=backend, algorithm=algorithm, out=out)
+        return lazy_matmul(x1, x2, backend=backend, algorithm=algorithm, out=out)
     kind = _kind_of(x1, x2)
     if kind is DLPACK:
         return _matmul_foreign(x1, x2, backend, algorithm, out)
@@ -303,7 +306,7 @@ def crossed_along(batch, ba, bb, m, k, n) -> int | None:
     """The axis A walks (0 or 1) where, of a 2-D broadcast batch, A walks one axis and B the other
     (batch strides ``ba``, ``bb``, 0 where broadcast) and one product of the stacked operands pays
     off: its blocks (m n) at most the operands' copies it saves (m k + k n). Else None. The
-    dispatch (:func:`_crossed`) and ``polymm.explain`` decide by it."""
+    dispatch (:func:`_crossed`) and ``polymm explain`` decide by it."""
     if len(batch) != 2 or m * n > m * k + k * n:
         return None
     for along in (0, 1):

@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from polymm.cliffs import format_ratio
+from polymm.tools.cliffs import format_ratio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))

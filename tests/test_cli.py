@@ -6,7 +6,9 @@ import sys
 
 
 def polymm_cli(*args):
-    return subprocess.run([sys.executable, "-m", "polymm.cli", *args], capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "polymm.tools.cli", *args], capture_output=True, text=True, timeout=600
+    )
 
 
 def test_info_lists_backends():

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import polymm
-from polymm import cliffs
-from polymm.cli import main
+from polymm.tools import cliffs
+from polymm.tools.cli import main
 
 
 def test_matrix_covers_the_issue():

@@ -211,7 +211,11 @@ def test_plugin_guide_package_installs_and_passes_the_conformance_suite(tmp_path
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
     env.pop("POLYMM_BACKEND", None)
     info = subprocess.run(
-        [sys.executable, "-m", "polymm.cli", "info", "--json"], env=env, cwd=tmp_path, capture_output=True, text=True
+        [sys.executable, "-m", "polymm.tools.cli", "info", "--json"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     if info.returncode == 0:
         assert '"mine"' in info.stdout

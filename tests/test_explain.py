@@ -1,4 +1,4 @@
-"""``polymm explain`` and :func:`polymm.explain`: what a call runs and why, on every kind of device."""
+"""``polymm explain`` and :func:`polymm.tools.explain.explain`: what a call runs and why, on every kind of device."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import sys
 import pytest
 
 import polymm
-from polymm.explain import occupancy
+from polymm.tools.explain import explain, occupancy
 from polymm.kernels.params import DeviceInfo
 
 
 def test_cpu_explains_its_blocking():
-    report = polymm.explain((512, 512), (512, 512), "float32", backend="cpu")
+    report = explain((512, 512), (512, 512), "float32", backend="cpu")
     text = str(report)
     assert report.path.startswith("auto_") and "mc=" in text and "kc=" in text and "nc=" in text
     assert "mr x nr" in text and "arithmetic intensity" in text
@@ -21,24 +21,24 @@ def test_cpu_explains_its_blocking():
 
 
 def test_cpu_explains_small_and_narrow_paths():
-    assert "register tile" in str(polymm.explain((100, 8, 8), (100, 8, 8), "float64"))
-    assert "dot products" in str(polymm.explain((2000, 2000), (2000,), "float32"))
+    assert "register tile" in str(explain((100, 8, 8), (100, 8, 8), "float64"))
+    assert "dot products" in str(explain((2000, 2000), (2000,), "float32"))
 
 
 def test_run_measures_the_call():
-    report = polymm.explain((64, 64), (64, 64), "float32", backend="cpu", run=True)
+    report = explain((64, 64), (64, 64), "float32", backend="cpu", run=True)
     assert report.seconds is not None and report.seconds > 0
     assert "measured" in str(report)
 
 
 def test_model_h100_plans_without_a_gpu():
-    report = polymm.explain((4096, 4096), (4096, 4096), "float32", backend="cuda", device="H100")
+    report = explain((4096, 4096), (4096, 4096), "float32", backend="cuda", device="H100")
     text = str(report)
     (launch,) = report.launches
     assert report.path == "regblock" and launch["local_mem"] > 0
     assert "occupancy" in text and "limited by" in text and "roofline  H100" in text
     assert "compute-bound" in text and report.bound_seconds == pytest.approx(2 * 4096**3 / 66.9e12)
-    gemv = polymm.explain((8192, 8192), (8192,), "float32", backend="opencl", device="H100")
+    gemv = explain((8192, 8192), (8192,), "float32", backend="opencl", device="H100")
     assert gemv.path == "matvec" and "memory-bound" in str(gemv)
 
 
@@ -46,15 +46,15 @@ def test_crossed_broadcast_batches_are_explained_as_the_one_product_they_run():
     """``C[i, j] = A[i] @ B[j]`` runs on a device library as one product of A's rows stacked and
     B's columns side by side (``polymm.dispatch``): explained as that, the traffic each operand's
     own; a host backend, which multiplies views, and batches that are not crossed so keep theirs."""
-    crossed = polymm.explain((64, 1, 32, 32), (1, 64, 32, 32), "float64", backend="cuda", device="H100")
+    crossed = explain((64, 1, 32, 32), (1, 64, 32, 32), "float64", backend="cuda", device="H100")
     assert "crossed broadcast batch" in crossed.reason and "one 2048x2048x32 product" in crossed.reason
     assert crossed.launches[0]["grid"][2] == 1  # one product, not 4096
     assert crossed.intensity == pytest.approx(2 * 4096 * 32**3 / ((2 * 64 + 4096) * 32 * 32 * 8))
-    flipped = polymm.explain((1, 64, 32, 16), (64, 1, 16, 32), "float32", backend="opencl", device="H100")
+    flipped = explain((1, 64, 32, 16), (64, 1, 16, 32), "float32", backend="opencl", device="H100")
     assert "one 2048x2048x16 product" in flipped.reason
     for shapes in (((64, 64, 32, 32), (1, 64, 32, 32)), ((64, 1, 32, 1), (1, 64, 1, 32))):
-        assert "crossed" not in polymm.explain(*shapes, "float32", backend="cuda", device="H100").reason
-    assert "crossed" not in polymm.explain((8, 1, 16, 16), (1, 8, 16, 16), "float32", backend="cpu").reason
+        assert "crossed" not in explain(*shapes, "float32", backend="cuda", device="H100").reason
+    assert "crossed" not in explain((8, 1, 16, 16), (1, 8, 16, 16), "float32", backend="cpu").reason
 
 
 def test_model_h100_plans_tensor_cores_in_a_fresh_process():
@@ -62,7 +62,7 @@ def test_model_h100_plans_tensor_cores_in_a_fresh_process():
     nothing has imported the backend yet."""
     pytest.importorskip("polymm_cuda")
     code = (
-        "import polymm; e = polymm.explain((4096, 4096), (4096, 4096), dtype='float16', backend='cuda', "
+        "from polymm.tools.explain import explain; e = explain((4096, 4096), (4096, 4096), dtype='float16', backend='cuda', "
         "device='H100'); print(e.reason)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -75,29 +75,29 @@ def test_model_h100_roofline_is_the_tensor_cores_where_they_run():
     products); bfloat16 is a dtype name here too; integers count operations."""
     pytest.importorskip("polymm_cuda")
     pytest.importorskip("ml_dtypes")
-    f64 = polymm.explain((4096, 4096), (4096, 4096), "float64", backend="cuda", device="H100")
+    f64 = explain((4096, 4096), (4096, 4096), "float64", backend="cuda", device="H100")
     assert "dmma" in f64.path and f64.bound_seconds == pytest.approx(2 * 4096**3 / 66.9e12)
-    bf16 = polymm.explain((4096, 4096), (4096, 4096), "bfloat16", backend="cuda", device="H100")
+    bf16 = explain((4096, 4096), (4096, 4096), "bfloat16", backend="cuda", device="H100")
     assert "wgmma" in bf16.path and bf16.bound_seconds == pytest.approx(2 * 4096**3 / 989e12)
-    i8 = polymm.explain((4096, 4096), (4096, 4096), "int8", backend="cuda", device="H100")
+    i8 = explain((4096, 4096), (4096, 4096), "int8", backend="cuda", device="H100")
     assert "TOP/s" in str(i8) and i8.bound_seconds == pytest.approx(2 * 4096**3 / 1979e12)
     with polymm.use_precision("tf32"):
-        tf32 = polymm.explain((4096, 4096), (4096, 4096), "float32", backend="cuda", device="H100")
+        tf32 = explain((4096, 4096), (4096, 4096), "float32", backend="cuda", device="H100")
     with polymm.use_precision("tf32x3"):
-        tf32x3 = polymm.explain((4096, 4096), (4096, 4096), "float32", backend="cuda", device="H100")
+        tf32x3 = explain((4096, 4096), (4096, 4096), "float32", backend="cuda", device="H100")
     assert tf32.bound_seconds == pytest.approx(2 * 4096**3 / 495e12)
     assert tf32x3.bound_seconds == pytest.approx(3 * tf32.bound_seconds)  # three TF32 products
-    small = polymm.explain((256, 256), (256, 256), "float64", backend="cuda", device="H100")
+    small = explain((256, 256), (256, 256), "float64", backend="cuda", device="H100")
     assert small.path == "regblock" and small.bound_seconds == pytest.approx(2 * 256**3 / 33.5e12)
 
 
 def test_model_device_refuses_what_it_cannot_do():
     with pytest.raises(ValueError, match="no model of device 'B200'"):
-        polymm.explain((4, 4), (4, 4), backend="cuda", device="B200")
+        explain((4, 4), (4, 4), backend="cuda", device="B200")
     with pytest.raises(ValueError, match="'cpu'"):
-        polymm.explain((4, 4), (4, 4), backend="cpu", device="H100")
+        explain((4, 4), (4, 4), backend="cpu", device="H100")
     with pytest.raises(ValueError, match="no algorithm 'fast'"):
-        polymm.explain((4, 4), (4, 4), backend="cpu", algorithm="fast")
+        explain((4, 4), (4, 4), backend="cpu", algorithm="fast")
 
 
 def test_occupancy_names_its_limit():
@@ -127,18 +127,20 @@ def test_opencl_explains_its_launches():
         polymm.get_backend("opencl")
     except polymm.BackendUnavailable as exc:
         pytest.skip(f"opencl: {exc}")
-    report = polymm.explain((300, 200), (200, 100), "float32", backend="opencl")
+    report = explain((300, 200), (200, 100), "float32", backend="opencl")
     text = str(report)
     assert report.launches and "launch 1" in text and "work-groups of" in text and "local memory" in text
 
 
 def test_cli():
     out = subprocess.run(
-        [sys.executable, "-m", "polymm.cli", "explain", "256x256", "256", "--dtype", "float64"],
+        [sys.executable, "-m", "polymm.tools.cli", "explain", "256x256", "256", "--dtype", "float64"],
         capture_output=True,
         text=True,
     )
     assert out.returncode == 0, out.stderr
     assert "polymm explain: (256, 256) @ (256,) float64 on cpu" in out.stdout
-    bad = subprocess.run([sys.executable, "-m", "polymm.cli", "explain", "4x4", "4xq"], capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "polymm.tools.cli", "explain", "4x4", "4xq"], capture_output=True, text=True
+    )
     assert bad.returncode != 0 and "not a shape" in bad.stderr

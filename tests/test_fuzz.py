@@ -1,4 +1,4 @@
-"""``polymm fuzz`` and :mod:`polymm.testing.fuzz`: green on correct backends, and it catches, shrinks
+"""``polymm fuzz`` and :mod:`polymm.tools.fuzz`: green on correct backends, and it catches, shrinks
 and replays the faults of deliberately wrong ones registered at run time."""
 
 from __future__ import annotations
@@ -11,12 +11,15 @@ import numpy as np
 import pytest
 
 import polymm
-from polymm import cli
-from polymm.testing import assert_matches, fuzz
+from polymm.tools import cli
+from polymm.testing import assert_matches
+from polymm.tools import fuzz
 
 
 def polymm_cli(*args):
-    return subprocess.run([sys.executable, "-m", "polymm.cli", *args], capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "polymm.tools.cli", *args], capture_output=True, text=True, timeout=600
+    )
 
 
 # -- deliberately wrong backends --------------------------------------------------------------

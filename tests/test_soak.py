@@ -8,7 +8,7 @@ import json
 import pytest
 
 import polymm
-from polymm import cli, soak
+from polymm.tools import cli, soak
 
 #: Resident growth allowed on ``cpu`` over ~4,500 varied products after the first 1,500
 #: (float32, float64, int32; M, N, K up to 300; two threads). Measured on 2026-11-27 (2-core

@@ -1,6 +1,6 @@
 """The cliff suite in asv: per backend, the worst cell and the geometric mean of its ratios.
 
-One run of :mod:`polymm.cliffs` per backend (in ``setup_cache``, so asv runs the
+One run of :mod:`polymm.tools.cliffs` per backend (in ``setup_cache``, so asv runs the
 whole matrix once per commit, not once per tracked number) feeds two tracked
 figures per backend.  Both are ratios to the reference measured in the same run
 (higher is better).  ``POLYMM_ASV_CLIFF_CASES`` narrows the matrix with the
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 import polymm
-from polymm import cliffs
+from polymm.tools import cliffs
 
 from .common import BACKENDS
 

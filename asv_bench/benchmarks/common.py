@@ -17,9 +17,9 @@ import numpy as np
 
 
 def _load_timing():
-    """``polymm/timing.py`` of this checkout, loaded by path: asv also times older commits,
+    """``polymm/tools/timing.py`` of this checkout, loaded by path: asv also times older commits,
     whose installed polymm may predate the module (it imports nothing of polymm)."""
-    path = Path(__file__).resolve().parents[2] / "polymm" / "timing.py"
+    path = Path(__file__).resolve().parents[2] / "polymm" / "tools" / "timing.py"
     spec = importlib.util.spec_from_file_location("_polymm_timing", path)
     module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -169,7 +169,7 @@ class Target:
 
 
 def measure(fn, min_sample=2e-3, samples=7, budget=1.5, warm=True) -> float:
-    """Best (minimum) seconds per call of ``fn`` (which must synchronise): :func:`polymm.timing.measure`.
+    """Best (minimum) seconds per call of ``fn`` (which must synchronise): :func:`polymm.tools.timing.measure`.
 
     Used by the ``track_*`` benchmarks, which asv calls once and which must time for
     themselves. The minimum, not the median: other processes on a shared machine only ever

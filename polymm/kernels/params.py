@@ -1,5 +1,5 @@
 """Tuned parameters by device: ``params.json`` in this package (data), overridden
-by what the tuner (:mod:`polymm.kernels.tune`) measured on this machine.
+by what the tuner (:mod:`polymm.tools.tune`) measured on this machine.
 
 Both GPU backends and the OpenCL CPU shape read the same table through
 :func:`regblock_params` (tuned, else :func:`table_params`); devices are described by :class:`DeviceInfo`, which each
@@ -39,7 +39,7 @@ class DeviceInfo:
     ``kind``: ``"cpu"`` or ``"gpu"``; ``key``: identifies the device (and
     driver) in the tuning file; ``max_batch``: most batch entries one launch
     covers (CUDA's grid z); the ``*_per_cu`` limits and ``registers`` feed the
-    occupancy figures of :func:`polymm.explain` (0: unknown); ``cc``: CUDA
+    occupancy figures of :func:`polymm.tools.explain.explain` (0: unknown); ``cc``: CUDA
     compute capability x 10 (0 elsewhere), for CUDA-only planner entries.
     """
 
@@ -103,7 +103,7 @@ def _tuned() -> dict:
 def _ignore(path, why) -> None:
     warnings.warn(
         f"polymm: ignoring the tuning file {path}: {why}; the built-in parameters are used "
-        "(run `python -m polymm.kernels.tune` to rebuild it)",
+        "(run `python -m polymm.tools.tune` to rebuild it)",
         RuntimeWarning,
         stacklevel=3,
     )

@@ -2,7 +2,7 @@
 
 Backends choose kernels by shape (small products, batches of tiny matrices,
 matrix-vector, deep K with split-K, big tiles).  Each entry of
-:data:`PATH_SHAPES` is a shape class of the cliff suite (:mod:`polymm.cliffs`),
+:data:`PATH_SHAPES` is a shape class of the cliff suite (:mod:`polymm.tools.cliffs`),
 drawn small enough for CI and placed on or just beside a threshold, so the
 suite reaches every path and the seams between them.  Inputs are NumPy arrays;
 results go into poisoned buffers and are checked against the higher-precision

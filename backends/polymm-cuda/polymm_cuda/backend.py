@@ -339,7 +339,7 @@ class CUDABackend(Backend):
 
     def explain(self, a, b, out, algorithm: str) -> dict:
         """The plan a call would run, with the compiler's registers, static shared and local
-        (spilled) memory per launch (for :func:`polymm.explain`)."""
+        (spilled) memory per launch (for :func:`polymm.tools.explain.explain`)."""
         a, b = as_operand(a), as_operand(b)
         dev = a.buffer.data.device_id
         if algorithm == "auto" and self._wants_tensor_core_layout(a, b):

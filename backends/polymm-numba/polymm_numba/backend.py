@@ -316,7 +316,7 @@ class CPUBackend(Backend):
         self._run(a, b, out, algorithm, dt)
 
     def explain(self, a, b, out, algorithm: str) -> dict:
-        """The path ``matmul`` takes for these operands and its blocking (for :func:`polymm.explain`)."""
+        """The path ``matmul`` takes for these operands and its blocking (for :func:`polymm.tools.explain.explain`)."""
         dt = _F32 if out.dtype == _F16 else out.dtype  # float16 is computed in float32
         if algorithm == "auto":
             a, b, out = a.astype(dt, copy=False), b.astype(dt, copy=False), out.astype(dt, copy=False)

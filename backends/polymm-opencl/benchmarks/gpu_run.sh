@@ -20,7 +20,7 @@ for stage in "${stages[@]}"; do
     bench) timeout ${BENCH_S:-180} python3 backends/polymm-opencl/benchmarks/bench.py --sizes 2048 4096 --cupy \
              ${TUNE---tune} --algorithms auto tiled tiled-dynamic naive --repeats 15 --json "$OUT/bench_gpu.json" 2>&1 \
              | tee "$OUT/bench.log" ;;
-    tune) timeout ${TUNE_S:-120} python3 -m polymm.kernels.tune --backend opencl --size 4096 --repeats 10 --dry-run 2>&1 \
+    tune) timeout ${TUNE_S:-120} python3 -m polymm.tools.tune --backend opencl --size 4096 --repeats 10 --dry-run 2>&1 \
              | tee "$OUT/tune.log" ;;
     conformance) timeout ${CONF_S:-200} python3 -m pytest -q -p no:cacheprovider -n 8 --pyargs polymm.testing \
              --polymm-backend=opencl 2>&1 | tail -40 > "$OUT/conformance.log"; tail -5 "$OUT/conformance.log" ;;

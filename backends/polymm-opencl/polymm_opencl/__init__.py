@@ -529,7 +529,7 @@ class OpenCLBackend(Backend):
 
     def explain(self, a, b, out, algorithm: str) -> dict:
         """The plan a call would run, with what the compiler reports per launch (for
-        :func:`polymm.explain`; OpenCL reports local and private memory, not registers)."""
+        :func:`polymm.tools.explain.explain`; OpenCL reports local and private memory, not registers)."""
         import pyopencl as cl
 
         a, b, out = as_operand(a), as_operand(b), as_operand(out)

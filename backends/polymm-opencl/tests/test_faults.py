@@ -74,7 +74,7 @@ def test_a_corrupted_tuning_file_is_ignored_with_one_warning(tuning_file, device
         assert _params.tuned_params(device, "float32") is None
         assert _params.tuned_params(device, "float64") is None  # the file is read (and warned about) once
         _regblock_product(np.random.default_rng(1))
-    _one_warning(record, str(tuning_file), why, "polymm.kernels.tune")
+    _one_warning(record, str(tuning_file), why, "polymm.tools.tune")
 
 
 @pytest.mark.parametrize(

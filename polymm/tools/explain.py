@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .precision import current as current_precision
+from ..precision import current as current_precision
 
 __all__ = ["explain", "Explanation", "occupancy", "PEAKS", "MODEL_DEVICES"]
 
@@ -126,7 +126,7 @@ def occupancy(device, threads: int, local_mem: int, registers: int | None) -> tu
 
 
 def _model_device(name: str, dialect: str):
-    from .kernels.params import DeviceInfo
+    from ..kernels.params import DeviceInfo
 
     found = next((v for k, v in MODEL_DEVICES.items() if k.lower() == name.lower()), None)
     if found is None:
@@ -156,7 +156,7 @@ def _nvcc_registers(device, launch, dtype) -> dict:
     import tempfile
     from pathlib import Path
 
-    from .kernels import render
+    from ..kernels import render
 
     nvcc = shutil.which("nvcc")
     if nvcc is None or launch.external is not None or device.dialect != "cuda":
@@ -183,7 +183,7 @@ def _nvcc_registers(device, launch, dtype) -> dict:
 
 def _shapes(shape1, shape2):
     """(batch, M, N, K) of ``x1 @ x2`` with array-API shape rules (1-D operands included)."""
-    from .shapes import matmul_shape
+    from ..shapes import matmul_shape
 
     s = matmul_shape(tuple(shape1), tuple(shape2))
     return math.prod(s.batch), s.m, s.n, s.k
@@ -193,8 +193,8 @@ def _crossed_groups(shape1, shape2) -> tuple[int, int] | None:
     """``(gA, gB)`` where the dispatch runs this broadcast batch (C-contiguous device arrays) as
     one product, gA A's rows stacked and gB B's columns side by side
     (:func:`polymm.dispatch.crossed_along`), else None."""
-    from .dispatch import crossed_along
-    from .shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
+    from ..dispatch import crossed_along
+    from ..shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
 
     s = matmul_shape(tuple(shape1), tuple(shape2))
     sa = matrix_strides(tuple(shape1), c_strides(shape1), len(s.batch), vector_is_row=True)
@@ -320,7 +320,7 @@ def explain(
     planner about a GPU that is not here (registers from ``nvcc`` where it is installed).
     Returns an :class:`Explanation` (``print`` it for the report ``polymm explain`` shows)."""
     from . import bench
-    from .backend import optional_dtypes
+    from ..backend import optional_dtypes
 
     if str(dtype) == "bfloat16":
         optional_dtypes()  # importing ml_dtypes makes "bfloat16" a NumPy name
@@ -333,8 +333,8 @@ def explain(
             )
         if run:
             raise ValueError(f"cannot run on a model of {device}: explain it without run=True")
-        from .kernels import planner
-        from .registry import backend_factory
+        from ..kernels import planner
+        from ..registry import backend_factory
 
         backend_factory(backend)  # its module registers its planner entries (CUDA: the tensor cores)
         model = _model_device(device, backend)
@@ -344,15 +344,15 @@ def explain(
         compiled = [_nvcc_registers(model, launch, launch.dtype or dtype) for launch in made.launches]
         report = {"device": model, "plan": made, "compiled": compiled}
     else:
-        from . import get_backend
-        from .testing.reference import random_array
+        from .. import get_backend
+        from ..testing.reference import random_array
 
         be = get_backend(backend)
         if not hasattr(be, "explain"):
             raise ValueError(f"backend {backend!r} cannot explain its plans (it has no explain method)")
         if algorithm not in be.algorithms and algorithm != "auto":
             raise ValueError(f"backend {backend!r} has no algorithm {algorithm!r}; it has {list(be.algorithms)}")
-        from .arrays import kind_of
+        from ..arrays import kind_of
 
         rng = np.random.default_rng(0)
         views = kind_of(be.from_numpy(np.zeros(1, dtype))).views  # host libraries: no crossed product
@@ -398,7 +398,7 @@ def explain(
             f"-> {kind}, at best {_fmt_seconds(bound)} ({flops / bound / 1e12:.3g} {rate})"
         )
     else:
-        lines.append("roofline  no peak figures for this device in polymm.explain.PEAKS")
+        lines.append("roofline  no peak figures for this device in polymm.tools.explain.PEAKS")
     seconds = None
     if run:
         import polymm

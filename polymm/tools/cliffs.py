@@ -28,8 +28,8 @@ import numpy as np
 
 import polymm
 from polymm.backend import CONTRACT_DTYPES, optional_dtypes
-from polymm import timing
-from polymm.bench import flops
+from polymm.tools import timing
+from polymm.tools.bench import flops
 from polymm.shapes import matmul_shape
 from polymm.testing.reference import assert_matches, poison, random_array
 
@@ -221,13 +221,13 @@ def _sampled_rows(x1, x2, result, rng, rows=8):
 # -- references and clocks -----------------------------------------------------------------------
 
 
-def _opencl_gpu_vendor() -> str | None:
-    """The vendor of the OpenCL device that NumPy operands go to, when it is a GPU; else None."""
+def _opencl_gpu_vendor(impl) -> str | None:
+    """The vendor of the OpenCL device that backend ``impl`` puts NumPy operands on, when it is a
+    GPU; else None (asked through the backend's own ``from_numpy``, not its internals)."""
     try:
         import pyopencl as cl
-        from polymm_opencl import default_queue
 
-        device = default_queue().device
+        device = impl.from_numpy(np.ones(1, np.float32)).queue.device
         return device.vendor.lower() if device.type & cl.device_type.GPU else None
     except Exception:  # noqa: BLE001 - no OpenCL here: not a GPU
         return None
@@ -236,7 +236,7 @@ def _opencl_gpu_vendor() -> str | None:
 def floor_key(name: str, impl) -> str:
     """Which :data:`FLOORS` entry applies to backend ``name``."""
     if impl.array_library == "pyopencl":
-        return "opencl:gpu" if _opencl_gpu_vendor() else "opencl:cpu"
+        return "opencl:gpu" if _opencl_gpu_vendor(impl) else "opencl:cpu"
     return name
 
 
@@ -246,7 +246,8 @@ class _Backend:
     def __init__(self, name):
         self.name = name
         self.impl = impl = polymm.get_backend(name)
-        self.on_gpu = impl.array_library == "cupy" or (impl.array_library == "pyopencl" and bool(_opencl_gpu_vendor()))
+        gpu_vendor = _opencl_gpu_vendor(impl) if impl.array_library == "pyopencl" else None
+        self.on_gpu = impl.array_library == "cupy" or bool(gpu_vendor)
         if impl.array_library == "cupy":
             import cupy
 
@@ -254,7 +255,7 @@ class _Backend:
                 raise RuntimeError("the cliff suite compares with cuBLAS in float32: unset CUPY_TF32")
             self.ref_name, self.ref_xp, clock = "cupy.matmul", cupy, timing.cuda_clock()
             self.ours_clock = self.ref_clock = clock
-        elif impl.array_library == "pyopencl" and "nvidia" in (_opencl_gpu_vendor() or ""):
+        elif "nvidia" in (gpu_vendor or ""):
             import cupy
 
             sync = cupy.cuda.get_current_stream().synchronize

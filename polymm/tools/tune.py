@@ -1,6 +1,6 @@
 """Time candidate regblock parameters on a GPU backend's device and store the best.
 
-    python -m polymm.kernels.tune --backend cuda|opencl [--size 2048] [--dtype float32] [--dry-run]
+    python -m polymm.tools.tune --backend cuda|opencl [--size 2048] [--dtype float32] [--dry-run]
 
 One tuner for both GPU backends (and the OpenCL CPU shape): each candidate
 runs through the backend's ``launch(a, b, out, kernel, params)``, is timed by
@@ -18,9 +18,9 @@ import sys
 
 import numpy as np
 
-from .. import timing
-from . import KernelParams
-from . import params as _params
+from . import timing
+from ..kernels import KernelParams
+from ..kernels import params as _params
 
 #: CPU shape candidates: (rows per work-item, mr, columns, vw, mdimc, kwg[, nr, pack_b]),
 #: columns and nr in 4-byte floats.

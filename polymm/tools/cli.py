@@ -60,7 +60,7 @@ def _bench(args) -> int:
     from rich.table import Table
 
     import polymm
-    from polymm import bench
+    from polymm.tools import bench
 
     console = Console(stderr=args.json == "-")
     if not console.is_terminal:
@@ -143,7 +143,7 @@ def _cliffs(names, args, console) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from polymm import cliffs
+    from polymm.tools import cliffs
 
     if args.sizes_given or args.algorithm:
         raise ValueError(
@@ -231,7 +231,7 @@ def _overhead(names, args, console) -> int:
     from rich.table import Table
 
     import polymm
-    from polymm import bench
+    from polymm.tools import bench
 
     rows = []
     for name in names:
@@ -265,7 +265,7 @@ def _fuzz(args) -> int:
 
     import polymm
     from polymm.backend import CONTRACT_DTYPES, optional_dtypes
-    from polymm.testing import fuzz
+    from polymm.tools import fuzz
 
     err = Console(stderr=True)
     report = Console(stderr=args.json, highlight=False, soft_wrap=True)  # never wrap a reproducer
@@ -353,7 +353,7 @@ def _fuzz(args) -> int:
 def _soak(args) -> int:
     from rich.console import Console
 
-    from polymm import soak
+    from polymm.tools import soak
 
     if args.minutes is None and args.products is None:
         args.minutes = 1.0
@@ -409,7 +409,7 @@ def _soak(args) -> int:
 
 
 def _precision_name(text: str) -> str:
-    from .precision import check_precision
+    from polymm.precision import check_precision
 
     try:
         return check_precision(text)
@@ -467,7 +467,7 @@ def main(argv=None) -> int:
         "--suite",
         choices=["cliffs"],
         help="run a fixed matrix of cases instead of --sizes: 'cliffs' (squares, batches, broadcasts, "
-        "matrix-vector, deep K, outer products, views; see polymm.cliffs)",
+        "matrix-vector, deep K, outer products, views; see polymm.tools.cliffs)",
     )
     b.add_argument(
         "--cases",
@@ -549,7 +549,9 @@ def main(argv=None) -> int:
     sk.add_argument("--minutes", type=float, default=None, help="run this long (default 1, unless --products)")
     sk.add_argument("--products", type=int, default=None, help="stop after this many products")
     sk.add_argument("--threads", type=int, default=1, help="threads calling polymm at once (default 1)")
-    sk.add_argument("--dtypes", default=None, help="comma-separated (default: polymm.soak.DEFAULT_DTYPES, six of them)")
+    sk.add_argument(
+        "--dtypes", default=None, help="comma-separated (default: polymm.tools.soak.DEFAULT_DTYPES, six of them)"
+    )
     sk.add_argument("--max-side", type=int, default=300, help="largest M, N and K drawn (default 300)")
     sk.add_argument("--warmup", type=int, default=5000, help="products before growth is measured (default 5000)")
     sk.add_argument("--seed", type=int, default=0)

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 import polymm
-from polymm import timing
+from polymm.tools import timing
 from polymm.backend import algorithm_serves
 from polymm.testing.reference import assert_matches, random_array
 
@@ -45,7 +45,7 @@ def flops(m, n, k, dtype) -> float:
 
 
 def median_time(fn, synchronize, repeat: int, min_time: float = 0.2) -> float:
-    """Median seconds per call over ``repeat`` samples of ~``min_time / repeat`` each (:func:`polymm.timing.measure`)."""
+    """Median seconds per call over ``repeat`` samples of ~``min_time / repeat`` each (:func:`polymm.tools.timing.measure`)."""
     clock = timing.host_clock(synchronize)
     return timing.measure(fn, clock, samples=repeat, min_sample=min_time / repeat, budget=math.inf).median
 

@@ -25,7 +25,7 @@ import numpy as np
 
 import polymm
 
-from .testing.reference import assert_matches, random_array
+from ..testing.reference import assert_matches, random_array
 
 __all__ = ["Sample", "Soak", "run", "verdict", "report", "plot", "resident_bytes", "DEFAULT_DTYPES"]
 

@@ -11,7 +11,7 @@ invalid ones must raise the contract's exception type with a message naming what
 
 Use it from Python (no pytest needed)::
 
-    from polymm.testing import fuzz
+    from polymm.tools import fuzz
     summary = fuzz.run(["cpu"], cases=1000, seed=1)
     assert not summary.failures, summary.failures[0].reproducer
 """
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..backend import CONTRACT_DTYPES, algorithm_serves, is_bfloat16, optional_dtypes
-from .reference import assert_matches, poison, random_array
+from ..testing.reference import assert_matches, poison, random_array
 
 __all__ = ["Case", "Failure", "Outcome", "Summary", "case_code", "check_case", "draw_case", "run", "shrink"]
 
