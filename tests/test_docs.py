@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import doctest
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -271,16 +272,27 @@ def test_quickstart_commands_are_the_readmes():
 # ---------------------------------------------------------------------------- generated pages
 
 
-@pytest.mark.parametrize("script", ["cliffs_page", "soak_page"])
+@pytest.mark.parametrize("script", ["cliffs_page", "soak_page", "records_page"])
 def test_generated_pages_are_what_their_scripts_write_from_the_records(script):
-    """The cliff-suite and soak sections are generated from the recorded JSON: the committed
-    page and plots cannot drift from the data."""
+    """The cliff-suite, soak and records sections are generated from the recorded JSON: the
+    committed page and plots cannot drift from the data."""
     spec = importlib.util.spec_from_file_location(script, ROOT / "scripts" / f"{script}.py")
     page = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(page)
     assert page.PAGE.read_text() == page.render(), f"run: python scripts/{script}.py"
     for png in page.RUNS.glob("*.png"):
         assert (page.STATIC / png.name).read_bytes() == png.read_bytes()
+
+
+def test_every_record_folder_is_indexed():
+    """``benchmarks/`` holds curated records only, each folder in ``benchmarks/index.json`` (what
+    it is, the command that makes a record, where the docs show it); no dated run folders."""
+    index = json.loads((ROOT / "benchmarks" / "index.json").read_text())
+    indexed = {entry["folder"] for entry in index["records"]}
+    folders = {p.name for p in (ROOT / "benchmarks").iterdir() if p.is_dir()}
+    assert folders == indexed, (
+        f"not indexed: {sorted(folders - indexed)}; indexed but absent: {sorted(indexed - folders)}"
+    )
 
 
 # ---------------------------------------------------------------------------- the build

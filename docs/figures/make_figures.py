@@ -430,9 +430,9 @@ def fig_precision():
         scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
         for mode in PRECISIONS:
             worst[mode].append(float((np.abs(emulated_matmul(a, b, mode) - exact) / scale).max()))
-    # the same measure on the H100's tensor cores (backends/polymm-cuda/benchmarks/precision_error.py),
+    # the same measure on the H100's tensor cores (scripts/precision_error.py),
     # where a mode's kernel ran (deep K goes to the SIMT kernels in float32)
-    gpu = json.loads((ROOT / "benchmarks/h100-2026-11-23/tc-50182e5-precision/precision-error-h100.json").read_text())
+    gpu = json.loads((ROOT / "benchmarks/tensorcore/precision-error-h100-2026-11-23-50182e5.json").read_text())
     fig, ax = plt.subplots(figsize=(7.2, 4.2))
     for mode in PRECISIONS:
         ax.loglog(ks, worst[mode], "o-", color=colors[mode], label=f"{labels[mode]}: emulated")
