@@ -1,9 +1,9 @@
-"""Tuned parameters by device: ``params.json`` in this package (data), overridden
-by what the tuner (:mod:`polymm.tools.tune`) measured on this machine.
+"""Devices and their regblock tiles: the device database's (:mod:`polymm.kernels.devices`),
+overridden by what the tuner (:mod:`polymm.tools.tune`) measured on this machine.
 
-Both GPU backends and the OpenCL CPU shape read the same table through
-:func:`regblock_params` (tuned, else :func:`table_params`); devices are described by :class:`DeviceInfo`, which each
-backend builds from its own device queries.
+Both GPU backends and the OpenCL CPU shape read the same tiles through
+:func:`regblock_params` (tuned, else :func:`table_params`); devices are described by
+:class:`DeviceInfo`, which each backend builds from its own device queries.
 """
 
 from __future__ import annotations
@@ -14,15 +14,16 @@ import os
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
 import numpy as np
 
 from . import KernelParams, local_mem_bytes
+from .devices import Setting, note, settings_for
 
 __all__ = [
     "DeviceInfo",
     "regblock_params",
+    "regblock_setting",
     "table_params",
     "tiled_params",
     "tuned_params",
@@ -65,11 +66,6 @@ class DeviceInfo:
 
     def words(self) -> str:
         return f"{self.kind} {self.vendor} {self.platform} {self.name}".lower()
-
-
-@lru_cache(maxsize=1)
-def _table() -> dict:
-    return json.loads(resources.files(__package__).joinpath("params.json").read_text())
 
 
 def tuning_path() -> str:
@@ -163,22 +159,33 @@ def fits(device: DeviceInfo, kernel: str, dtype, params: KernelParams) -> bool:
 
 
 def regblock_params(device: DeviceInfo, dtype) -> KernelParams:
-    """The regblock parameters for ``device`` and ``dtype``: tuned, else the table's."""
-    return tuned_params(device, dtype) or table_params(device, dtype)
+    """The regblock parameters for ``device`` and ``dtype``: tuned, else the database's."""
+    return KernelParams(**note(regblock_setting(device, dtype)).value)
+
+
+def regblock_setting(device: DeviceInfo, dtype) -> Setting:
+    """The entry behind :func:`regblock_params`: the tuning file's, else the database's."""
+    name = np.dtype(dtype).name
+    tuned = tuned_params(device, name)
+    if tuned is not None:
+        why = "measured on this machine by polymm.tools.tune"
+        return Setting(f"tuning file {tuning_path()}", "regblock", name, dataclasses.asdict(tuned), why)
+    return _table_setting(device, name)
 
 
 def table_params(device: DeviceInfo, dtype) -> KernelParams:
-    """The built-in regblock parameters (``params.json``) for ``device`` and ``dtype``."""
-    dtype = np.dtype(dtype)
-    words = device.words()
-    for key, entries in _table().items():
-        if key.startswith("_") or not all(w in words for w in key.split()):
-            continue
-        fields = {k: v for k, v in entries.get(dtype.name, entries["other"]).items()}
-        params = KernelParams(**fields)
-        if device.is_cpu or fits(device, "regblock", dtype, params):
-            return params
-    return KernelParams(mwg=16, nwg=16, kwg=16, mdimc=8, ndimc=8, vw=1, gvw=1, pad=1)
+    """The database's regblock parameters for ``device`` and ``dtype`` (the tuner's baseline)."""
+    return KernelParams(**_table_setting(device, np.dtype(dtype).name).value)
+
+
+def _table_setting(device: DeviceInfo, name: str) -> Setting:
+    """The most specific regblock entry for ``name`` (else the family's ``other``) that the
+    device can run: a GPU whose work-group or local memory is too small for its own table's
+    tiles takes its parent's, down to the last resort of ``any``."""
+    for entry in settings_for(device).candidates("regblock", name, "other"):
+        if device.is_cpu or fits(device, "regblock", np.dtype(name), KernelParams(**entry.value)):
+            return entry
+    return entry
 
 
 def tiled_params(device: DeviceInfo, dtype) -> KernelParams:

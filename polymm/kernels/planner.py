@@ -7,8 +7,8 @@ local memory -- that a backend only has to compile, cache and enqueue.  Both
 the CUDA and the OpenCL backend call it with their own :class:`DeviceInfo`.
 
 GPU paths: ``matvec`` (work-group per row block, lanes along K) for N up to
-:data:`FEW`; ``vecmat`` (lanes along N, teams along K, one pass over B) for M = 1;
-a split row strip for M up to 2 x FEW; split-K with a
+``matvec.most_columns``; ``vecmat`` (lanes along N, teams along K, one pass over B) for M = 1;
+a split row strip for M up to ``row-strip.most_rows``; split-K with a
 deterministic reduction (``sum-slices``, slices added in order) for deep K;
 small tiles for batches of small matrices; tiles sized so that small squares
 fill the device; the table's large tiles otherwise.  Column-major operands are
@@ -27,64 +27,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import KernelParams, abi, fast_path, launch_geometry, local_mem_bytes, value_itemsize
+from .devices import recording, settings_for
 from .params import DeviceInfo, regblock_params, tiled_params
 
-__all__ = ["Choice", "Launch", "Plan", "choose", "plan", "register_entry", "DeviceInfo", "FEW", "DEEP_K"]
+__all__ = ["Choice", "Launch", "Plan", "choose", "plan", "register_entry", "DeviceInfo", "wave_is_full"]
 
 _VECTOR = ("float32", "float64")
-#: Few columns (matvec) or, twice that, few rows (row strip).
-FEW = 4
-#: ``vecmat`` on GPUs, for a row vector times a matrix: (work-items along N, teams along K, rows
-#: of B in flight per team, columns per work-item).  On the H100 (2026-11-24, CUDA events;
-#: ``benchmarks/h100-2026-11-24/session4``) narrow work-groups of many teams in one launch beat
-#: wider ones split along K, whose reduction is a second launch (``probe14``); of those, 16
-#: columns per work-group were the fastest for float32 and float64 alike (``probe16``, the GPU's
-#: time alone: float32 1 x 4096 @ 4096 x 4096 27.4 us, cuBLAS 25.3; float64 47.9, cuBLAS 48.0).
-#: Two or more rows stay on the row strip, which reads A once per tile instead of once per row of
-#: B (M = 2-4, float32: 30 us against 39 in ``vecmat``).
-VECMAT = (8, 64, 8, 2)
-#: ``matvec`` (N <= FEW): at least this many rows of A per work-group (each row block reads all of
-#: B, from L2: one row per group read it 4096 times for 4096 x 4096 @ 4096 x 4), and a lane per
-#: this many elements of K (64 to 256 lanes).  H100, 2026-11-25, whole calls (``probe20``):
-#: float64 4096 x 4096 @ 4096 x 4 117.8 -> 75.7 us (cuBLAS 82.3), 2048 x 2048 @ 2048 x 4 43.9 ->
-#: 33.3 us (31.8), complex128 2048 x 2048 @ 2048 x 4 78.3 -> 64.5 us (62.3).
-MATVEC_ROWS, MATVEC_K_PER_LANE = 2, 16
-#: ``vecmat`` splits K only when N gives fewer work-groups than a quarter of the compute units.
-VECMAT_SPLIT_BELOW = 0.25
-#: K at least this many times max(M, N), batch 1: split-K.
-DEEP_K = 16
-#: M * N per matrix at most for the CPU's several-matrices-per-work-group path.
-SMALL_BATCHED = 64 * 64
-#: Tiles for products too small to fill the device with the table's, largest first, as
-#: (MWG, NWG, KWG, MDIMC, NDIMC, KTEAMS): the fastest at each size in sweeps on the H100 (kernels
-#: alone, 2026-11-23/24, ``benchmarks/h100-2026-11-24/sweeps/sweep.py``): 8 x 8 micro-tiles at
-#: 1000-1024 in four teams splitting K (1024: 66.3 -> 57.5 us, cuBLAS 56.9), 4 x 4 below, in two
-#: teams at 512 (34.6 -> 14.0 us, cuBLAS 14.6), 2 x 2 in four teams for the smallest (float32 128:
-#: 4.3 -> 3.4 us, 256: 6.5 -> 5.5, cuBLAS 5.3 and 8.2; complex64 256: 15.8 -> 9.7, cuBLAS 10.0;
-#: the ``small`` grid; float64 and complex64 were swept at 256, float32 at every size).
-_SMALLER_TILES = (
-    (64, 128, 8, 8, 16, 4),
-    (64, 64, 16, 8, 16, 1),
-    (32, 32, 16, 8, 8, 2),
-    (16, 16, 16, 8, 8, 4),
-)
-#: The smallest tile for 16-byte values (complex128): 4 x 4 work-items in eight teams. H100,
-#: 2026-11-25, kernels alone (``benchmarks/h100-2026-11-25/probe23.py tiles``), 256 cubed: 32.4 us
-#: in one team of 8 x 8 (the tile before), 21.6 in four, 17.6 in eight teams of 4 x 4 (cuBLAS,
-#: on the FP64 tensor cores, 6.3); 512 cubed on 32 x 32 tiles: 119.0 us in one team, 92.9 in two.
-_SMALLEST_WIDE = (16, 16, 8, 4, 4, 8)
-#: Partial sums split-K may write (bytes): the reduction reads them all back.  16 MiB on the
-#: H100 (2026-11-24, the backend's launches timed whole, ``.device/probe14.py deepk``, recorded
-#: in ``benchmarks/h100-2026-11-24/session4``): float32 128 x 65536 x 128 in 256 slices 71.4 us
-#: against 76.1 in 128 (the cap of 8 MiB), 256 x 65536 x 256 in 64 slices 213 us against 226 in
-#: 32 (cuBLAS 81.6 and 206).
-SLICES_BYTES = 16 << 20
-#: Multiply-adds (and depth) from which a GPU product packs operands for its vector path: below
-#: them the extra launches cost more than the scalar loads (255 cubed: 46 us packed on the H100,
-#: against 26 for cuBLAS).
-PACK_WORTH = 1 << 27
-PACK_DEPTH = 256
+# Every tile and threshold below is read from the device database (``devices.json``, through
+# :func:`~polymm.kernels.devices.settings_for`): this module keeps the formulas only.
 
+
+def wave_is_full(groups: int, device: DeviceInfo) -> bool:
+    """Whether ``groups`` work-groups fill the device's compute units: a wave within the
+    database's ``tiles.full_wave`` share of them counts as full (compared in hundredths)."""
+    full = settings_for(device)("tiles", "full_wave")
+    return 100 * groups >= round(100 * full) * max(1, device.compute_units)
 
 @dataclass(frozen=True)
 class Choice:
@@ -159,12 +116,14 @@ class Launch:
 
 @dataclass
 class Plan:
-    """Launches in order, scratch buffers (bytes each) and the :class:`Choice` behind them."""
+    """Launches in order, scratch buffers (bytes each), the :class:`Choice` behind them and the
+    device-database entries the planner read to make it (``settings``, for explain)."""
 
     choice: Choice
     launches: list = field(default_factory=list)
     scratch: list = field(default_factory=list)
     dtype: object = None
+    settings: tuple = ()
 
     @property
     def product(self) -> Launch:
@@ -205,7 +164,7 @@ def choose(device: DeviceInfo, algorithm: str, dtype, M, N, K, batch=1, a_stride
         params = regblock_params(device, dtype)
         if dtype.name not in _VECTOR:
             return Choice("regblock", params, f"CPU, {dtype.name}: scalar register blocks")
-        return _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params)
+        return _cpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides, params)
     return _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides)
 
 
@@ -258,21 +217,24 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
     _, a_sm, a_sk = a_strides
     _, b_sk, b_sn = b_strides
     cus = max(1, device.compute_units)
-    if N <= FEW and K >= 32:
+    settings = settings_for(device)
+    few = settings("matvec", "most_columns")
+    if N <= few and K >= 32:
         # Memory-bound: each element of A is used N times at most.  Lanes of a
-        # work-group walk K side by side (coalesced along a row of A); MATVEC_ROWS.
-        lanes = min(256, device.max_work_group, max(64, K // MATVEC_K_PER_LANE))
+        # work-group walk K side by side (coalesced along a row of A).
+        lanes = min(256, device.max_work_group, max(64, K // settings("matvec", "k_per_lane")))
         lanes = 1 << (lanes.bit_length() - 1)
-        mv = KernelParams(mr=max(MATVEC_ROWS, FEW // N), nwg=N, mdimc=lanes, vw=1, use_local=True)
+        mv = KernelParams(mr=max(settings("matvec", "rows_per_group"), few // N), nwg=N, mdimc=lanes, vw=1, use_local=True)
         while mv.mdimc > 32 and local_mem_bytes("matvec", dtype, mv) > device.local_mem:
             mv = mv.replace(mdimc=mv.mdimc // 2)
         if a_sk == 1 or M == 1:
-            return Choice("matvec", mv, f"N={N} <= {FEW}: a work-group of {lanes} per {mv.mr} rows, lanes along K")
-        return Choice("matvec", mv, f"N={N} <= {FEW}, A not row-major: packed to rows first", pack_a=True)
+            return Choice("matvec", mv, f"N={N} <= {few}: a work-group of {lanes} per {mv.mr} rows, lanes along K")
+        return Choice("matvec", mv, f"N={N} <= {few}, A not row-major: packed to rows first", pack_a=True)
     if M == 1 and K >= 32:
         return _vecmat_choice(device, dtype, N, K, batch)
     table = regblock_params(device, dtype)
-    if M <= 2 * FEW and K >= 32 and batch == 1:
+    strip_rows = settings("row-strip", "most_rows")
+    if M <= strip_rows and K >= 32 and batch == 1:
         # A few rows: one pass over B in wide column panels, K split when the panels are too
         # few to keep B's reads in flight: about 4 small work-groups per compute unit (1 x 4096
         # @ 4096 x 4096 on the H100, kernels alone: 64.6 us in 4 slices, 38.4 in 8, 30.3 in 16,
@@ -283,11 +245,11 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
         groups = _cdiv(N, strip.nwg)
         splits = max(1, min(_cdiv(4 * cus, groups), K // 128, 32))
         choice = Choice(
-            "regblock", strip, f"M={M} <= {2 * FEW}: row strip, B streamed in {strip.nwg}-column panels", splits=splits
+            "regblock", strip, f"M={M} <= {strip_rows}: row strip, B streamed in {strip.nwg}-column panels", splits=splits
         )
-    elif batch == 1 and K >= DEEP_K * max(M, N) and K >= 2048:
+    elif batch == 1 and K >= settings("split-k", "deep_k") * max(M, N) and K >= settings("split-k", "min_k"):
         # Two waves of work-groups over the compute units, slices at least 256 deep, and at most
-        # SLICES_BYTES of partial sums for the reduction to read back.
+        # split-k.slices_bytes of partial sums for the reduction to read back.
         if min(M, N) >= min(table.mwg, table.nwg):
             tile = table
         elif max(M, N) > 32:
@@ -295,11 +257,11 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
         else:
             tile = _gpu_tile(device, dtype, 16, 16, 16, 8, 8)
         groups = _cdiv(M, tile.mwg) * _cdiv(N, tile.nwg)
-        most = max(2, SLICES_BYTES // (M * N * dtype.itemsize))
+        most = max(2, settings("split-k", "slices_bytes") // (M * N * dtype.itemsize))
         splits = max(2, min(_cdiv(2 * cus, groups), K // 256, most, 256))
         splits = 1 << (splits.bit_length() - 1)  # a power of two, rounded down
         choice = Choice(
-            "regblock", tile, f"deep K={K} >= {DEEP_K} x max(M, N): {splits} slices of K, added in order", splits=splits
+            "regblock", tile, f"deep K={K} >= {settings('split-k', 'deep_k')} x max(M, N): {splits} slices of K, added in order", splits=splits
         )
     elif batch > 1 and max(M, N) <= 64:
         edge = 16 if max(M, N) <= 16 else 32 if max(M, N) <= 32 else 64
@@ -309,13 +271,15 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
     else:
         # The table's (large) tiles, or smaller ones while they leave compute units idle (a wave
         # within a tenth of the device counts as full).
-        smaller = _SMALLER_TILES if value_itemsize(dtype) <= 8 else (*_SMALLER_TILES[:-1], _SMALLEST_WIDE)
+        smaller = settings("tiles", "smaller")
+        if value_itemsize(dtype) > 8:
+            smaller = [*smaller[:-1], settings("tiles", "smallest_wide")]
         tiles = [table] + [
             _gpu_tile(device, dtype, *shape) for shape in smaller if shape[0] * shape[1] < table.mwg * table.nwg
         ]
         for tile in tiles:
             groups = batch * _cdiv(M, tile.mwg) * _cdiv(N, tile.nwg)
-            if 10 * groups >= 9 * cus or tile is tiles[-1]:
+            if wave_is_full(groups, device) or tile is tiles[-1]:
                 break
         what = "large tiles" if tile is table else f"{tile.mwg}x{tile.nwg} tiles to fill {cus} compute units"
         what += f", {tile.kteams} teams splitting K" if tile.kteams > 1 else ""
@@ -327,7 +291,7 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
             except AssertionError:  # no vector width fits so shallow a tile: keep the K step
                 pass
         choice = Choice("regblock", tile, f"{M}x{N}x{K}: {what} ({groups} work-groups)")
-    return _gpu_packing(choice, dtype, M, N, K, batch, a_strides, b_strides)
+    return _gpu_packing(device, choice, dtype, M, N, K, batch, a_strides, b_strides)
 
 
 def _vecmat_choice(device, dtype, N, K, batch) -> Choice:
@@ -335,20 +299,21 @@ def _vecmat_choice(device, dtype, N, K, batch) -> Choice:
     load per row and work-item), in one launch unless N gives too few work-groups; then K is
     split too (slices added in order), each slice deep enough for every team to fill its rows in
     flight once."""
-    ndimc, mdimc, kwg, gvw = VECMAT
+    settings = settings_for(device)
+    ndimc, mdimc, kwg, gvw = settings("vecmat", "geometry")
     params = KernelParams(mr=1, nwg=ndimc * gvw, ndimc=ndimc, mdimc=mdimc, kwg=kwg, gvw=gvw, use_local=False)
     while params.mdimc > 1 and local_mem_bytes("vecmat", dtype, params) > device.local_mem:
         params = params.replace(mdimc=params.mdimc // 2)
     cus = device.compute_units
     groups = _cdiv(N, params.nwg) * batch
     splits = 1
-    if batch == 1 and groups < VECMAT_SPLIT_BELOW * cus:
+    if batch == 1 and groups < settings("vecmat", "split_below") * cus:
         splits = max(1, min(_cdiv(cus, 2 * groups), K // (params.mdimc * kwg), 32))
     slices = f", {splits} slices of K added in order" if splits > 1 else ""
     return Choice("vecmat", params, f"M=1: B streamed once, {params.nwg} columns per work-group{slices}", splits=splits)
 
 
-def _gpu_packing(choice, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
+def _gpu_packing(device, choice, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
     """Operands the vector path cannot read as they are (odd K or N, strides): narrower vectors
     for small products, whose packing launches would cost more than they save; packed,
     zero-padded copies for the others."""
@@ -360,7 +325,8 @@ def _gpu_packing(choice, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
         if flags["a_mmajor"] or flags["b_kmajor"]:
             return choice.replace(reason=choice.reason + "; column-major operands read in place with vectors")
         return choice
-    if M * N * K * batch < PACK_WORTH or K < PACK_DEPTH:
+    settings = settings_for(device)
+    if M * N * K * batch < settings("packing", "worth") or K < settings("packing", "depth"):
         for g in (2, 1):  # down to single elements, which keep the prefetch pipeline of the vector path
             narrow = params.replace(gvw=g)
             try:
@@ -399,15 +365,17 @@ def _bucket(n: int, unit: int) -> int:
     return size
 
 
-def _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params) -> Choice:
+def _cpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides, params) -> Choice:
     """The CPU (PoCL) planner for float32/float64; strides in elements."""
     width = 32 // np.dtype(dtype).itemsize  # 256-bit vectors
     _, a_sm, a_sk = a_strides
     _, b_sk, b_sn = b_strides
     pack_b = "" if b_sn == 1 else "rows"
     pack_a = a_sk != 1 and a_sm != 1
+    settings = settings_for(device)
+    few = settings("matvec", "most_columns")
     # Batches of small matrices: one matrix per work-item, several per work-group.
-    if batch > 1 and M * N <= SMALL_BATCHED and K <= 256:
+    if batch > 1 and M * N <= settings("small-batched", "most_elements") and K <= 256:
         nwg = _bucket(N, width)
         nr = 2 * width if nwg % (2 * width) == 0 else width
         mr = 4 if nr == 2 * width else 6
@@ -432,26 +400,27 @@ def _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params) -> Choice:
             pack_b=pack_b,
         )
     # Matrix-vector: few columns; read A along its rows.
-    if N <= FEW and K >= 2 * width:
+    if N <= few and K >= 2 * width:
         mv = KernelParams(mr={1: 4, 2: 4}.get(N, 2), nwg=N, vw=width, mdimc=4, use_local=False)
         if a_sk == 1:
             return Choice(
-                "matvec", mv, f"N={N} <= {FEW}: dot products along K", pack_b="" if b_sk == 1 else "transposed"
+                "matvec", mv, f"N={N} <= {few}: dot products along K", pack_b="" if b_sk == 1 else "transposed"
             )
         if N == 1 and a_sm == 1:
-            inner = _cpu_choice(dtype, 1, M, K, batch, (0, 0, 1), (0, a_sk, a_sm), params)
+            inner = _cpu_choice(device, dtype, 1, M, K, batch, (0, 0, 1), (0, a_sk, a_sm), params)
             return inner.replace(swap=True, reason="A column-major, N=1: as (B^T A^T); " + inner.reason)
         return Choice(
             "matvec",
             mv,
-            f"N={N} <= {FEW}, A packed to rows first",
+            f"N={N} <= {few}, A packed to rows first",
             pack_a=True,
             pack_b="" if b_sk == 1 else "transposed",
         )
     # A strip of few rows: vectors along N, one pass over B.
-    if M <= 2 * FEW and K >= 2 * width:
+    strip_rows = settings("row-strip", "most_rows")
+    if M <= strip_rows and K >= 2 * width:
         if b_sn != 1 and M == 1 and b_sk == 1:
-            inner = _cpu_choice(dtype, N, 1, K, batch, (0, b_sn, b_sk), (0, 1, 1), params)
+            inner = _cpu_choice(device, dtype, N, 1, K, batch, (0, b_sn, b_sk), (0, 1, 1), params)
             return inner.replace(swap=True, reason="B column-major, M=1: as (B^T A^T); " + inner.reason)
         # Long contiguous runs of each row of B (a K chunk of 16 rows across NWG
         # columns, NR at a time) keep the hardware prefetcher streaming.
@@ -466,12 +435,12 @@ def _cpu_choice(dtype, M, N, K, batch, a_strides, b_strides, params) -> Choice:
         return Choice(
             "regblock",
             strip,
-            f"M={M} <= {2 * FEW}: row strip, rows of B streamed {nwg} wide",
+            f"M={M} <= {strip_rows}: row strip, rows of B streamed {nwg} wide",
             pack_b="" if b_sn == 1 else "rows",
             splits=splits,
         )
     # Deep K: not enough blocks of C to share out; split K and add the slices in order.
-    if batch == 1 and K >= DEEP_K * max(M, N) and K >= 4096:
+    if batch == 1 and K >= settings("split-k", "deep_k") * max(M, N) and K >= settings("split-k", "min_k"):
         mr = 4 if M % 6 else 6
         deep = KernelParams(
             mwg=min(8 * mr, _bucket(M, mr)),
@@ -516,8 +485,16 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
 
     ``shape = (batch, M, N, K)``; ``a = (offset, (sb, sm, sk))`` and
     ``b = (offset, (sb, sk, sn))`` in elements; ``c_off``: where C starts in
-    its (contiguous) buffer.  ``choice`` overrides :func:`choose`.
+    its (contiguous) buffer.  ``choice`` overrides :func:`choose`.  The plan
+    holds the database entries that decided it (:attr:`Plan.settings`).
     """
+    with recording() as read:
+        made = _plan(device, dtype, shape, a, b, c_off, algorithm, choice)
+    made.settings = tuple(read)
+    return made
+
+
+def _plan(device, dtype, shape, a, b, c_off, algorithm, choice) -> Plan:
     dtype = np.dtype(dtype)
     size = dtype.itemsize
     batch, M, N, K = shape
@@ -644,14 +621,8 @@ def _entry_choice(device, dtype, shape, a, b) -> Choice | None:
 
 
 #: Complex dtypes that may run as one real product (``kernels/realify.c``) on a dialect entry's
-#: kernel (CUDA: complex128 on the FP64 tensor cores), from this many multiply-adds per matrix.
-#: H100, 2026-11-25, whole calls (``probe20``), realified against the SIMT kernel (cuBLAS ZGEMM):
-#: 256 cubed 65.5 against 58.6 us (32.6), 512: 82.7 / 161.6 (50.5), 1024: 240 / 768 (185),
-#: 2048: 1454 / 5111 (1195).
+#: kernel (CUDA: complex128 on the FP64 tensor cores), from the database's ``realify.work``.
 REAL_OF = {"complex128": "float64"}
-REALIFY_WORK = 1 << 25
-#: The realified B is twice B's bytes: beyond this much scratch the complex kernels run instead.
-REALIFY_BYTES = 4 << 30
 
 
 def _realified(device, dtype, shape, a, b, c_off) -> Plan | None:
@@ -661,11 +632,12 @@ def _realified(device, dtype, shape, a, b, c_off) -> Plan | None:
     complex item (as every complex kernel assumes)."""
     bt, M, N, K = shape
     (a_off, sa), (b_off, sb) = a, b
-    if sa[2] != 1 or M * N * K < REALIFY_WORK:
+    settings = settings_for(device)
+    if sa[2] != 1 or M * N * K < settings("realify", "work"):
         return None
     real = np.dtype(REAL_OF[dtype.name])
     copies = bt if sb[0] else 1
-    if copies * 4 * K * N * real.itemsize > REALIFY_BYTES:
+    if copies * 4 * K * N * real.itemsize > settings("realify", "most_bytes"):
         return None
     rshape = (bt, M, 2 * N, 2 * K)
     ra = (2 * a_off, (2 * sa[0], 2 * sa[1], 1))
