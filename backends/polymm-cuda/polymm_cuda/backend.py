@@ -28,7 +28,7 @@ from polymm.kernels.params import DeviceInfo
 from . import image as _image
 from .arrays import ForeignView
 from . import launch as _launch
-from . import tensorcore
+from . import sources, tensorcore
 from . import wgmma as _wgmma
 
 __all__ = ["CUDABackend"]
@@ -464,7 +464,7 @@ def _external_source(name: str) -> str:
     wrappers), or a file of ``kernels/`` (``tensorcore``, ``dmma``, ``tf32_split``)."""
     if name.startswith("wgmma-"):
         return _wgmma.source(int(name.split("-")[1]))
-    return tensorcore.source(name)
+    return sources.source(name)
 
 
 def _address(op: Operand) -> int:

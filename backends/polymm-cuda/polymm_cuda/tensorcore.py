@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
+
+from . import wgmma
+from .transpose import transposed_copy
 
 __all__ = [
     "LAYOUTS",
@@ -33,8 +35,6 @@ __all__ = [
     "planner_entry",
     "shape_rule",
     "repack",
-    "transpose_grid",
-    "source",
 ]
 
 #: dtype name -> the B layouts its kernels read: "kn" (B unit-stride along N, as stored) and "nk"
@@ -84,13 +84,6 @@ class Params:
 DEFAULT = Params(wn=64, stages=4, group_m=0)
 #: What the tuner tries.
 CANDIDATES = tuple(Params(wn, st, g) for wn in (32, 64) for st in (3, 4) for g in (0, 8))
-
-
-def source(name: str = "tensorcore") -> str:
-    """The text of ``kernels/<name>.cu`` (``tensorcore``: 16- and 8-bit types; ``dmma``: float64),
-    after the asynchronous-copy helpers both use."""
-    kernels = Path(__file__).parent / "kernels"
-    return (kernels / "async_copy.cuh").read_text() + (kernels / f"{name}.cu").read_text()
 
 
 #: Whether ``"auto"`` takes the float64 kernels: yes since their first H100 proof run (2026-11-23:
@@ -444,60 +437,6 @@ def repack(xp, a, b):
     return k_contiguous(a, (0, 1, 2)), k_contiguous(b, (0, 2, 1))
 
 
-def transposed_copy(xp, v):
-    """``xp.ascontiguousarray(v)`` for a 3-D CuPy view ``v``; when ``v`` is a transposed view of
-    row-contiguous matrices (unit stride along its rows, ``kernels/transpose.cu``'s case), through
-    that tiled kernel."""
-    isz = v.itemsize
-    bt, rows, cols = v.shape
-    s_b, s_c, s_r = v.strides  # v[z, i, j] sits at z s_b + i s_c + j s_r: the source is (z, j, i)
-    if not (
-        s_c == isz
-        and s_r > 0
-        and s_r % isz == 0
-        and s_b >= 0
-        and s_b % isz == 0
-        and isz in (1, 2, 4, 8)
-        and bt <= 65535
-        and v.size
-    ):
-        return xp.ascontiguousarray(v)
-    out = xp.empty(v.shape, v.dtype)
-    i64 = np.int64
-    args = (
-        np.uint64(v.data.ptr),
-        i64(0),
-        i64(s_b // isz),
-        i64(s_r // isz),
-        out,
-        i64(cols),
-        np.int32(cols),
-        np.int32(rows),
-    )
-    _transpose_kernel(xp, isz)(transpose_grid(isz, cols, rows, bt), (32, 8, 1), args)
-    return out
-
-
-def transpose_grid(itemsize: int, rows: int, cols: int, batch: int) -> tuple[int, int, int]:
-    """The grid of ``kernels/transpose.cu`` (blocks of 32 x 8) copying ``batch`` matrices of
-    ``rows`` x ``cols`` (its R and C): tiles of 64 x 64 8-bit elements, 32 x 32 larger ones."""
-    tile = 64 if itemsize == 1 else 32
-    return -(-cols // tile), -(-rows // tile), batch
-
-
-def _transpose_kernel(xp, itemsize: int):
-    """``kernels/transpose.cu`` for elements of ``itemsize`` bytes, built once per GPU."""
-    key = (id(xp), xp.cuda.Device().id, itemsize)
-    kernel = _TRANSPOSE.get(key)
-    if kernel is None:
-        module = xp.RawModule(code=source("transpose"), options=("-std=c++17",))
-        kernel = _TRANSPOSE[key] = module.get_function(f"polymm_transpose_{itemsize}")
-    return kernel
-
-
-_TRANSPOSE: dict = {}
-
-
 def external_launch(p: Params, shape) -> dict:
     """The planner's description of a ``kernels/tensorcore.cu`` launch with parameters ``p``
     (the batch is split by the planner where the grid cannot hold it)."""
@@ -510,8 +449,6 @@ def planner_entry(device, dtype, shape, a, b):
     a :class:`~polymm.kernels.planner.Choice` with an external kernel when one reads these operands
     (``a``/``b`` = (element offset from a 16-byte aligned base, strides)), else None."""
     from polymm.kernels.planner import Choice
-
-    from . import wgmma
 
     dtype = np.dtype(dtype)
     if dtype.name == "float32":
@@ -559,8 +496,6 @@ if os.environ.get("POLYMM_CUDA_TF32_MIN_WORK"):
 def tf32_rule(mode: str, cc: int, shape) -> str | None:
     """Why a float32 product in precision ``mode`` stays on the SIMT kernels (at full
     precision, which every mode accepts), or None."""
-    from . import wgmma
-
     if mode not in wgmma.TF32_PRODUCTS:
         return f"precision {mode!r}: float32 in float32"
     if cc != wgmma.CC:
@@ -577,8 +512,6 @@ def _tf32_entry(device, shape, a, b):
     """float32 in the ``"tf32"``/``"tf32x3"`` precision modes (:func:`polymm_cuda.wgmma.tf32_launch`)."""
     from polymm.kernels.planner import Choice
     from polymm.precision import current
-
-    from . import wgmma
 
     mode = current()
     if tf32_rule(mode, device.cc, shape) is not None:

@@ -26,8 +26,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .tensorcore import source as _file_source
-from .tensorcore import transpose_grid
+from .sources import source as _file_source
+from .transpose import transpose_grid
 
 __all__ = [
     "CC",

@@ -688,7 +688,7 @@ def test_int8_tensor_core_wraps_like_numpy(backend):
 def test_transposed_copy_equals_cupy(dtype, view):
     """The tiled transposed copy the tensor cores' repacking uses gives exactly CuPy's
     ``ascontiguousarray`` of the view, edges, batches, row strides and fallbacks included."""
-    from polymm_cuda import tensorcore
+    from polymm_cuda.transpose import transposed_copy
 
     rng = np.random.default_rng(11)
     base = cp.asarray(rng.standard_normal((3, 70, 100)) * 100).astype(dtype)
@@ -699,7 +699,7 @@ def test_transposed_copy_equals_cupy(dtype, view):
         "broadcast": cp.broadcast_to(base[:1], (4, 70, 100)).transpose(0, 2, 1),  # batch stride 0
         "odd": base[:, ::2, :].transpose(0, 2, 1)[:, ::3],  # no unit stride: CuPy's copy
     }[view]
-    out = tensorcore.transposed_copy(cp, v)
+    out = transposed_copy(cp, v)
     assert out.flags.c_contiguous and out.shape == v.shape
     assert bool((out == cp.ascontiguousarray(v)).all())
 

@@ -1,5 +1,5 @@
 // Asynchronous global -> shared copies (sm_80 and later), shared by the CUDA-only tensor-core
-// kernels (tensorcore.cu, dmma.cu): polymm_cuda.tensorcore.source() puts this text first. No
+// kernels (tensorcore.cu, dmma.cu): polymm_cuda.sources.source() puts this text first. No
 // #include, so NVRTC and nvcc compile the same text.
 
 typedef long long pm_i64;

@@ -9,7 +9,7 @@
 //
 // 8-bit elements take 64 x 64 tiles, each thread moving 4-byte words where the strides and
 // addresses allow: one byte per thread and instruction moved a 2048 x 2048 int8 matrix at
-// 0.7 TB/s on the H100 (11.6 us). Launch geometry: polymm_cuda.tensorcore's transpose_grid,
+// 0.7 TB/s on the H100 (11.6 us). Launch geometry: polymm_cuda.transpose's transpose_grid,
 // blocks of 32 x 8.
 
 #define PM_TRANSPOSE(NAME, T)                                                                      \
