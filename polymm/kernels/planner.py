@@ -29,7 +29,7 @@ import numpy as np
 from . import KernelParams, abi, fast_path, launch_geometry, local_mem_bytes, value_itemsize
 from .params import DeviceInfo, regblock_params, tiled_params
 
-__all__ = ["Choice", "Launch", "Plan", "choose", "plan", "register_entry", "DeviceInfo", "FEW", "DEEP_K"]
+__all__ = ["Choice", "Launch", "Plan", "RELAYOUT", "choose", "plan", "register_entry", "DeviceInfo", "FEW", "DEEP_K"]
 
 _VECTOR = ("float32", "float64")
 #: Few columns (matvec) or, twice that, few rows (row strip).
@@ -165,6 +165,10 @@ class Plan:
     launches: list = field(default_factory=list)
     scratch: list = field(default_factory=list)
     dtype: object = None
+    #: A dialect entry answered :data:`RELAYOUT`: its kernels would run these operands once copied
+    #: (the launches are the shared paths' for the operands as they lie; the backend may copy them
+    #: and plan the copies instead).
+    relayout: bool = False
 
     @property
     def product(self) -> Launch:
@@ -180,6 +184,10 @@ class Plan:
 #: dialect -> functions ``(device, dtype, shape, a, b) -> Choice | None``,
 #: with ``shape``, ``a``, ``b`` as :func:`plan` takes them.
 ENTRIES: dict[str, list] = {}
+#: What an entry answers for operands its kernels would read once copied into the layout they
+#: take, not as they lie: the plan is the shared paths' and says so (:attr:`Plan.relayout`), so
+#: the backend learns it from the one plan rather than by asking the entry's rules again.
+RELAYOUT = Choice("relayout", None, "operands to be copied into the layout a dialect entry's kernels read")
 
 
 def register_entry(dialect: str, entry) -> None:
@@ -523,15 +531,18 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
     batch, M, N, K = shape
     A = (0, a[0], *a[1])
     B = (1, b[0], *b[1])
+    relayout = False
     if choice is None and algorithm == "auto":
         choice = _entry_choice(device, dtype, shape, a, b)
+        if choice is RELAYOUT:
+            choice, relayout = None, True
         if choice is None and dtype.name in REAL_OF:
             realified = _realified(device, dtype, shape, a, b, c_off)
             if realified is not None:
                 return realified
     if choice is None:
         choice = choose(device, algorithm, dtype, M, N, K, batch, A[2:], B[2:])
-    out = Plan(choice, dtype=dtype)
+    out = Plan(choice, dtype=dtype, relayout=relayout)
 
     def new_scratch(elements):
         out.scratch.append(max(1, elements) * size)
@@ -639,7 +650,7 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
 
 
 def _entry_choice(device, dtype, shape, a, b) -> Choice | None:
-    """The first dialect entry's claim on this product (:data:`ENTRIES`), or None."""
+    """The first dialect entry's claim on this product (:data:`ENTRIES`; :data:`RELAYOUT` is one), or None."""
     return next(filter(None, (entry(device, dtype, shape, a, b) for entry in ENTRIES.get(device.dialect, ()))), None)
 
 

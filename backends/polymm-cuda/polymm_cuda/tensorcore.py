@@ -6,10 +6,11 @@
 ``kernels/dmma.cu`` multiplies float64 matrices on the FP64 tensor cores (``mma.sync`` m16n8k8 on
 Hopper, m8n8k4 before).
 It copies 16-byte chunks straight from global memory, so it needs operands laid out for that;
-:func:`choose` says which kernel reads a call's layout or which rule it breaks; ``"auto"``
-repacks operands of large products that break one (:func:`repack`). :func:`planner_entry` makes
-them a CUDA-only entry of the shared planner, whose SIMT kernels serve the rest; on Hopper it
-tries :mod:`polymm_cuda.wgmma` (float16, bfloat16, int8, uint8) first.
+:func:`choose` says which kernel reads a call's layout or which rule it breaks. :func:`planner_entry`
+makes them a CUDA-only entry of the shared planner, whose SIMT kernels serve the rest; on Hopper it
+tries :mod:`polymm_cuda.wgmma` (float16, bfloat16, int8, uint8) first. Its answer also says when
+the operands of a large product would run on the tensor cores once copied (:func:`repack`), which
+the backend then does: the decision is made once, in the planner.
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ __all__ = [
     "DEFAULT",
     "CANDIDATES",
     "choose",
+    "layout_choice",
     "choose_dmma",
     "dmma_splits",
     "external_launch",
     "planner_entry",
+    "REPACK_WORK",
     "shape_rule",
     "repack",
 ]
@@ -409,6 +412,11 @@ def choose(dtype: np.dtype, cc: int, shape, sa, sb, a_ptr: int, b_ptr: int) -> t
     why = shape_rule(dtype, cc, shape)
     if why is not None:
         return None, why
+    return layout_choice(dtype, shape, sa, sb, a_ptr, b_ptr)
+
+
+def layout_choice(dtype: np.dtype, shape, sa, sb, a_ptr: int, b_ptr: int) -> tuple[str | None, str]:
+    """:func:`choose` for a product that passed :func:`shape_rule`: the rules of the layout alone."""
     layouts = LAYOUTS[dtype.name]
     n = shape[2]
     chunk = 16 // dtype.itemsize  # elements per 16-byte copy
@@ -444,28 +452,47 @@ def external_launch(p: Params, shape) -> dict:
     return {"source": "tensorcore", "options": p.options(), "grid": grid, "block": block, "smem": p.smem_bytes()}
 
 
+#: Multiply-adds per product from which ``"auto"`` copies operands the tensor cores cannot read as
+#: they lie into a layout they read (:func:`repack`): a copy costs far less than the SIMT kernel.
+REPACK_WORK = 128**3
+
+
 def planner_entry(device, dtype, shape, a, b):
-    """The tensor cores as a CUDA-only entry of the shared planner (:mod:`polymm.kernels.planner`):
-    a :class:`~polymm.kernels.planner.Choice` with an external kernel when one reads these operands
-    (``a``/``b`` = (element offset from a 16-byte aligned base, strides)), else None."""
-    from polymm.kernels.planner import Choice
+    """The tensor cores as a CUDA-only entry of the shared planner (:mod:`polymm.kernels.planner`),
+    where every rule of theirs runs, once per plan: a :class:`~polymm.kernels.planner.Choice` with
+    an external kernel when one reads these operands (``a``/``b`` = (element offset from a 16-byte
+    aligned base, strides)); :data:`~polymm.kernels.planner.RELAYOUT` when one would read them
+    after :func:`repack` (a product of REPACK_WORK or more); else None."""
+    from polymm.kernels.planner import RELAYOUT, Choice
 
     dtype = np.dtype(dtype)
     if dtype.name == "float32":
         return _tf32_entry(device, shape, a, b)
+    if dtype.name not in LAYOUTS:
+        return _dmma_entry(device, dtype, shape, a, b)
+    if shape_rule(dtype, device.cc, shape) is not None:
+        return None  # no layout would let the tensor cores run it
     (a_off, sa), (b_off, sb) = a, b
     a_ptr, b_ptr = a_off * dtype.itemsize, b_off * dtype.itemsize
-    if shape_rule(dtype, device.cc, shape) is None:
-        name, why = wgmma.choose(dtype, device.cc, shape, sa, sb, a_ptr, b_ptr)
-        if name is not None:
-            layout = name.rsplit("_", 1)[1]
-            external = wgmma.external_launch(shape, sa, sb, layout, dtype.itemsize, device.compute_units)
-            return Choice(name, None, f"tensor cores (wgmma, copy engine): {why}", external=external)
-    name, why = choose(dtype, device.cc, shape, sa, sb, a_ptr, b_ptr)
+    name, why = wgmma.choose(dtype, device.cc, shape, sa, sb, a_ptr, b_ptr)
+    if name is not None:  # wgmma reads them (or its plan copies B itself)
+        layout = name.rsplit("_", 1)[1]
+        external = wgmma.external_launch(shape, sa, sb, layout, dtype.itemsize, device.compute_units)
+        return Choice(name, None, f"tensor cores (wgmma, copy engine): {why}", external=external)
+    name, why = layout_choice(dtype, shape, sa, sb, a_ptr, b_ptr)
     if name is not None:
         return Choice(name, None, f"tensor cores (mma.sync): {why}", external=external_launch(DEFAULT, shape))
+    bt, m, n, k = shape
+    return RELAYOUT if m * n * k >= REPACK_WORK else None
+
+
+def _dmma_entry(device, dtype, shape, a, b):
+    """float64 and complex128 on the FP64 tensor cores (:func:`choose_dmma`), or None."""
+    from polymm.kernels.planner import Choice
+
     if not DMMA_IN_AUTO:
         return None
+    (_, sa), (_, sb) = a, b
     bt, m, n, k = shape
     splits = dmma_splits(fp64_shape(dtype, shape), device.compute_units)
     name, why = choose_dmma(dtype, device.cc, shape, sa, sb, splits)

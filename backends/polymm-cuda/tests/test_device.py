@@ -913,8 +913,16 @@ def test_copied_operands_are_never_planned_as_to_be_copied(monkeypatch):
     copies; operands that had that layout from the start may have stored "copy them" under the
     same shapes and strides. The copies' plan is looked up apart (a soak of 105,000 products on
     four threads failed 9 of them with a TypeError before)."""
+    import dataclasses
+
     backend = CUDABackend()
-    monkeypatch.setattr(backend, "_wants_tensor_core_layout", lambda a, b: True)  # every layout "wants" a copy
+    real = backend.plan
+
+    def relayout(*args, **kwargs):  # every plan says its operands "want" a copy
+        made, a_off, b_off = real(*args, **kwargs)
+        return dataclasses.replace(made, relayout=True), a_off, b_off
+
+    monkeypatch.setattr(backend, "plan", relayout)
     rng = np.random.default_rng(5)
     for _ in range(2):  # the second call finds both plans cached
         x1, x2 = random_array(rng, (1, 64, 48), "float16"), random_array(rng, (1, 48, 40), "float16")
