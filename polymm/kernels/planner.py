@@ -110,7 +110,8 @@ class Choice:
     pad: int = 1
     #: A dialect-only kernel outside this package (a planner entry's): its
     #: ``source`` and ``options`` to compile, ``grid``/``block``, ``smem`` bytes;
-    #: optionally ``scratch`` (bytes per buffer, slots 3 and on), ``before`` and
+    #: optionally ``abi`` (its argument list, in :mod:`~polymm.kernels.abi`'s form, when not the
+    #: products'), ``scratch`` (bytes per buffer, slots 3 and on), ``before`` and
     #: ``after`` (launches around it, see :func:`_extra_launch`), ``operands``
     #: (what it reads, as ``(slot, offset, strides...)``, when not A and B) and
     #: whatever its backend needs (``tma``: CUDA tensor maps). With ``splits``
@@ -144,9 +145,9 @@ class Launch:
     external: dict | None = None
 
     @property
-    def signature(self) -> str:
-        """The kernel whose ABI entry gives the argument list (external kernels take the products'
-        unless they name their own)."""
+    def signature(self) -> str | tuple:
+        """The kernel whose ABI entry gives the argument list, or the list itself (external kernels
+        take the products' unless they carry their own, as ``"abi"``)."""
         return self.external.get("abi", "regblock") if self.external is not None else self.kernel
 
     @property
@@ -583,7 +584,7 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
         ext = choice.external
         out.scratch.extend(ext.get("scratch", ()))
         out.launches.extend(_extra_launch(x, dtype, c_off) for x in ext.get("before", ()))
-        signature = ext.get("abi", "regblock")  # the products' list, or its own (with the batch count)
+        signature = ext.get("abi", "regblock")  # the products' list, or the one it carries
         ext_pos = abi.buffer_positions(signature)
 
         def external(A, B, c_slot, c_off, count, depth):

@@ -26,6 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .abi import TF32_FIXUP, TF32_SPLIT, TRANSPOSE, WGMMA
 from .sources import source as _file_source
 from .transpose import transpose_grid
 
@@ -195,7 +196,7 @@ def _operand_map(inner, outer, s_outer, s_batch, isz, box, batch):
 
 def _geometry(shape, bn: int, sms: int) -> dict:
     """Launch geometry: persistent blocks, at most one per SM, over the tiles of every batch entry
-    (the kernel takes the batch count as its last argument: ``polymm.kernels.abi``'s "wgmma")."""
+    (the kernel takes the batch count as its last argument: :data:`polymm_cuda.abi.WGMMA`)."""
     bt, m, n, _ = shape
     return {
         "source": f"wgmma-{bn}",
@@ -203,7 +204,7 @@ def _geometry(shape, bn: int, sms: int) -> dict:
         "grid": (min(bt * -(-m // BM) * -(-n // bn), sms), 1, 1),
         "block": (THREADS, 1, 1),
         "smem": smem_bytes(bn),
-        "abi": "wgmma",
+        "abi": WGMMA,
     }
 
 
@@ -236,7 +237,7 @@ def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
         values = dict(s_off=0, s_b=sb[0] if e > 1 else 0, s_r=sb[1], ld=ldk, R=k, C=n)
         grid = transpose_grid(isz, k, n, e)
         kernel = f"polymm_transpose_{isz}"
-        before = _launch(kernel, "transpose", values, {"src": 1, "dst": 3}, grid, (32, 8, 1), source="transpose")
+        before = _launch(kernel, TRANSPOSE, values, {"src": 1, "dst": 3}, grid, (32, 8, 1), source="transpose")
         b_map = _map((k, n, e), (ldk * isz, n * ldk * isz), (ROW // isz, bn, 1), isz)
         b_op = (3, 0, n * ldk if e > 1 else 0, 1, ldk)
         return {
@@ -307,7 +308,7 @@ def tf32_launch(mode: str, shape, a, b, sms: int) -> tuple[str, dict]:
         values = dict(R=rows, KK=k, parts=parts, nkc=nkc, x_off=off, x_sb=s_batch if e > 1 else 0, x_sr=s_row)
         values.update(x_sk=s_k, ld=ldk, part_stride=e * rows * ldk, f_off=f_off)
         buffers = {"X": src, "P": slot, "F": flags if products == 3 else slot}  # F unused with one part
-        before.append(_launch("polymm_tf32_split", "tf32-split", values, buffers, (-(-rows // 32), nkc, e), (32, 8, 1)))
+        before.append(_launch("polymm_tf32_split", TF32_SPLIT, values, buffers, (-(-rows // 32), nkc, e), (32, 8, 1)))
         tma = _map((k, rows, parts * e), (ldk * 4, rows * ldk * 4), (ROW // 4, box_rows, 1), 4)
         return slot, rows * ldk if e > 1 else 0, tma
 
@@ -330,7 +331,7 @@ def tf32_launch(mode: str, shape, a, b, sms: int) -> tuple[str, dict]:
         values.update(b_sk=sb[1], b_sn=sb[2], fb_off=fb_off, nkc=nkc)  # c_off: the planner's
         grid = (min(m + n, 2 * sms), 1, bt)
         after.append(
-            _launch("polymm_tf32_fixup", "tf32-fixup", values, {"A": 0, "B": 1, "C": 2, "F": flags}, grid, (256, 1, 1))
+            _launch("polymm_tf32_fixup", TF32_FIXUP, values, {"A": 0, "B": 1, "C": 2, "F": flags}, grid, (256, 1, 1))
         )
     return "kn" if swap else "nk", {
         **_geometry((bt, n, m, k) if swap else shape, bn, sms),
@@ -342,7 +343,7 @@ def tf32_launch(mode: str, shape, a, b, sms: int) -> tuple[str, dict]:
     }
 
 
-def _launch(kernel: str, abi: str, values: dict, buffers: dict, grid, block, source: str = "tf32_split") -> dict:
+def _launch(kernel: str, abi: tuple, values: dict, buffers: dict, grid, block, source: str = "tf32_split") -> dict:
     """A launch of a helper kernel (``kernels/tf32_split.cu``, ``kernels/transpose.cu``), as the
     planner's ``before``/``after`` entries."""
     return {

@@ -16,7 +16,7 @@
 // and every column whose column of B does, recomputed in float32 from the original operands,
 // so specials propagate as in any float32 product. Without specials it only reads the flags.
 //
-// Argument lists: polymm.kernels.abi ("tf32-split", "tf32-fixup"); launch geometry:
+// Argument lists: polymm_cuda.abi (TF32_SPLIT, TF32_FIXUP); launch geometry:
 // polymm_cuda.wgmma.tf32_launch.
 
 #define SP_ROWS 32  // rows per block (a warp's lanes when the rows are the contiguous axis)

@@ -473,7 +473,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
 }
 
 // The two tensor maps, then the argument list every polymm CUDA kernel takes, then the batch count
-// (polymm.kernels.abi's "wgmma" list).
+// (polymm_cuda.abi's WGMMA list).
 #define WG_KERNEL(NAME, KIND, B_KMAJOR, SEGMENTS, T)                                                     \
     extern "C" __global__ void __launch_bounds__(WG_THREADS, 1)                                          \
         NAME(const __grid_constant__ pm_tmap ta, const __grid_constant__ pm_tmap tb, int M, int N, int K,  \
