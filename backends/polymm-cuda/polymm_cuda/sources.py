@@ -15,6 +15,6 @@ KERNELS = Path(__file__).parent / "kernels"
 
 
 def source(name: str) -> str:
-    """The text of ``kernels/<name>.cu`` after the asynchronous-copy helpers
+    """The text of ``kernels/<name>.cu`` after the PTX helpers (``kernels/ptx.cuh``)
     (``tensorcore``: 16- and 8-bit types; ``dmma``: float64; ``wgmma``, ``tf32_split``, ``transpose``)."""
-    return (KERNELS / "async_copy.cuh").read_text() + (KERNELS / f"{name}.cu").read_text()
+    return (KERNELS / "ptx.cuh").read_text() + (KERNELS / f"{name}.cu").read_text()
