@@ -402,20 +402,6 @@ def test_image_and_optional_dtype_kernels_compile():
     assert not failed, "nvcc failed:\n" + "\n".join(f"--- {t}\n{log[-3000:]}" for t, log in failed.items())
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
-@pytest.mark.parametrize("split", [0, 1], ids=["tf32", "tf32x3"])
-def test_mma_tf32_kernel_assembles(split):
-    """The TF32 mma.sync kernel of polymm/kernels (unrun on a GPU so far) goes through ptxas
-    (inline PTX is checked only there) without spilling, for "tf32" and the 3-product "tf32x3"."""
-    from importlib import resources
-
-    src = resources.files("polymm.kernels").joinpath("mma_tf32.cu").read_text()
-    with tempfile.TemporaryDirectory() as tmp:
-        rc, log = _compile(src, f"mma-tf32-{split}", tmp, ("-cubin", "-Xptxas", "-v", f"-DPM_MMA_SPLIT={split}"))
-    assert rc == 0, log
-    assert "polymm_mma_tf32" in log and " 0 bytes spill stores" in log, log
-
-
 def test_deep_float64_is_split_on_the_fp64_tensor_cores():
     """A deep float64 product on few tiles runs its K slices on the FP64 tensor cores as a batch
     into scratch (each slice 16-byte aligned, a multiple of 16 deep; the last one shorter), then

@@ -882,32 +882,6 @@ def test_image_kernel_refuses_by_name(backend):
         )
 
 
-@pytest.mark.parametrize("mode", ["tf32", "tf32x3"])
-def test_mma_tf32_kernel_within_its_bounds(mode):
-    """polymm/kernels/mma_tf32.cu (not planned by auto yet) meets the bound its precision mode
-    documents; tf32x3 also float32's."""
-    from importlib import resources
-
-    from polymm.testing.reference import tolerance
-
-    src = resources.files("polymm.kernels").joinpath("mma_tf32.cu").read_text()
-    split = int(mode == "tf32x3")
-    fn = cp.RawModule(code=src, options=("-std=c++17", f"-DPM_MMA_SPLIT={split}")).get_function("polymm_mma_tf32")
-    rng = np.random.default_rng(5)
-    i32, i64 = np.int32, np.int64
-    for bt, m, n, k in [(1, 64, 64, 8), (2, 100, 70, 37), (1, 513, 257, 1000)]:
-        a = rng.standard_normal((bt, m, k)).astype(np.float32)
-        b = rng.standard_normal((bt, k, n)).astype(np.float32)
-        out = _poisoned(bt, m, n, np.float32)
-        args = (i32(m), i32(n), i32(k), cp.asarray(a), i64(0), i64(m * k), i64(k), i64(1))
-        args += (cp.asarray(b), i64(0), i64(k * n), i64(n), i64(1), out, i64(0))
-        fn((-(-n // 64), -(-m // 64), bt), (256, 1, 1), args)
-        err = np.abs(cp.asnumpy(out) - np.matmul(a.astype(np.float64), b.astype(np.float64)))
-        assert np.all(err <= tolerance(a, b, "float32", k, mode)), (mode, bt, m, n, k)
-        if mode == "tf32x3":
-            assert np.all(err <= tolerance(a, b, "float32", k)), (mode, bt, m, n, k)
-
-
 def test_copied_operands_are_never_planned_as_to_be_copied(monkeypatch):
     """A product whose operands "auto" copies into a tensor-core layout is planned again for the
     copies; operands that had that layout from the start may have stored "copy them" under the
