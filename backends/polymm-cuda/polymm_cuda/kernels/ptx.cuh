@@ -83,26 +83,20 @@ __device__ __forceinline__ unsigned pm_tf32_round(unsigned u) {
 
 // ---- mma.sync (row.col): d += a b for one warp ----
 
-// m16n8k16, float16 / bfloat16 inputs (PTX "f16" / "bf16"), float32 accumulators.
-#define PM_MMA_16816_F32(NAME, PTX)                                                                     \
-    __device__ __forceinline__ void NAME(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) { \
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PTX "." PTX                               \
-                     ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                     \
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                   \
+// m16n8k16 on float16 / bfloat16 inputs (PTX "f16" / "bf16") into float32 accumulators, and
+// m16n8k32 on int8 / uint8 ("s8" / "u8") into int32 ones (wrapping modulo 2^32): ACC is the
+// accumulators' PTX type, C their C type and RW their operand constraint.
+#define PM_MMA_16x8(NAME, SHAPE, PTX, ACC, C, RW)                                                       \
+    __device__ __forceinline__ void NAME(C (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {  \
+        asm volatile("mma.sync.aligned." SHAPE ".row.col." ACC "." PTX "." PTX "." ACC                  \
+                     " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                        \
+                     : RW(d[0]), RW(d[1]), RW(d[2]), RW(d[3])                                           \
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));                   \
     }
-PM_MMA_16816_F32(pm_mma_f16, "f16")
-PM_MMA_16816_F32(pm_mma_bf16, "bf16")
-// m16n8k32, int8 / uint8 inputs (PTX "s8" / "u8"), int32 accumulators (wrapping modulo 2^32).
-#define PM_MMA_16832_S32(NAME, PTX)                                                                     \
-    __device__ __forceinline__ void NAME(int (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) { \
-        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32." PTX "." PTX                               \
-                     ".s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                     \
-                     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])                                   \
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));                   \
-    }
-PM_MMA_16832_S32(pm_mma_s8, "s8")
-PM_MMA_16832_S32(pm_mma_u8, "u8")
+PM_MMA_16x8(pm_mma_f16, "m16n8k16", "f16", "f32", float, "+f")
+PM_MMA_16x8(pm_mma_bf16, "m16n8k16", "bf16", "f32", float, "+f")
+PM_MMA_16x8(pm_mma_s8, "m16n8k32", "s8", "s32", int, "+r")
+PM_MMA_16x8(pm_mma_u8, "m16n8k32", "u8", "s32", int, "+r")
 
 // float64 in the four shapes of the FP64 tensor cores: m8n8k4 (sm_80 and later), m16n8k4,
 // m16n8k8 and m16n8k16 (sm_90 and later).
