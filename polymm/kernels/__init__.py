@@ -22,11 +22,6 @@ for float16, ``ushort`` / ``unsigned short`` (raw bits) for bfloat16,
 source; :func:`image_format` gives the texel format per dtype (it refuses the
 dtypes images cannot hold) and :func:`check_image_size` the size limit.
 
-``mma_tf32.cu`` is CUDA-only and stands alone (not rendered): float32 products on the
-TF32 tensor cores (``mma.sync.m16n8k8``) for the ``"tf32"`` and ``"tf32x3"`` precision
-modes on GPUs before Hopper, compiled in CI and checked by the device tests, not planned by a
-backend (on Hopper the CUDA backend runs those modes on ``wgmma``: ``polymm_cuda.wgmma``).
-
 Kernel names: :func:`kernel_name` (``polymm_naive``, ``polymm_tiled``,
 ``polymm_tiled_dynamic``, ``polymm_regblock``; CUDA ones are ``extern "C"``).
 ``tiled-dynamic`` takes its tile memory at launch: OpenCL gets one trailing

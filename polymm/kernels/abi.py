@@ -3,7 +3,9 @@
 From these tables come the kernel signatures (``PM_ARGS``, ``PM_PACK_ARGS``,
 ``PM_SUM_ARGS``, ``PM_REALIFY_ARGS``, which :func:`polymm.kernels.render` writes into every source)
 and both backends' argument packing (:func:`arguments`, :func:`scalar_types`),
-so a change to an argument list is made here and nowhere else.
+so a change to an argument list is made here and nowhere else.  A backend's own kernels
+(CUDA's tensor cores) declare their lists beside them, in the same form, and their launches
+carry them: every function here takes such a list where it takes a kernel's name.
 
 Kinds: ``size`` is a 32-bit ``int``; ``index`` a 64-bit element offset or
 stride (``long`` in OpenCL, ``long long`` in CUDA; any sign, 0 allowed);
@@ -78,49 +80,6 @@ SIGNATURES = {
     ),
     # C[c_off + i] = W[i] + W[count + i] + ... (S slices, in slice order).
     "sum": (("S", "size"), ("count", "index"), ("W", "in"), ("C", "out"), ("c_off", "index")),
-    # CUDA only (polymm_cuda/kernels/tf32_split.cu, not rendered): float32 operand X (R rows of KK
-    # along K, any strides) as TF32 parts, K-major: part p of row r of batch entry b at
-    # P[p*part_stride + (b*R + r)*ld + k]; with 2 parts, F[f_off + (b*R + r)*nkc + k / 512] flags
-    # rows holding Inf or NaN.
-    "tf32-split": (
-        ("R", "size"),
-        ("KK", "size"),
-        ("parts", "size"),
-        ("nkc", "size"),
-        ("X", "in"),
-        ("x_off", "index"),
-        ("x_sb", "index"),
-        ("x_sr", "index"),
-        ("x_sk", "index"),
-        ("P", "out"),
-        ("ld", "index"),
-        ("part_stride", "index"),
-        ("F", "out"),
-        ("f_off", "index"),
-    ),
-    # CUDA only (polymm_cuda/kernels/wgmma.cu): the "gemm" list and the batch count (its grid is
-    # one-dimensional: persistent blocks walk the tiles of every batch entry).
-    "wgmma": (*_GEMM, ("batch", "size")),
-    # CUDA only (polymm_cuda/kernels/transpose.cu): dst[b*C*ld + c*ld + r] = src[s_off + b*s_b +
-    # r*s_r + c] for r < R, c < C (raw bits; one matrix per grid z).
-    "transpose": (
-        ("src", "in"),
-        ("s_off", "index"),
-        ("s_b", "index"),
-        ("s_r", "index"),
-        ("dst", "out"),
-        ("ld", "index"),
-        ("R", "size"),
-        ("C", "size"),
-    ),
-    # CUDA only: the "gemm" list, then the flags of tf32-split (A's rows from 0, B's columns from
-    # fb_off): the flagged rows and columns of C recomputed in float32.
-    "tf32-fixup": (
-        *_GEMM,
-        ("F", "in"),
-        ("fb_off", "index"),
-        ("nkc", "size"),
-    ),
 }
 #: kernel -> its argument list.
 ABI_OF = {
@@ -133,10 +92,6 @@ ABI_OF = {
     "pack": "pack",
     "sum-slices": "sum",
     "realify": "realify",
-    "tf32-split": "tf32-split",
-    "tf32-fixup": "tf32-fixup",
-    "wgmma": "wgmma",
-    "transpose": "transpose",
 }
 _MACROS = {"gemm": "PM_ARGS", "pack": "PM_PACK_ARGS", "sum": "PM_SUM_ARGS", "realify": "PM_REALIFY_ARGS"}
 _ELEMENT = {"gemm": "ELEM_T", "pack": "COPY_T", "sum": "ELEM_T", "realify": "ELEM_T"}
@@ -157,11 +112,13 @@ def signature_defines() -> dict[str, str]:
     }
 
 
-def _args(kernel: str):
-    return SIGNATURES[ABI_OF[kernel]]
+def _args(kernel):
+    """The argument list of ``kernel``: a kernel of this package by name (:data:`ABI_OF`), or the
+    list itself, which a launch of a backend's own kernel carries (CUDA: ``polymm_cuda.abi``)."""
+    return kernel if isinstance(kernel, tuple) else SIGNATURES[ABI_OF[kernel]]
 
 
-def arguments(kernel: str, **values) -> list:
+def arguments(kernel: str | tuple, **values) -> list:
     """The launch arguments of ``kernel`` in order: scalars from ``values``, ``None`` for buffers."""
     out = []
     for name, kind in _args(kernel):
@@ -174,7 +131,7 @@ def arguments(kernel: str, **values) -> list:
     return out
 
 
-def gemm_arguments(M: int, N: int, K: int, a, b, c_off: int, kernel: str = "regblock", **more) -> list:
+def gemm_arguments(M: int, N: int, K: int, a, b, c_off: int, kernel: str | tuple = "regblock", **more) -> list:
     """The product kernels' arguments; ``a = (offset, sb, sm, sk)``, ``b = (offset, sb, sk, sn)``;
     ``kernel``'s list may take ``more`` after the "gemm" ones."""
     values = dict(M=M, N=N, K=K, c_off=c_off, **more)
@@ -183,25 +140,26 @@ def gemm_arguments(M: int, N: int, K: int, a, b, c_off: int, kernel: str = "regb
     return arguments(kernel, **values)
 
 
-def scalar_types(kernel: str) -> list:
+def scalar_types(kernel: str | tuple) -> list:
     """NumPy type of each argument (``None`` for buffers), as PyOpenCL's ``set_scalar_arg_dtypes`` takes."""
     return [_NUMPY[kind] for _, kind in _args(kernel)]
 
 
-def buffer_positions(kernel: str) -> dict[str, int]:
+def buffer_positions(kernel: str | tuple) -> dict[str, int]:
     """Buffer argument name -> position."""
     return {name: i for i, (name, kind) in enumerate(_args(kernel)) if kind in ("in", "out")}
 
 
-def batch_step(kernel: str, args: list) -> dict[int, int]:
+def batch_step(kernel: str | tuple, args: list) -> dict[int, int]:
     """Position -> element advance per batch entry of the offsets: what a launch
     over part of a batch (CUDA's grid z is limited) adds for each entry it skips."""
     names = {name: i for i, (name, _) in enumerate(_args(kernel))}
     v = {name: args[i] for name, i in names.items()}
-    if ABI_OF[kernel] == "gemm":
+    kind = ABI_OF.get(kernel)  # a backend's own list (a tuple) advances nothing
+    if kind == "gemm":
         return {names["a_off"]: v["a_sb"], names["b_off"]: v["b_sb"], names["c_off"]: v["M"] * v["N"]}
-    if ABI_OF[kernel] == "pack":
+    if kind == "pack":
         return {names["s_off"]: v["s_sb"], names["d_off"]: v["RP"] * v["LD"]}
-    if ABI_OF[kernel] == "realify":
+    if kind == "realify":
         return {names["s_off"]: v["s_sb"], names["d_off"]: 4 * v["K"] * v["N"]}
     return {}

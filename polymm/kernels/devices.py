@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["Setting", "DeviceSettings", "settings_for", "recording", "database"]
+__all__ = ["Setting", "DeviceSettings", "settings_for", "recording", "database", "entry"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,9 @@ class Setting:
         """One line: where it is, its value, and the measurement behind it when there is one."""
         ev = self.evidence
         measured = ", ".join(str(ev[k]) for k in ("date", "device") if k in ev)
-        source = f" [{measured}: {ev['record']}]" if measured and "record" in ev else f" [{measured}]" if measured else ""
+        source = (
+            f" [{measured}: {ev['record']}]" if measured and "record" in ev else f" [{measured}]" if measured else ""
+        )
         return f"{self.cite} = {_short(self.value)}{source}"
 
 
@@ -59,6 +61,13 @@ def _short(value) -> str:
 def database() -> dict:
     """``devices.json``, read once."""
     return json.loads(resources.files(__package__).joinpath("devices.json").read_text())
+
+
+def entry(device: str, family: str, name: str) -> dict:
+    """The live entry ``device / family.name`` of the database (``value``, ``why``, ``evidence``):
+    what the tuner writes into and a test changes for a while (``monkeypatch.setitem(entry(...),
+    "value", v)``); plans made before keep what they read."""
+    return database()["settings"][device][family][name]
 
 
 def _chain(words: str) -> tuple[str, ...]:

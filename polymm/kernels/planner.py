@@ -30,7 +30,7 @@ from . import KernelParams, abi, fast_path, launch_geometry, local_mem_bytes, va
 from .devices import recording, settings_for
 from .params import DeviceInfo, regblock_params, tiled_params
 
-__all__ = ["Choice", "Launch", "Plan", "choose", "plan", "register_entry", "DeviceInfo", "wave_is_full"]
+__all__ = ["Choice", "Launch", "Plan", "RELAYOUT", "choose", "plan", "register_entry", "DeviceInfo", "wave_is_full"]
 
 _VECTOR = ("float32", "float64")
 # Every tile and threshold below is read from the device database (``devices.json``, through
@@ -42,6 +42,7 @@ def wave_is_full(groups: int, device: DeviceInfo) -> bool:
     database's ``tiles.full_wave`` share of them counts as full (compared in hundredths)."""
     full = settings_for(device)("tiles", "full_wave")
     return 100 * groups >= round(100 * full) * max(1, device.compute_units)
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -67,7 +68,8 @@ class Choice:
     pad: int = 1
     #: A dialect-only kernel outside this package (a planner entry's): its
     #: ``source`` and ``options`` to compile, ``grid``/``block``, ``smem`` bytes;
-    #: optionally ``scratch`` (bytes per buffer, slots 3 and on), ``before`` and
+    #: optionally ``abi`` (its argument list, in :mod:`~polymm.kernels.abi`'s form, when not the
+    #: products'), ``scratch`` (bytes per buffer, slots 3 and on), ``before`` and
     #: ``after`` (launches around it, see :func:`_extra_launch`), ``operands``
     #: (what it reads, as ``(slot, offset, strides...)``, when not A and B) and
     #: whatever its backend needs (``tma``: CUDA tensor maps). With ``splits``
@@ -101,9 +103,9 @@ class Launch:
     external: dict | None = None
 
     @property
-    def signature(self) -> str:
-        """The kernel whose ABI entry gives the argument list (external kernels take the products'
-        unless they name their own)."""
+    def signature(self) -> str | tuple:
+        """The kernel whose ABI entry gives the argument list, or the list itself (external kernels
+        take the products' unless they carry their own, as ``"abi"``)."""
         return self.external.get("abi", "regblock") if self.external is not None else self.kernel
 
     @property
@@ -124,6 +126,10 @@ class Plan:
     scratch: list = field(default_factory=list)
     dtype: object = None
     settings: tuple = ()
+    #: A dialect entry answered :data:`RELAYOUT`: its kernels would run these operands once copied
+    #: (the launches are the shared paths' for the operands as they lie; the backend may copy them
+    #: and plan the copies instead).
+    relayout: bool = False
 
     @property
     def product(self) -> Launch:
@@ -139,6 +145,10 @@ class Plan:
 #: dialect -> functions ``(device, dtype, shape, a, b) -> Choice | None``,
 #: with ``shape``, ``a``, ``b`` as :func:`plan` takes them.
 ENTRIES: dict[str, list] = {}
+#: What an entry answers for operands its kernels would read once copied into the layout they
+#: take, not as they lie: the plan is the shared paths' and says so (:attr:`Plan.relayout`), so
+#: the backend learns it from the one plan rather than by asking the entry's rules again.
+RELAYOUT = Choice("relayout", None, "operands to be copied into the layout a dialect entry's kernels read")
 
 
 def register_entry(dialect: str, entry) -> None:
@@ -224,7 +234,9 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
         # work-group walk K side by side (coalesced along a row of A).
         lanes = min(256, device.max_work_group, max(64, K // settings("matvec", "k_per_lane")))
         lanes = 1 << (lanes.bit_length() - 1)
-        mv = KernelParams(mr=max(settings("matvec", "rows_per_group"), few // N), nwg=N, mdimc=lanes, vw=1, use_local=True)
+        mv = KernelParams(
+            mr=max(settings("matvec", "rows_per_group"), few // N), nwg=N, mdimc=lanes, vw=1, use_local=True
+        )
         while mv.mdimc > 32 and local_mem_bytes("matvec", dtype, mv) > device.local_mem:
             mv = mv.replace(mdimc=mv.mdimc // 2)
         if a_sk == 1 or M == 1:
@@ -245,7 +257,10 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
         groups = _cdiv(N, strip.nwg)
         splits = max(1, min(_cdiv(4 * cus, groups), K // 128, 32))
         choice = Choice(
-            "regblock", strip, f"M={M} <= {strip_rows}: row strip, B streamed in {strip.nwg}-column panels", splits=splits
+            "regblock",
+            strip,
+            f"M={M} <= {strip_rows}: row strip, B streamed in {strip.nwg}-column panels",
+            splits=splits,
         )
     elif batch == 1 and K >= settings("split-k", "deep_k") * max(M, N) and K >= settings("split-k", "min_k"):
         # Two waves of work-groups over the compute units, slices at least 256 deep, and at most
@@ -261,7 +276,10 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
         splits = max(2, min(_cdiv(2 * cus, groups), K // 256, most, 256))
         splits = 1 << (splits.bit_length() - 1)  # a power of two, rounded down
         choice = Choice(
-            "regblock", tile, f"deep K={K} >= {settings('split-k', 'deep_k')} x max(M, N): {splits} slices of K, added in order", splits=splits
+            "regblock",
+            tile,
+            f"deep K={K} >= {settings('split-k', 'deep_k')} x max(M, N): {splits} slices of K, added in order",
+            splits=splits,
         )
     elif batch > 1 and max(M, N) <= 64:
         edge = 16 if max(M, N) <= 16 else 32 if max(M, N) <= 32 else 64
@@ -500,15 +518,18 @@ def _plan(device, dtype, shape, a, b, c_off, algorithm, choice) -> Plan:
     batch, M, N, K = shape
     A = (0, a[0], *a[1])
     B = (1, b[0], *b[1])
+    relayout = False
     if choice is None and algorithm == "auto":
         choice = _entry_choice(device, dtype, shape, a, b)
+        if choice is RELAYOUT:
+            choice, relayout = None, True
         if choice is None and dtype.name in REAL_OF:
             realified = _realified(device, dtype, shape, a, b, c_off)
             if realified is not None:
                 return realified
     if choice is None:
         choice = choose(device, algorithm, dtype, M, N, K, batch, A[2:], B[2:])
-    out = Plan(choice, dtype=dtype)
+    out = Plan(choice, dtype=dtype, relayout=relayout)
 
     def new_scratch(elements):
         out.scratch.append(max(1, elements) * size)
@@ -549,7 +570,7 @@ def _plan(device, dtype, shape, a, b, c_off, algorithm, choice) -> Plan:
         ext = choice.external
         out.scratch.extend(ext.get("scratch", ()))
         out.launches.extend(_extra_launch(x, dtype, c_off) for x in ext.get("before", ()))
-        signature = ext.get("abi", "regblock")  # the products' list, or its own (with the batch count)
+        signature = ext.get("abi", "regblock")  # the products' list, or the one it carries
         ext_pos = abi.buffer_positions(signature)
 
         def external(A, B, c_slot, c_off, count, depth):
@@ -616,7 +637,7 @@ def _plan(device, dtype, shape, a, b, c_off, algorithm, choice) -> Plan:
 
 
 def _entry_choice(device, dtype, shape, a, b) -> Choice | None:
-    """The first dialect entry's claim on this product (:data:`ENTRIES`), or None."""
+    """The first dialect entry's claim on this product (:data:`ENTRIES`; :data:`RELAYOUT` is one), or None."""
     return next(filter(None, (entry(device, dtype, shape, a, b) for entry in ENTRIES.get(device.dialect, ()))), None)
 
 

@@ -28,15 +28,13 @@ from polymm.kernels.params import DeviceInfo
 from . import image as _image
 from .arrays import ForeignView
 from . import launch as _launch
-from . import tensorcore
+from . import sources, tensorcore
 from . import wgmma as _wgmma
 
 __all__ = ["CUDABackend"]
 
 _NVRTC_OPTIONS = ("-std=c++17",)
 _MAX_GRID_Z = 65535
-#: Multiply-adds per product from which "auto" copies operands into a tensor-core layout.
-_REPACK_WORK = 128**3
 _SUPPORTED = frozenset(CONTRACT_DTYPES)
 # The tensor cores: a CUDA-only entry of the shared planner, tried first for "auto".
 planner.register_entry("cuda", tensorcore.planner_entry)
@@ -301,10 +299,7 @@ class CUDABackend(Backend):
         key += (_precision.current(), repack)
         found = self._plans.get(key)
         if found is None:
-            if repack and algorithm == "auto" and self._wants_tensor_core_layout(a, b):
-                found = _REPACK
-            else:
-                found = self._prepare(dev, a, b, algorithm)
+            found = self._prepare(dev, a, b, algorithm, repack=repack)
             if len(self._plans) >= _PLAN_CACHE_SIZE:
                 self._plans.clear()
             self._plans[key] = found
@@ -319,21 +314,6 @@ class CUDABackend(Backend):
         start = as_strided(buffer, (2,), (op.offset * isz,))[1:] if op.offset else buffer
         return as_strided(start, op.shape, tuple(s * isz for s in op.strides))
 
-    def _wants_tensor_core_layout(self, a: Operand, b: Operand) -> bool:
-        """Whether a large product should copy its operands into a layout the tensor cores read
-        (they cannot read it as it is; a copy costs far less than the SIMT kernel)."""
-        bt, m, k = a.shape
-        n = b.shape[2]
-        if a.dtype.name not in tensorcore.LAYOUTS or m * n * k < _REPACK_WORK:
-            return False
-        cc = self._compute_capability(a.buffer.data.device_id)
-        if tensorcore.shape_rule(a.dtype, cc, (bt, m, n, k)) is not None:
-            return False  # no layout would let the tensor cores run it
-        shape, pa, pb = (bt, m, n, k), _address(a), _address(b)
-        if _wgmma.choose(a.dtype, cc, shape, a.strides, b.strides, pa, pb)[0] is not None:
-            return False  # wgmma reads them (or its plan copies B itself)
-        return tensorcore.choose(a.dtype, cc, shape, a.strides, b.strides, pa, pb)[0] is None
-
     def _repacked(self, a: Operand, b: Operand):
         return tuple(as_operand(x) for x in tensorcore.repack(self._cp, self._view(a), self._view(b)))
 
@@ -342,10 +322,12 @@ class CUDABackend(Backend):
         (spilled) memory per launch (for :func:`polymm.tools.explain.explain`)."""
         a, b = as_operand(a), as_operand(b)
         dev = a.buffer.data.device_id
-        if algorithm == "auto" and self._wants_tensor_core_layout(a, b):
+        found = self._prepare(dev, a, b, algorithm, repack=True)
+        if found is _REPACK:  # explained for the copies, as run
             with self._cp.cuda.Device(dev):
                 a, b = self._repacked(a, b)
-        steps, _, _, _, made = self._prepare(dev, a, b, algorithm)
+            found = self._prepare(dev, a, b, algorithm)
+        steps, _, _, _, made = found
         compiled = [
             {
                 "registers": step.fn.num_regs,
@@ -364,10 +346,15 @@ class CUDABackend(Backend):
         self._run(dev, found, a, b, out)
         return found[-1]
 
-    def _prepare(self, dev, a, b, algorithm="auto", choice=None) -> tuple:
-        """What :meth:`_run` takes: ``(steps, scratch bytes, a_off, b_off, plan)``, compiled on GPU ``dev``."""
+    def _prepare(self, dev, a, b, algorithm="auto", choice=None, repack=False):
+        """What :meth:`_run` takes: ``(steps, scratch bytes, a_off, b_off, plan)``, compiled on GPU
+        ``dev``; with ``repack``, :data:`_REPACK` (nothing compiled) where the plan says the tensor
+        cores would read these operands once copied (:attr:`~polymm.kernels.planner.Plan.relayout`:
+        the planner's tensor-core entry decided it, in the same pass that planned them)."""
         with self._cp.cuda.Device(dev):
             made, a_off, b_off = self.plan(a, b, algorithm, choice)
+            if repack and made.relayout:
+                return _REPACK
             return self._steps(dev, made), made.scratch, a_off, b_off, made
 
     def _run(self, dev, found, a, b, out) -> None:
@@ -464,7 +451,7 @@ def _external_source(name: str) -> str:
     wrappers), or a file of ``kernels/`` (``tensorcore``, ``dmma``, ``tf32_split``)."""
     if name.startswith("wgmma-"):
         return _wgmma.source(int(name.split("-")[1]))
-    return tensorcore.source(name)
+    return sources.source(name)
 
 
 def _address(op: Operand) -> int:

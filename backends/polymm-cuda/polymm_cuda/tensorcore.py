@@ -6,19 +6,24 @@
 ``kernels/dmma.cu`` multiplies float64 matrices on the FP64 tensor cores (``mma.sync`` m16n8k8 on
 Hopper, m8n8k4 before).
 It copies 16-byte chunks straight from global memory, so it needs operands laid out for that;
-:func:`choose` says which kernel reads a call's layout or which rule it breaks; ``"auto"``
-repacks operands of large products that break one (:func:`repack`). :func:`planner_entry` makes
-them a CUDA-only entry of the shared planner, whose SIMT kernels serve the rest; on Hopper it
-tries :mod:`polymm_cuda.wgmma` (float16, bfloat16, int8, uint8) first.
+:func:`choose` says which kernel reads a call's layout or which rule it breaks. :func:`planner_entry`
+makes them a CUDA-only entry of the shared planner, whose SIMT kernels serve the rest; on Hopper it
+tries :mod:`polymm_cuda.wgmma` (float16, bfloat16, int8, uint8) first. Its answer also says when
+the operands of a large product would run on the tensor cores once copied (:func:`repack`), which
+the backend then does: the decision is made once, in the planner.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
+
+from polymm.kernels.devices import settings_for
+
+from . import wgmma
+from .transpose import transposed_copy
 
 __all__ = [
     "LAYOUTS",
@@ -27,14 +32,14 @@ __all__ = [
     "DEFAULT",
     "CANDIDATES",
     "choose",
+    "layout_choice",
     "choose_dmma",
     "dmma_splits",
     "external_launch",
     "planner_entry",
+    "REPACK_WORK",
     "shape_rule",
     "repack",
-    "transpose_grid",
-    "source",
 ]
 
 #: dtype name -> the B layouts its kernels read: "kn" (B unit-stride along N, as stored) and "nk"
@@ -84,13 +89,6 @@ class Params:
 DEFAULT = Params(wn=64, stages=4, group_m=0)
 #: What the tuner tries.
 CANDIDATES = tuple(Params(wn, st, g) for wn in (32, 64) for st in (3, 4) for g in (0, 8))
-
-
-def source(name: str = "tensorcore") -> str:
-    """The text of ``kernels/<name>.cu`` (``tensorcore``: 16- and 8-bit types; ``dmma``: float64),
-    after the asynchronous-copy helpers both use."""
-    kernels = Path(__file__).parent / "kernels"
-    return (kernels / "async_copy.cuh").read_text() + (kernels / f"{name}.cu").read_text()
 
 
 #: Whether ``"auto"`` takes the float64 kernels: yes since their first H100 proof run (2026-11-23:
@@ -297,10 +295,11 @@ def dmma_launch(name: str, cc: int, sms: int, shape, a, b) -> dict:
     }
 
 
-def dmma_splits(shape, sms: int) -> int:
-    """Slices of K for a float64 product on the FP64 tensor cores of ``sms`` SMs (1: none)."""
-    from polymm.kernels.planner import SLICES_BYTES
-
+def dmma_splits(shape, device) -> int:
+    """Slices of K for a float64 product on the FP64 tensor cores of ``device`` (1: none); their
+    partial sums at most the device database's ``split-k.slices_bytes``."""
+    sms = device.compute_units
+    slices_bytes = settings_for(device)("split-k", "slices_bytes")
     bt, m, n, k = shape
     tiles = -(-m // DMMA_BM) * -(-n // DMMA_BN)
     deep = k >= DEEP_K * max(m, n)
@@ -309,7 +308,7 @@ def dmma_splits(shape, sms: int) -> int:
         return 1
     if not deep and not DMMA_MIN_TILES <= tiles <= DMMA_BLOCKS_PER_SM * sms // 4:
         return 1  # fewer tiles stay on the SIMT kernel (a 256 square: 9.2 us against 9.4 in slices)
-    splits = min(DMMA_BLOCKS_PER_SM * sms // tiles, k // slice_min, SLICES_BYTES // (m * n * 8))
+    splits = min(DMMA_BLOCKS_PER_SM * sms // tiles, k // slice_min, slices_bytes // (m * n * 8))
     return 1 << (splits.bit_length() - 1) if splits >= 2 else 1
 
 
@@ -416,6 +415,11 @@ def choose(dtype: np.dtype, cc: int, shape, sa, sb, a_ptr: int, b_ptr: int) -> t
     why = shape_rule(dtype, cc, shape)
     if why is not None:
         return None, why
+    return layout_choice(dtype, shape, sa, sb, a_ptr, b_ptr)
+
+
+def layout_choice(dtype: np.dtype, shape, sa, sb, a_ptr: int, b_ptr: int) -> tuple[str | None, str]:
+    """:func:`choose` for a product that passed :func:`shape_rule`: the rules of the layout alone."""
     layouts = LAYOUTS[dtype.name]
     n = shape[2]
     chunk = 16 // dtype.itemsize  # elements per 16-byte copy
@@ -444,60 +448,6 @@ def repack(xp, a, b):
     return k_contiguous(a, (0, 1, 2)), k_contiguous(b, (0, 2, 1))
 
 
-def transposed_copy(xp, v):
-    """``xp.ascontiguousarray(v)`` for a 3-D CuPy view ``v``; when ``v`` is a transposed view of
-    row-contiguous matrices (unit stride along its rows, ``kernels/transpose.cu``'s case), through
-    that tiled kernel."""
-    isz = v.itemsize
-    bt, rows, cols = v.shape
-    s_b, s_c, s_r = v.strides  # v[z, i, j] sits at z s_b + i s_c + j s_r: the source is (z, j, i)
-    if not (
-        s_c == isz
-        and s_r > 0
-        and s_r % isz == 0
-        and s_b >= 0
-        and s_b % isz == 0
-        and isz in (1, 2, 4, 8)
-        and bt <= 65535
-        and v.size
-    ):
-        return xp.ascontiguousarray(v)
-    out = xp.empty(v.shape, v.dtype)
-    i64 = np.int64
-    args = (
-        np.uint64(v.data.ptr),
-        i64(0),
-        i64(s_b // isz),
-        i64(s_r // isz),
-        out,
-        i64(cols),
-        np.int32(cols),
-        np.int32(rows),
-    )
-    _transpose_kernel(xp, isz)(transpose_grid(isz, cols, rows, bt), (32, 8, 1), args)
-    return out
-
-
-def transpose_grid(itemsize: int, rows: int, cols: int, batch: int) -> tuple[int, int, int]:
-    """The grid of ``kernels/transpose.cu`` (blocks of 32 x 8) copying ``batch`` matrices of
-    ``rows`` x ``cols`` (its R and C): tiles of 64 x 64 8-bit elements, 32 x 32 larger ones."""
-    tile = 64 if itemsize == 1 else 32
-    return -(-cols // tile), -(-rows // tile), batch
-
-
-def _transpose_kernel(xp, itemsize: int):
-    """``kernels/transpose.cu`` for elements of ``itemsize`` bytes, built once per GPU."""
-    key = (id(xp), xp.cuda.Device().id, itemsize)
-    kernel = _TRANSPOSE.get(key)
-    if kernel is None:
-        module = xp.RawModule(code=source("transpose"), options=("-std=c++17",))
-        kernel = _TRANSPOSE[key] = module.get_function(f"polymm_transpose_{itemsize}")
-    return kernel
-
-
-_TRANSPOSE: dict = {}
-
-
 def external_launch(p: Params, shape) -> dict:
     """The planner's description of a ``kernels/tensorcore.cu`` launch with parameters ``p``
     (the batch is split by the planner where the grid cannot hold it)."""
@@ -505,32 +455,49 @@ def external_launch(p: Params, shape) -> dict:
     return {"source": "tensorcore", "options": p.options(), "grid": grid, "block": block, "smem": p.smem_bytes()}
 
 
-def planner_entry(device, dtype, shape, a, b):
-    """The tensor cores as a CUDA-only entry of the shared planner (:mod:`polymm.kernels.planner`):
-    a :class:`~polymm.kernels.planner.Choice` with an external kernel when one reads these operands
-    (``a``/``b`` = (element offset from a 16-byte aligned base, strides)), else None."""
-    from polymm.kernels.planner import Choice
+#: Multiply-adds per product from which ``"auto"`` copies operands the tensor cores cannot read as
+#: they lie into a layout they read (:func:`repack`): a copy costs far less than the SIMT kernel.
+REPACK_WORK = 128**3
 
-    from . import wgmma
+
+def planner_entry(device, dtype, shape, a, b):
+    """The tensor cores as a CUDA-only entry of the shared planner (:mod:`polymm.kernels.planner`),
+    where every rule of theirs runs, once per plan: a :class:`~polymm.kernels.planner.Choice` with
+    an external kernel when one reads these operands (``a``/``b`` = (element offset from a 16-byte
+    aligned base, strides)); :data:`~polymm.kernels.planner.RELAYOUT` when one would read them
+    after :func:`repack` (a product of REPACK_WORK or more); else None."""
+    from polymm.kernels.planner import RELAYOUT, Choice
 
     dtype = np.dtype(dtype)
     if dtype.name == "float32":
         return _tf32_entry(device, shape, a, b)
+    if dtype.name not in LAYOUTS:
+        return _dmma_entry(device, dtype, shape, a, b)
+    if shape_rule(dtype, device.cc, shape) is not None:
+        return None  # no layout would let the tensor cores run it
     (a_off, sa), (b_off, sb) = a, b
     a_ptr, b_ptr = a_off * dtype.itemsize, b_off * dtype.itemsize
-    if shape_rule(dtype, device.cc, shape) is None:
-        name, why = wgmma.choose(dtype, device.cc, shape, sa, sb, a_ptr, b_ptr)
-        if name is not None:
-            layout = name.rsplit("_", 1)[1]
-            external = wgmma.external_launch(shape, sa, sb, layout, dtype.itemsize, device.compute_units)
-            return Choice(name, None, f"tensor cores (wgmma, copy engine): {why}", external=external)
-    name, why = choose(dtype, device.cc, shape, sa, sb, a_ptr, b_ptr)
+    name, why = wgmma.choose(dtype, device.cc, shape, sa, sb, a_ptr, b_ptr)
+    if name is not None:  # wgmma reads them (or its plan copies B itself)
+        layout = name.rsplit("_", 1)[1]
+        external = wgmma.external_launch(shape, sa, sb, layout, dtype.itemsize, device.compute_units)
+        return Choice(name, None, f"tensor cores (wgmma, copy engine): {why}", external=external)
+    name, why = layout_choice(dtype, shape, sa, sb, a_ptr, b_ptr)
     if name is not None:
         return Choice(name, None, f"tensor cores (mma.sync): {why}", external=external_launch(DEFAULT, shape))
+    bt, m, n, k = shape
+    return RELAYOUT if m * n * k >= REPACK_WORK else None
+
+
+def _dmma_entry(device, dtype, shape, a, b):
+    """float64 and complex128 on the FP64 tensor cores (:func:`choose_dmma`), or None."""
+    from polymm.kernels.planner import Choice
+
     if not DMMA_IN_AUTO:
         return None
+    (_, sa), (_, sb) = a, b
     bt, m, n, k = shape
-    splits = dmma_splits(fp64_shape(dtype, shape), device.compute_units)
+    splits = dmma_splits(fp64_shape(dtype, shape), device)
     name, why = choose_dmma(dtype, device.cc, shape, sa, sb, splits)
     if name is None:
         return None
@@ -559,8 +526,6 @@ if os.environ.get("POLYMM_CUDA_TF32_MIN_WORK"):
 def tf32_rule(mode: str, cc: int, shape) -> str | None:
     """Why a float32 product in precision ``mode`` stays on the SIMT kernels (at full
     precision, which every mode accepts), or None."""
-    from . import wgmma
-
     if mode not in wgmma.TF32_PRODUCTS:
         return f"precision {mode!r}: float32 in float32"
     if cc != wgmma.CC:
@@ -577,8 +542,6 @@ def _tf32_entry(device, shape, a, b):
     """float32 in the ``"tf32"``/``"tf32x3"`` precision modes (:func:`polymm_cuda.wgmma.tf32_launch`)."""
     from polymm.kernels.planner import Choice
     from polymm.precision import current
-
-    from . import wgmma
 
     mode = current()
     if tf32_rule(mode, device.cc, shape) is not None:

@@ -11,7 +11,7 @@ What this module decides and builds, and nothing else:
   the operands split into TF32 parts where needed (``kernels/tf32_split.cu``), one product
   (three for ``tf32x3``), and the repair of rows and columns that hold Inf or NaN;
 - :func:`source`: the kernel text, after the ``wgmma.mma_async`` wrappers it calls (128
-  accumulator registers each: written here rather than by hand);
+  accumulator registers each: rendered from a template rather than written by hand);
 - :func:`tensor_maps`: the ``CUtensorMap`` a launch takes by value, encoded by the driver's
   ``cuTensorMapEncodeTiled`` (through ``ctypes``: the one driver call CuPy does not wrap).
 
@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import ctypes
 from functools import lru_cache
+from string import Template
 
 import numpy as np
 
-from .tensorcore import source as _file_source
-from .tensorcore import transpose_grid
+from .abi import TF32_FIXUP, TF32_SPLIT, TRANSPOSE, WGMMA
+from .sources import KERNELS
+from .sources import source as _file_source
+from .transpose import transpose_grid
 
 __all__ = [
     "CC",
@@ -108,51 +111,60 @@ def choose(dtype: np.dtype, cc: int, shape, sa, sb, a_ptr: int, b_ptr: int) -> t
     return None, f"B must be contiguous along {along} with 16-byte aligned strides"
 
 
-def _mma_wrapper(ptx_type: str, tnsp_b: int, bn: int) -> str:
-    """``wg_mma_<type>_<tnsp_b>(d, desc_a, desc_b)``: d += A B for one 64 x bn x (32 bytes of K)
-    step: k16 for the 2-byte types; k8 for TF32 and k32 for the 8-bit integers (int32
-    accumulators), which have no transpose (nor, for integers, scale) operands."""
-    integer = ptx_type in ("s8", "u8")
-    regs = ", ".join(f"%{i}" for i in range(bn // 2))
-    outs = ", ".join(f'"+{"r" if integer else "f"}"(d[{i}])' for i in range(bn // 2))
-    a, b, one = bn // 2, bn // 2 + 1, bn // 2 + 2
-    k, tail = {"tf32": (8, ", 1, 1"), "s8": (32, ""), "u8": (32, "")}.get(ptx_type, (16, f", 1, 1, 0, {tnsp_b}"))
-    acc = "s32" if integer else "f32"
-    return (
-        f"__device__ __forceinline__ void wg_mma_{ptx_type}_{tnsp_b}({'int' if integer else 'float'} (&d)[{bn // 2}], "
-        "unsigned long long da, unsigned long long db) {\n"
-        f'    asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{one}, 0;\\n"\n'
-        f'                 "wgmma.mma_async.sync.aligned.m64n{bn}k{k}.{acc}.{ptx_type}.{ptx_type} '
-        f'{{{regs}}}, %{a}, %{b}, p{tail};\\n}}\\n"\n'
-        f'                 : {outs}\n                 : "l"(da), "l"(db), "r"(1));\n}}\n'
-    )
+@lru_cache(maxsize=1)
+def _template() -> dict[str, Template]:
+    """The sections of ``kernels/wgmma_mma.cuh.in`` (the wrappers' CUDA text), by name."""
+    sections: dict[str, str] = {}
+    name = None
+    for line in (KERNELS / "wgmma_mma.cuh.in").read_text().splitlines(keepends=True):
+        if line.startswith("//@ "):
+            name = line[4:].strip()
+            sections[name] = ""
+        else:
+            sections[name] += line
+    return {name: Template(text) for name, text in sections.items()}
 
 
-def _mma_rs_wrapper(ptx_type: str, bn: int) -> str:
-    """``wg_mma_<type>_rs(d, a0, a1, a2, a3, desc_b)``: d += A B for one 64 x bn x (32 bytes of K)
-    step (k8 TF32, k32 8-bit integers) with A's fragment in registers (four words per thread)
-    rather than in shared memory."""
+def _wrapper(form: str, ptx_type: str, bn: int, tnsp_b: int = 0) -> str:
+    """d += A B for one 64 x bn x (32 bytes of K) step, A read from shared memory (``form``
+    "shared": ``wg_mma_<type>_<tnsp_b>``) or from four registers per thread ("registers":
+    ``wg_mma_<type>_rs``): k16 for the 2-byte types; k8 for TF32 and k32 for the 8-bit integers
+    (int32 accumulators), which have no transpose (nor, for integers, scale) operands."""
+    sections = _template()
+
+    def joined(piece: str, sep: str, values) -> str:
+        return sep.join(sections[piece].substitute(**v).rstrip("\n") for v in values)
+
     integer = ptx_type in ("s8", "u8")
-    regs = ", ".join(f"%{i}" for i in range(bn // 2))
-    outs = ", ".join(f'"+{"r" if integer else "f"}"(d[{i}])' for i in range(bn // 2))
-    a, b, one = bn // 2, bn // 2 + 4, bn // 2 + 5
-    k, acc, tail = (32, "s32", "") if integer else (8, "f32", ", 1, 1")
-    return (
-        f"__device__ __forceinline__ void wg_mma_{ptx_type}_rs({'int' if integer else 'float'} (&d)[{bn // 2}], "
-        "unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned long long db) {\n"
-        f'    asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{one}, 0;\\n"\n'
-        f'                 "wgmma.mma_async.sync.aligned.m64n{bn}k{k}.{acc}.{ptx_type}.{ptx_type} '
-        f'{{{regs}}}, {{%{a}, %{a + 1}, %{a + 2}, %{a + 3}}}, %{b}, p{tail};\\n}}\\n"\n'
-        f'                 : {outs}\n                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));\n}}\n'
+    count = bn // 2  # accumulators, operands %0 .. %count-1; then A, B and the scale-d flag
+    a, b = count, count + (4 if form == "registers" else 1)
+    immediates = () if integer else (1, 1) if ptx_type == "tf32" else (1, 1, 0, tnsp_b)
+    return sections[form].substitute(
+        ptx=ptx_type,
+        tnsp_b=tnsp_b,
+        acc_type="int" if integer else "float",
+        count=count,
+        bn=bn,
+        k=32 if integer else 8 if ptx_type == "tf32" else 16,
+        acc="s32" if integer else "f32",
+        regs=joined("register", ", ", ({"i": i} for i in range(count))),
+        a=a,
+        a1=a + 1,
+        a2=a + 2,
+        a3=a + 3,
+        b=b,
+        one=b + 1,
+        imms=joined("immediate", "", ({"value": x} for x in immediates)),
+        outs=joined("accumulator", ", ", ({"constraint": "r" if integer else "f", "i": i} for i in range(count))),
     )
 
 
 @lru_cache(maxsize=None)
 def source(bn: int = BN) -> str:
-    """The kernel text for tiles ``bn`` wide: the ``wgmma.mma_async`` wrappers, then the
-    asynchronous-copy helpers and ``kernels/wgmma.cu``."""
-    wrappers = "".join(_mma_wrapper(_TYPES[t], tn, bn) for t in _N_MAJOR for tn in (0, 1))
-    wrappers += "".join(_mma_wrapper(t, 0, bn) + _mma_rs_wrapper(t, bn) for t in ("tf32", "s8", "u8"))
+    """The kernel text for tiles ``bn`` wide: the ``wgmma.mma_async`` wrappers rendered from
+    ``kernels/wgmma_mma.cuh.in``, then the PTX helpers and ``kernels/wgmma.cu``."""
+    wrappers = "".join(_wrapper("shared", _TYPES[t], bn, tn) for t in _N_MAJOR for tn in (0, 1))
+    wrappers += "".join(_wrapper("shared", t, bn) + _wrapper("registers", t, bn) for t in ("tf32", "s8", "u8"))
     return wrappers + _file_source("wgmma")
 
 
@@ -195,7 +207,7 @@ def _operand_map(inner, outer, s_outer, s_batch, isz, box, batch):
 
 def _geometry(shape, bn: int, sms: int) -> dict:
     """Launch geometry: persistent blocks, at most one per SM, over the tiles of every batch entry
-    (the kernel takes the batch count as its last argument: ``polymm.kernels.abi``'s "wgmma")."""
+    (the kernel takes the batch count as its last argument: :data:`polymm_cuda.abi.WGMMA`)."""
     bt, m, n, _ = shape
     return {
         "source": f"wgmma-{bn}",
@@ -203,7 +215,7 @@ def _geometry(shape, bn: int, sms: int) -> dict:
         "grid": (min(bt * -(-m // BM) * -(-n // bn), sms), 1, 1),
         "block": (THREADS, 1, 1),
         "smem": smem_bytes(bn),
-        "abi": "wgmma",
+        "abi": WGMMA,
     }
 
 
@@ -236,7 +248,7 @@ def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
         values = dict(s_off=0, s_b=sb[0] if e > 1 else 0, s_r=sb[1], ld=ldk, R=k, C=n)
         grid = transpose_grid(isz, k, n, e)
         kernel = f"polymm_transpose_{isz}"
-        before = _launch(kernel, "transpose", values, {"src": 1, "dst": 3}, grid, (32, 8, 1), source="transpose")
+        before = _launch(kernel, TRANSPOSE, values, {"src": 1, "dst": 3}, grid, (32, 8, 1), source="transpose")
         b_map = _map((k, n, e), (ldk * isz, n * ldk * isz), (ROW // isz, bn, 1), isz)
         b_op = (3, 0, n * ldk if e > 1 else 0, 1, ldk)
         return {
@@ -307,7 +319,7 @@ def tf32_launch(mode: str, shape, a, b, sms: int) -> tuple[str, dict]:
         values = dict(R=rows, KK=k, parts=parts, nkc=nkc, x_off=off, x_sb=s_batch if e > 1 else 0, x_sr=s_row)
         values.update(x_sk=s_k, ld=ldk, part_stride=e * rows * ldk, f_off=f_off)
         buffers = {"X": src, "P": slot, "F": flags if products == 3 else slot}  # F unused with one part
-        before.append(_launch("polymm_tf32_split", "tf32-split", values, buffers, (-(-rows // 32), nkc, e), (32, 8, 1)))
+        before.append(_launch("polymm_tf32_split", TF32_SPLIT, values, buffers, (-(-rows // 32), nkc, e), (32, 8, 1)))
         tma = _map((k, rows, parts * e), (ldk * 4, rows * ldk * 4), (ROW // 4, box_rows, 1), 4)
         return slot, rows * ldk if e > 1 else 0, tma
 
@@ -330,7 +342,7 @@ def tf32_launch(mode: str, shape, a, b, sms: int) -> tuple[str, dict]:
         values.update(b_sk=sb[1], b_sn=sb[2], fb_off=fb_off, nkc=nkc)  # c_off: the planner's
         grid = (min(m + n, 2 * sms), 1, bt)
         after.append(
-            _launch("polymm_tf32_fixup", "tf32-fixup", values, {"A": 0, "B": 1, "C": 2, "F": flags}, grid, (256, 1, 1))
+            _launch("polymm_tf32_fixup", TF32_FIXUP, values, {"A": 0, "B": 1, "C": 2, "F": flags}, grid, (256, 1, 1))
         )
     return "kn" if swap else "nk", {
         **_geometry((bt, n, m, k) if swap else shape, bn, sms),
@@ -342,7 +354,7 @@ def tf32_launch(mode: str, shape, a, b, sms: int) -> tuple[str, dict]:
     }
 
 
-def _launch(kernel: str, abi: str, values: dict, buffers: dict, grid, block, source: str = "tf32_split") -> dict:
+def _launch(kernel: str, abi: tuple, values: dict, buffers: dict, grid, block, source: str = "tf32_split") -> dict:
     """A launch of a helper kernel (``kernels/tf32_split.cu``, ``kernels/transpose.cu``), as the
     planner's ``before``/``after`` entries."""
     return {

@@ -148,7 +148,7 @@ def test_tensor_core_kernels_compile_without_spills(arch, source, va, vb, tiles)
     float64 on the FP64 tensor cores, with 16-byte and 8-byte copies and the MMA shapes, tiles and
     swapping of one wave of tiles and of many) builds to machine code for Ampere and Hopper with
     every accumulator in registers."""
-    from polymm_cuda import tensorcore
+    from polymm_cuda import sources, tensorcore
 
     if source == "tensorcore":
         options = tensorcore.DEFAULT.options()
@@ -167,7 +167,7 @@ def test_tensor_core_kernels_compile_without_spills(arch, source, va, vb, tiles)
             names += ["polymm_dmmaz_ak_bn", "polymm_dmmaz_ak_bk"]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "tc.cu")
-        path.write_text(tensorcore.source(source))
+        path.write_text(sources.source(source))
         cubin = str(Path(tmp, "tc.cubin"))
         cmd = [NVCC, "-std=c++17", f"-arch={arch}", "-cubin", *options, "-Xptxas", "-v", "-o", cubin, str(path)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -185,14 +185,14 @@ def test_complex128_dmma_kernels_compile_without_spills(n):
     """The complex128 FP64 tensor-core kernels as the planner launches them on Hopper: in the wide
     unswapped tiles (a 1024 square) and in 64 x 64 tiles swapped (4096), every accumulator in
     registers."""
-    from polymm_cuda import tensorcore
+    from polymm_cuda import sources, tensorcore
 
     row = (0, (0, n, 1))
     options = tensorcore.dmma_launch("polymm_dmmaz_ak_bn", 90, 132, (1, n, n, n), row, row)["options"]
     assert ("-DDM_SWAP=0" in options) == (n == 1024), options
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "dmma.cu")
-        path.write_text(tensorcore.source("dmma"))
+        path.write_text(sources.source("dmma"))
         cubin = str(Path(tmp, "dmma.cubin"))
         cmd = [NVCC, "-std=c++17", f"-arch={ARCH}", "-cubin", *options, "-Xptxas", "-v", "-o", cubin, str(path)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -400,20 +400,6 @@ def test_image_and_optional_dtype_kernels_compile():
     with tempfile.TemporaryDirectory() as tmp:
         failed = {tag: log for tag, src in jobs for rc, log in [_compile(src, tag, tmp)] if rc != 0}
     assert not failed, "nvcc failed:\n" + "\n".join(f"--- {t}\n{log[-3000:]}" for t, log in failed.items())
-
-
-@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
-@pytest.mark.parametrize("split", [0, 1], ids=["tf32", "tf32x3"])
-def test_mma_tf32_kernel_assembles(split):
-    """The TF32 mma.sync kernel of polymm/kernels (unrun on a GPU so far) goes through ptxas
-    (inline PTX is checked only there) without spilling, for "tf32" and the 3-product "tf32x3"."""
-    from importlib import resources
-
-    src = resources.files("polymm.kernels").joinpath("mma_tf32.cu").read_text()
-    with tempfile.TemporaryDirectory() as tmp:
-        rc, log = _compile(src, f"mma-tf32-{split}", tmp, ("-cubin", "-Xptxas", "-v", f"-DPM_MMA_SPLIT={split}"))
-    assert rc == 0, log
-    assert "polymm_mma_tf32" in log and " 0 bytes spill stores" in log, log
 
 
 def test_deep_float64_is_split_on_the_fp64_tensor_cores():

@@ -25,7 +25,8 @@ except Exception:  # no driver
 pytestmark = pytest.mark.skipif(_NDEV < 1, reason="no CUDA device")
 
 from polymm.backend import CONTRACT_DTYPES, SizeLimitError  # noqa: E402
-from polymm.kernels import IMAGE_DTYPES, planner  # noqa: E402
+from polymm.kernels import IMAGE_DTYPES, devices  # noqa: E402
+from polymm.kernels.devices import settings_for  # noqa: E402
 from polymm_cuda import CUDABackend, tensorcore  # noqa: E402
 from polymm.testing import assert_matches, random_array  # noqa: E402
 
@@ -160,7 +161,8 @@ def test_every_planner_path(backend, dtype, case, reason):
     tensor_cores = tensorcore.shape_rule(np.dtype(dtype), cc, shape) is None or (
         tensorcore.DMMA_IN_AUTO and tensorcore.choose_dmma(np.dtype(dtype), cc, shape, sa, sb)[0] is not None
     )
-    if dtype == "complex128" and sa[2] == 1 and m * n * k >= planner.REALIFY_WORK:  # as one float64 product
+    realify_work = settings_for(backend.planner_device(da))("realify", "work")
+    if dtype == "complex128" and sa[2] == 1 and m * n * k >= realify_work:  # as one float64 product
         real = ((bt, m, 2 * n, 2 * k), (2 * sa[0], 2 * sa[1], 1), (4 * k * n, 2 * n, 1))
         tensor_cores = tensorcore.DMMA_IN_AUTO and tensorcore.choose_dmma(np.dtype("float64"), cc, *real)[0] is not None
     assert reason in got or (tensor_cores and "tensor cores" in got), backend.last_plan
@@ -688,7 +690,7 @@ def test_int8_tensor_core_wraps_like_numpy(backend):
 def test_transposed_copy_equals_cupy(dtype, view):
     """The tiled transposed copy the tensor cores' repacking uses gives exactly CuPy's
     ``ascontiguousarray`` of the view, edges, batches, row strides and fallbacks included."""
-    from polymm_cuda import tensorcore
+    from polymm_cuda.transpose import transposed_copy
 
     rng = np.random.default_rng(11)
     base = cp.asarray(rng.standard_normal((3, 70, 100)) * 100).astype(dtype)
@@ -699,7 +701,7 @@ def test_transposed_copy_equals_cupy(dtype, view):
         "broadcast": cp.broadcast_to(base[:1], (4, 70, 100)).transpose(0, 2, 1),  # batch stride 0
         "odd": base[:, ::2, :].transpose(0, 2, 1)[:, ::3],  # no unit stride: CuPy's copy
     }[view]
-    out = tensorcore.transposed_copy(cp, v)
+    out = transposed_copy(cp, v)
     assert out.flags.c_contiguous and out.shape == v.shape
     assert bool((out == cp.ascontiguousarray(v)).all())
 
@@ -734,7 +736,7 @@ def test_dmma_kernel(backend, layout, monkeypatch):
         isz = 8
         sa = tuple(s // isz for s in da.strides)
         sb = tuple(s // isz for s in db.strides)
-        splits = tensorcore.dmma_splits((bt, m, n, k), sms)
+        splits = tensorcore.dmma_splits((bt, m, n, k), backend.planner_device(da))
         name, why = tensorcore.choose_dmma(np.dtype("float64"), cc, (bt, m, n, k), sa, sb, splits)
         if cc >= tensorcore.MIN_CC and min(m, n) >= 32 and m * n * k >= 64**3 and k >= tensorcore.DMMA_MIN_K:
             assert name is not None, why
@@ -788,7 +790,7 @@ def test_complex128_realified(backend, layout, as_read, monkeypatch):
     contiguous; forced here by raising ``DMMAZ_MIN_CC``); the rest stays on the complex kernels,
     never a wrong answer. Read as it is, in 64 x 64 tiles swapped (C^T = B^T A^T) and, the second
     time round, in the wide tiles wherever they may run (B along N), unswapped."""
-    monkeypatch.setattr(planner, "REALIFY_WORK", 0)  # the small shapes too
+    monkeypatch.setitem(devices.entry("any", "realify", "work"), "value", 0)  # the small shapes too
     monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)
     if not as_read:
         monkeypatch.setattr(tensorcore, "DMMAZ_MIN_CC", 1000)
@@ -835,7 +837,7 @@ def test_operands_off_their_item_alignment(backend, dtype, monkeypatch):
     front door too, twice (its short path never replays them)."""
     import polymm
 
-    monkeypatch.setattr(planner, "REALIFY_WORK", 0)  # complex128 on the FP64 tensor cores too
+    monkeypatch.setitem(devices.entry("any", "realify", "work"), "value", 0)  # complex128 on the FP64 tensor cores too
     monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)
     rng = np.random.default_rng(31)
     isz = np.dtype(dtype).itemsize
@@ -882,39 +884,21 @@ def test_image_kernel_refuses_by_name(backend):
         )
 
 
-@pytest.mark.parametrize("mode", ["tf32", "tf32x3"])
-def test_mma_tf32_kernel_within_its_bounds(mode):
-    """polymm/kernels/mma_tf32.cu (not planned by auto yet) meets the bound its precision mode
-    documents; tf32x3 also float32's."""
-    from importlib import resources
-
-    from polymm.testing.reference import tolerance
-
-    src = resources.files("polymm.kernels").joinpath("mma_tf32.cu").read_text()
-    split = int(mode == "tf32x3")
-    fn = cp.RawModule(code=src, options=("-std=c++17", f"-DPM_MMA_SPLIT={split}")).get_function("polymm_mma_tf32")
-    rng = np.random.default_rng(5)
-    i32, i64 = np.int32, np.int64
-    for bt, m, n, k in [(1, 64, 64, 8), (2, 100, 70, 37), (1, 513, 257, 1000)]:
-        a = rng.standard_normal((bt, m, k)).astype(np.float32)
-        b = rng.standard_normal((bt, k, n)).astype(np.float32)
-        out = _poisoned(bt, m, n, np.float32)
-        args = (i32(m), i32(n), i32(k), cp.asarray(a), i64(0), i64(m * k), i64(k), i64(1))
-        args += (cp.asarray(b), i64(0), i64(k * n), i64(n), i64(1), out, i64(0))
-        fn((-(-n // 64), -(-m // 64), bt), (256, 1, 1), args)
-        err = np.abs(cp.asnumpy(out) - np.matmul(a.astype(np.float64), b.astype(np.float64)))
-        assert np.all(err <= tolerance(a, b, "float32", k, mode)), (mode, bt, m, n, k)
-        if mode == "tf32x3":
-            assert np.all(err <= tolerance(a, b, "float32", k)), (mode, bt, m, n, k)
-
-
 def test_copied_operands_are_never_planned_as_to_be_copied(monkeypatch):
     """A product whose operands "auto" copies into a tensor-core layout is planned again for the
     copies; operands that had that layout from the start may have stored "copy them" under the
     same shapes and strides. The copies' plan is looked up apart (a soak of 105,000 products on
     four threads failed 9 of them with a TypeError before)."""
+    import dataclasses
+
     backend = CUDABackend()
-    monkeypatch.setattr(backend, "_wants_tensor_core_layout", lambda a, b: True)  # every layout "wants" a copy
+    real = backend.plan
+
+    def relayout(*args, **kwargs):  # every plan says its operands "want" a copy
+        made, a_off, b_off = real(*args, **kwargs)
+        return dataclasses.replace(made, relayout=True), a_off, b_off
+
+    monkeypatch.setattr(backend, "plan", relayout)
     rng = np.random.default_rng(5)
     for _ in range(2):  # the second call finds both plans cached
         x1, x2 = random_array(rng, (1, 64, 48), "float16"), random_array(rng, (1, 48, 40), "float16")

@@ -10,13 +10,7 @@ entry point) without that.
 __all__ = ["CPUBackend", "INFO", "info", "params"]
 __version__ = "0.1.0"
 
-#: The backend's listing; :class:`~polymm_numba.backend.CPUBackend` takes its attributes from here.
-INFO = {
-    "array_library": "numpy",
-    "default_for": ("numpy",),
-    "priority": 0,
-    "algorithms": ("naive", "tiled", "auto"),
-}
+from .listing import INFO
 
 
 def info() -> dict:

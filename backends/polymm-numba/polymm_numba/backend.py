@@ -18,7 +18,8 @@ from numba import types
 
 from polymm.backend import Backend, CONTRACT_DTYPES, is_bfloat16, optional_dtypes
 
-from . import INFO, neighbours, params
+from . import neighbours, params
+from .listing import INFO
 
 __all__ = ["CPUBackend"]
 

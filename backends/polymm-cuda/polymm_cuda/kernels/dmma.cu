@@ -35,7 +35,7 @@
 //
 // Fragments (row.col), with g = lane / 4 and q = lane % 4: A[g + 8 h][q + 4 j] (h < DM_TM / 8,
 // j < DM_KW), B[q + 4 j][g], C[g + 8 (c / 2)][2 q + c % 2] for c < DM_R. The kernel argument list
-// is the one every polymm CUDA kernel takes. No #include (async_copy.cuh comes first).
+// is the one every polymm CUDA kernel takes. No #include (ptx.cuh comes first).
 //
 // DM_SWAP 0: A along K and B along N are multiplied as they are (X = A in K rows; complex128: Y =
 // B2 read from B's rows, a component and sign per lane), which the host picks where it ran faster
@@ -103,24 +103,13 @@
 
 __device__ __forceinline__ void dm_mma(double (&d)[DM_R], const double (&a)[DM_AR], const double (&b)[DM_KW]) {
 #if DM_MMA == 884
-    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
-                 : "+d"(d[0]), "+d"(d[1])
-                 : "d"(a[0]), "d"(b[0]));
+    pm_dmma_884(d, a, b);
 #elif DM_MMA == 1684
-    asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                 : "d"(a[0]), "d"(a[1]), "d"(b[0]));
+    pm_dmma_1684(d, a, b);
 #elif DM_MMA == 16816
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, "
-                 "{%12,%13,%14,%15}, {%0,%1,%2,%3};\n"
-                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]),
-                   "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
+    pm_dmma_16816(d, a, b);
 #else
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+    pm_dmma_1688(d, a, b);
 #endif
 }
 

@@ -21,7 +21,7 @@
 // free. C is C-contiguous (M x N per batch entry). The kernel argument list is the one every
 // polymm CUDA kernel takes: sizes, then (buffer, element offset, element strides) per operand.
 //
-// No #include (async_copy.cuh comes first): NVRTC (CuPy RawModule) and nvcc compile the same
+// No #include (ptx.cuh comes first): NVRTC (CuPy RawModule) and nvcc compile the same
 // text; the element types are raw 16-bit words, and PTX converts the float32 results (round to
 // nearest even).
 
@@ -50,59 +50,38 @@ typedef unsigned short pm_u16;
 #define TC_A_STAGE (TC_BM * TC_KB)             // bytes
 #define TC_B_STAGE (TC_BN * TC_KB)
 
-__device__ __forceinline__ void tc_ldsm_x4(unsigned (&r)[4], unsigned addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-__device__ __forceinline__ void tc_ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
-// The two 16-bit input formats differ only in the MMA's type suffix and the final rounding.
-#define TC_HMMA(NAME, PTX)                                                                              \
+// The two 16-bit input formats differ only in the MMA's type and the final rounding (ptx.cuh).
+#define TC_HMMA(NAME, MMA, PACK)                                                                        \
     struct NAME {                                                                                       \
         typedef pm_u16 S;                                                                               \
         typedef float Acc;                                                                              \
         static __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0,   \
                                                    unsigned b1) {                                       \
-            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PTX "." PTX                           \
-                         ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                 \
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                               \
-                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));               \
+            MMA(d, a, b0, b1);                                                                          \
         }                                                                                               \
-        static __device__ __forceinline__ unsigned pack(float lo, float hi) {                           \
-            unsigned r;                                                                                 \
-            asm("cvt.rn." PTX "x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));                     \
-            return r;                                                                                   \
-        }                                                                                               \
+        static __device__ __forceinline__ unsigned pack(float lo, float hi) { return PACK(lo, hi); }    \
         static __device__ __forceinline__ S one(float x) { return (S)(pack(x, 0.f) & 0xffffu); }        \
     };
-TC_HMMA(tc_f16, "f16")
-TC_HMMA(tc_bf16, "bf16")
+TC_HMMA(tc_f16, pm_mma_f16, pm_pack_f16)
+TC_HMMA(tc_bf16, pm_mma_bf16, pm_pack_bf16)
 
 // 8-bit integers: m16n8k32 with int32 accumulation; the int32 sum wraps modulo 2^32 and its low
 // byte is exactly NumPy's int8 / uint8 result (which wraps modulo 2^8).
-#define TC_IMMA(NAME, ST, PTX)                                                                          \
+#define TC_IMMA(NAME, ST, MMA)                                                                          \
     struct NAME {                                                                                       \
         typedef ST S;                                                                                   \
         typedef int Acc;                                                                                \
         static __device__ __forceinline__ void mma(int (&d)[4], const unsigned (&a)[4], unsigned b0,     \
                                                    unsigned b1) {                                       \
-            asm volatile("mma.sync.aligned.m16n8k32.row.col.s32." PTX "." PTX                           \
-                         ".s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                 \
-                         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])                               \
-                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));               \
+            MMA(d, a, b0, b1);                                                                          \
         }                                                                                               \
         static __device__ __forceinline__ unsigned short pack(int lo, int hi) {                         \
             return (unsigned short)((lo & 0xff) | ((hi & 0xff) << 8));                                  \
         }                                                                                               \
         static __device__ __forceinline__ S one(int x) { return (S)x; }                                 \
     };
-TC_IMMA(tc_s8, signed char, "s8")
-TC_IMMA(tc_u8, unsigned char, "u8")
+TC_IMMA(tc_s8, signed char, pm_mma_s8)
+TC_IMMA(tc_u8, unsigned char, pm_mma_u8)
 
 // Swizzled byte offsets inside one stage. Rows of one K slice (64 bytes: 4 chunks of 16) for A,
 // and for B stored n-major; B stored k-major (float16 as it comes) has rows of 2 * TC_BN bytes.
@@ -201,14 +180,14 @@ __device__ __forceinline__ void tc_gemm(int M, int N, int K, const typename T::S
             // A (and B^T): lanes 0-15 give rows 0-15 of the first chunk, lanes 16-31 of the second.
 #pragma unroll
             for (int i = 0; i < 4; ++i)
-                tc_ldsm_x4(af[i], cA + tc_row_off(wm * 64 + i * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+                pm_ldsm_x4(af[i], cA + tc_row_off(wm * 64 + i * 16 + (lane & 15), ks * 2 + (lane >> 4)));
 #pragma unroll
             for (int j = 0; j < TC_NI / 2; ++j) {
                 if (B_NMAJOR)  // matrices: (n 0-7, chunk 0), (n 0-7, chunk 1), (n 8-15, chunk 0), (n 8-15, chunk 1)
-                    tc_ldsm_x4(bf[j], cB + tc_row_off(wn * TC_WN + j * 16 + (lane & 7) + (lane >> 4) * 8,
+                    pm_ldsm_x4(bf[j], cB + tc_row_off(wn * TC_WN + j * 16 + (lane & 7) + (lane >> 4) * 8,
                                                       ks * 2 + ((lane >> 3) & 1)));
                 else  // matrices: (k 0-7, n chunk 0), (k 8-15, n chunk 0), (k 0-7, chunk 1), (k 8-15, chunk 1)
-                    tc_ldsm_x4_t(bf[j], cB + tc_kmajor_off(ks * 16 + (lane & 7) + ((lane >> 3) & 1) * 8,
+                    pm_ldsm_x4_t(bf[j], cB + tc_kmajor_off(ks * 16 + (lane & 7) + ((lane >> 3) & 1) * 8,
                                                            (wn * TC_WN + j * 16) / 8 + (lane >> 4)));
             }
 #pragma unroll

@@ -9,26 +9,19 @@
 //     2^-22 |x| of x (polymm.testing.emulation.split_tf32). Inf and NaN cannot be split (Inf - Inf
 //     is NaN, and Inf * 0 in the cross products too), so their parts are stored as 0 and the row
 //     is flagged in F for polymm_tf32_fixup.
-// Rounding: to nearest, ties to even; a finite x that would round past the largest TF32 number
-// is truncated instead (stays finite); NaN becomes the quiet NaN whose top mantissa bit TF32 keeps.
+// Rounding: ptx.cuh's pm_tf32_round (to nearest, ties to even; finite stays finite).
 //
 // polymm_tf32_fixup ("tf32x3", after the product): every row of C whose row of A holds Inf or NaN,
 // and every column whose column of B does, recomputed in float32 from the original operands,
 // so specials propagate as in any float32 product. Without specials it only reads the flags.
 //
-// Argument lists: polymm.kernels.abi ("tf32-split", "tf32-fixup"); launch geometry:
+// Argument lists: polymm_cuda.abi (TF32_SPLIT, TF32_FIXUP); launch geometry:
 // polymm_cuda.wgmma.tf32_launch.
 
 #define SP_ROWS 32  // rows per block (a warp's lanes when the rows are the contiguous axis)
 #define SP_TK 128   // K per step: each thread has 16 loads in flight
 #define SP_TY 8     // block (32, 8)
 #define SP_KC 512   // K per block; F has one flag per row and such chunk
-
-__device__ __forceinline__ unsigned sp_round(unsigned u) {
-    if ((u & 0x7f800000u) == 0x7f800000u) return (u & 0x7fffffu) ? (u | 0x00400000u) & 0xffffe000u : u;
-    const unsigned r = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
-    return (r & 0x7f800000u) == 0x7f800000u ? u & 0xffffe000u : r;
-}
 
 extern "C" __global__ void __launch_bounds__(SP_ROWS * SP_TY)
     polymm_tf32_split(const int R, const int KK, const int parts, const int nkc, const float* __restrict__ X,
@@ -60,13 +53,13 @@ extern "C" __global__ void __launch_bounds__(SP_ROWS * SP_TY)
                 const int k = k0 + 32 * j + tx;
                 if (r >= R || k >= k_end) continue;
                 const float x = tile[rr][32 * j + tx];
-                const float hi = __uint_as_float(sp_round(__float_as_uint(x)));
+                const float hi = __uint_as_float(pm_tf32_round(__float_as_uint(x)));
                 float* out = dst + (pm_i64)r * ld + k;
                 if (parts == 1) {
                     out[0] = hi;
                 } else if (isfinite(x)) {
                     out[0] = hi;
-                    out[part_stride] = __uint_as_float(sp_round(__float_as_uint(x - hi)));
+                    out[part_stride] = __uint_as_float(pm_tf32_round(__float_as_uint(x - hi)));
                 } else {
                     out[0] = 0.f;
                     out[part_stride] = 0.f;

@@ -5,11 +5,11 @@
 // 32 x 32 tile through shared memory, so both the reads (along c) and the writes (along r) run
 // along contiguous rows. src: from element s_off, rows s_r elements apart, unit stride along c,
 // matrices s_b apart; dst: rows (c) ld elements apart (ld >= R: padding left as it is), matrices
-// C * ld apart. Arguments as polymm.kernels.abi's "transpose". No #include.
+// C * ld apart. Arguments as polymm_cuda.abi's TRANSPOSE. No #include.
 //
 // 8-bit elements take 64 x 64 tiles, each thread moving 4-byte words where the strides and
 // addresses allow: one byte per thread and instruction moved a 2048 x 2048 int8 matrix at
-// 0.7 TB/s on the H100 (11.6 us). Launch geometry: polymm_cuda.tensorcore's transpose_grid,
+// 0.7 TB/s on the H100 (11.6 us). Launch geometry: polymm_cuda.transpose's transpose_grid,
 // blocks of 32 x 8.
 
 #define PM_TRANSPOSE(NAME, T)                                                                      \

@@ -142,20 +142,9 @@ struct wg_acc<4> {
     typedef int type;
 };
 
-__device__ __forceinline__ unsigned wg_pack_f16(float lo, float hi) {
-    unsigned r;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-__device__ __forceinline__ unsigned wg_pack_bf16(float lo, float hi) {
-    unsigned r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-
 // wg_mma_<f16|bf16>_<transpose B>(d, desc A, desc B): d += A B for one 64 x WG_BN x 16 step; these
-// `wgmma.mma_async` wrappers (WG_BN / 2 accumulator operands) are written by polymm_cuda.wgmma
-// ahead of this text.
+// `wgmma.mma_async` wrappers (WG_BN / 2 accumulator operands) are rendered from wgmma_mma.cuh.in
+// by polymm_cuda.wgmma ahead of this text.
 
 // The stores of C. Accumulator 4j + e of a consumer thread sits at row 16 * warp + lane / 4
 // (+ 8 for e >= 2), column 8j + 2 (lane % 4) + e % 2: the four lanes of a quad share a row and
@@ -178,7 +167,7 @@ __device__ __forceinline__ void wg_pack(ACC lo, ACC hi, unsigned (&w)[wg_pair<KI
     } else if constexpr (KIND >= 3) {  // the low bytes: wrap-around, as NumPy's
         w[0] = (lo & 0xff) | ((hi & 0xff) << 8);
     } else {
-        w[0] = KIND == 1 ? wg_pack_bf16(lo, hi) : wg_pack_f16(lo, hi);
+        w[0] = KIND == 1 ? pm_pack_bf16(lo, hi) : pm_pack_f16(lo, hi);
     }
 }
 
@@ -265,15 +254,6 @@ __device__ __forceinline__ void wg_store_t(const ACC (&d)[WG_ACC], T* Cz, int M,
             }
         }
     }
-}
-
-// Four 8 x 8 matrices of 16-bit words, transposed: lane l gives the address of row l % 8 of
-// matrix l / 8; thread t receives, of each matrix, rows 2 (t % 4) and 2 (t % 4) + 1 of column t / 4.
-__device__ __forceinline__ void wg_ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr)
-                 : "memory");
 }
 
 // Tile `tile` of C (row-major over the tile grid, in groups of WG_GROUP_M tile rows, so the tiles
@@ -415,7 +395,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
 #pragma unroll
                 for (int k = 0; k < 4; ++k) {  // k32 steps: 32 k-rows of 128 bytes apart
                     unsigned x[4];
-                    wg_ldsm_x4_t(x, stage + frag8 + 4096 * k);
+                    pm_ldsm_x4_t(x, stage + frag8 + 4096 * k);
                     fr[4 * k] = __byte_perm(x[0], x[1], even);
                     fr[4 * k + 1] = __byte_perm(x[0], x[1], odd);
                     fr[4 * k + 2] = __byte_perm(x[2], x[3], even);
@@ -473,7 +453,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
 }
 
 // The two tensor maps, then the argument list every polymm CUDA kernel takes, then the batch count
-// (polymm.kernels.abi's "wgmma" list).
+// (polymm_cuda.abi's WGMMA list).
 #define WG_KERNEL(NAME, KIND, B_KMAJOR, SEGMENTS, T)                                                     \
     extern "C" __global__ void __launch_bounds__(WG_THREADS, 1)                                          \
         NAME(const __grid_constant__ pm_tmap ta, const __grid_constant__ pm_tmap tb, int M, int N, int K,  \

@@ -1,0 +1,53 @@
+"""The argument lists of the CUDA-only kernels (``kernels/*.cu``), in :mod:`polymm.kernels.abi`'s form.
+
+The shared ABI holds the kernels every backend renders; these belong to the tensor-core paths.
+Each launch description this package gives the planner carries its list (``"abi"``), from which
+the planner packs the arguments and the backend their types, as for the shared kernels.
+"""
+
+from __future__ import annotations
+
+from polymm.kernels.abi import SIGNATURES
+
+__all__ = ["TF32_SPLIT", "TF32_FIXUP", "TRANSPOSE", "WGMMA"]
+
+_GEMM = SIGNATURES["gemm"]
+#: ``kernels/tf32_split.cu``'s ``polymm_tf32_split`` (not rendered): float32 operand X (R rows of KK
+#: along K, any strides) as TF32 parts, K-major: part p of row r of batch entry b at
+#: P[p*part_stride + (b*R + r)*ld + k]; with 2 parts, F[f_off + (b*R + r)*nkc + k / 512] flags
+#: rows holding Inf or NaN.
+TF32_SPLIT = (
+    ("R", "size"),
+    ("KK", "size"),
+    ("parts", "size"),
+    ("nkc", "size"),
+    ("X", "in"),
+    ("x_off", "index"),
+    ("x_sb", "index"),
+    ("x_sr", "index"),
+    ("x_sk", "index"),
+    ("P", "out"),
+    ("ld", "index"),
+    ("part_stride", "index"),
+    ("F", "out"),
+    ("f_off", "index"),
+)
+#: ``kernels/tf32_split.cu``'s ``polymm_tf32_fixup``: the "gemm" list, then the flags of
+#: TF32_SPLIT (A's rows from 0, B's columns from fb_off): the flagged rows and columns of C
+#: recomputed in float32.
+TF32_FIXUP = (*_GEMM, ("F", "in"), ("fb_off", "index"), ("nkc", "size"))
+#: ``kernels/wgmma.cu``: the "gemm" list and the batch count (its grid is one-dimensional:
+#: persistent blocks walk the tiles of every batch entry).
+WGMMA = (*_GEMM, ("batch", "size"))
+#: ``kernels/transpose.cu``: dst[b*C*ld + c*ld + r] = src[s_off + b*s_b + r*s_r + c] for r < R,
+#: c < C (raw bits; one matrix per grid z).
+TRANSPOSE = (
+    ("src", "in"),
+    ("s_off", "index"),
+    ("s_b", "index"),
+    ("s_r", "index"),
+    ("dst", "out"),
+    ("ld", "index"),
+    ("R", "size"),
+    ("C", "size"),
+)
