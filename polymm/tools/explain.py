@@ -89,6 +89,8 @@ class Explanation:
     bound_seconds: float | None = None
     seconds: float | None = None
     lines: list = field(default_factory=list)
+    #: the device-database entries the planner read (:class:`polymm.kernels.devices.Setting`)
+    settings: tuple = ()
 
     @property
     def intensity(self) -> float:
@@ -289,6 +291,8 @@ def _gpu_lines(report, dtype) -> tuple[list, list, str, str, bool]:
                 )
                 entry.update(occupancy=share, limited_by=factor, groups_per_cu=per_cu)
         launches.append(entry)
+    for i, setting in enumerate(plan.settings):
+        lines.append(f"{'database' if i == 0 else '':<10}{setting.describe()}")
     where = f"{device.name}, {device.compute_units} compute units"
     return lines, launches, where, plan.choice.reason, tensor
 
@@ -411,4 +415,5 @@ def explain(
         share = f", {bound / seconds:.0%} of the roofline bound" if bound else ""
         lines.append(f"measured  {_fmt_seconds(seconds)} per call = {flops / seconds / 1e9:.4g} GFLOP/s{share}")
     device_name = report["device"].name if "device" in report else "host CPU"
-    return Explanation(backend, device_name, path, reason, launches, flops, nbytes, bound, seconds, lines)
+    settings = report["plan"].settings if "plan" in report else report.get("settings", ())
+    return Explanation(backend, device_name, path, reason, launches, flops, nbytes, bound, seconds, lines, settings)

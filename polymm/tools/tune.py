@@ -7,7 +7,7 @@ runs through the backend's ``launch(a, b, out, kernel, params)``, is timed by
 wall clock around ``synchronize()`` (median after a warm-up), checked against
 a float64 product, and the fastest is stored in the tuning file
 (:func:`polymm.kernels.params.tuning_path`) under the device's key, where the
-planner finds it before the table of ``params.json``.
+planner finds it before the device database (``polymm/kernels/devices.json``).
 """
 
 from __future__ import annotations
