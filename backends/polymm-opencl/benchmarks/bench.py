@@ -47,7 +47,7 @@ def profiling_queue():
     """A profiling-enabled queue on the backend's chosen device."""
     import pyopencl as cl
 
-    from polymm_opencl import _pick_device
+    from polymm_opencl.devices import _pick_device
 
     device = _pick_device()
     return cl.CommandQueue(cl.Context([device]), device, properties=cl.command_queue_properties.PROFILING_ENABLE)
