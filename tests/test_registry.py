@@ -304,11 +304,12 @@ def test_an_opencl_device_that_builds_nothing_is_not_offered(monkeypatch):
     pytest.importorskip("pyopencl")
     import polymm_opencl
     from polymm.backend import BackendUnavailable
+    from polymm_opencl import devices
 
-    found = polymm_opencl._all_devices()
+    found = devices._all_devices()
     if not found:
         pytest.skip("no OpenCL device is listed here")
-    monkeypatch.setattr(polymm_opencl, "_build_failure", lambda device: "error: unknown target CPU 'generic'")
+    monkeypatch.setattr(devices, "_build_failure", lambda device: "error: unknown target CPU 'generic'")
     monkeypatch.delenv("POLYMM_OPENCL_DEVICE", raising=False)
     first = found[0][3].name.strip()
     with pytest.raises(
@@ -321,5 +322,5 @@ def test_an_opencl_device_that_builds_nothing_is_not_offered(monkeypatch):
     # a device that builds is chosen over one that does not
     monkeypatch.delenv("POLYMM_OPENCL_DEVICE")
     last = found[-1][3]
-    monkeypatch.setattr(polymm_opencl, "_build_failure", lambda device: None if device == last else "no")
-    assert polymm_opencl._pick_device() == last
+    monkeypatch.setattr(devices, "_build_failure", lambda device: None if device == last else "no")
+    assert devices._pick_device() == last

@@ -1,18 +1,20 @@
 """PyOpenCL arrays for polymm (entry point ``pyopencl`` of the group ``polymm.arrays``).
 
 PyOpenCL is imported when the adapter is made, i.e. when polymm first meets a
-``pyopencl.array.Array``.
+``pyopencl.array.Array``. :func:`upload` copies a NumPy array to a queue with its strides where
+that costs little (the backend's ``from_numpy``); :data:`DRIVER_LOCK` serializes the driver calls.
 """
 
 from __future__ import annotations
 
+import ctypes
 import threading
 
 import numpy as np
 
 from polymm.arrays import ArrayKind
 
-__all__ = ["OpenCLKind", "DRIVER_LOCK"]
+__all__ = ["OpenCLKind", "DRIVER_LOCK", "upload"]
 
 #: One thread at a time calls into the OpenCL driver through polymm: the backend's plans, uploads
 #: and enqueues, and this adapter's allocations (a PyOpenCL ``MemoryPool`` is not thread-safe),
@@ -218,6 +220,29 @@ def byte_span(shape, strides) -> tuple[int, int]:
         else:
             high += (n - 1) * s
     return low, high
+
+
+def upload(queue, x: np.ndarray):
+    """Upload ``x`` keeping its strides (0 and negative too) when that costs little.
+
+    The smallest memory span covering ``x`` is copied and viewed with ``x``'s own
+    strides, so a broadcast batch is not materialised; sparse or oddly
+    aligned views are made contiguous first.
+    """
+    import pyopencl.array as cl_array
+
+    size = x.dtype.itemsize
+    if x.size == 0 or x.flags.c_contiguous:
+        return cl_array.to_device(queue, np.ascontiguousarray(x))
+    strides_ok = all(s % size == 0 for s in x.strides)
+    low, high = byte_span(x.shape, x.strides)
+    span = high - low + size
+    if not strides_ok or span > 2 * x.nbytes or not x.flags.aligned:
+        return cl_array.to_device(queue, np.ascontiguousarray(x))
+    start = x.__array_interface__["data"][0]
+    raw = np.ctypeslib.as_array((ctypes.c_uint8 * span).from_address(start + low))
+    buffer = cl_array.to_device(queue, raw.copy())
+    return cl_array.Array(queue, x.shape, x.dtype, strides=x.strides, data=buffer.data, offset=-low)
 
 
 def _to_host(x) -> np.ndarray:

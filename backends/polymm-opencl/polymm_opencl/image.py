@@ -15,6 +15,8 @@ import numpy as np
 
 from polymm.kernels import IMAGE_DTYPES, KernelParams, abi, check_image_size, image_format, launch_geometry
 
+from .plans import kernel_step
+
 _I32, _I64 = np.int32, np.int64
 _IMAGE_ARG_TYPES = [_I32, _I32, _I32, None, _I32, None, _I32, None, _I64]
 _formats: dict = {}
@@ -48,7 +50,7 @@ def check(facts, dtype) -> None:
         raise TypeError(f"algorithm 'image' cannot compute {dtype}: OpenCL device {facts.name!r} {why}")
 
 
-def _staged(backend, facts, x, dtype, which, waits):
+def _staged(programs, facts, x, dtype, which, waits):
     """``(image, batch stride in rows, event)`` holding :class:`polymm.Operand` ``x`` (batch, rows, cols)."""
     import pyopencl as cl
 
@@ -76,7 +78,7 @@ def _staged(backend, facts, x, dtype, which, waits):
         args[where["src"]], args[where["dst"]] = x.buffer, buffer
         tile = KernelParams()
         geometry = launch_geometry("pack", tile, rows, cols, copies)
-        pack = backend._kernel_step(facts, "pack", dtype, tile, {}, abi.scalar_types("pack"), args, [], geometry)
+        pack = kernel_step(programs, facts, "pack", dtype, tile, {}, abi.scalar_types("pack"), args, [], geometry)
         waits = [cl.enqueue_nd_range_kernel(queue, pack.kernel, pack.global_size, pack.local_size, None, waits)]
     texel = image_format(dtype)
     fmt = cl.ImageFormat(cl.channel_order.R, getattr(cl.channel_type, texel.channel_type))
@@ -87,8 +89,9 @@ def _staged(backend, facts, x, dtype, which, waits):
     return image, (rows if copies > 1 else 0), event
 
 
-def matmul(backend, facts, a, b, out):
-    """``out[i] = a[i] @ b[i]`` by the image kernel (:class:`polymm.Operand` s); returns the kernel's event."""
+def matmul(programs, facts, a, b, out):
+    """``out[i] = a[i] @ b[i]`` by the image kernel (:class:`polymm.Operand` s), its programs from
+    ``programs`` (a :class:`~polymm_opencl.programs.ProgramCache`); returns the kernel's event."""
     import pyopencl as cl
 
     dtype = np.dtype(out.dtype)
@@ -96,9 +99,10 @@ def matmul(backend, facts, a, b, out):
     batch, M, K = a.shape
     N = b.shape[2]
     waits = (a.array.events + b.array.events + out.array.events) or None
-    image_a, a_sb, event_a = _staged(backend, facts, a, dtype, "x1", waits)
-    image_b, b_sb, event_b = _staged(backend, facts, b, dtype, "x2", waits)
-    step = backend._kernel_step(
+    image_a, a_sb, event_a = _staged(programs, facts, a, dtype, "x1", waits)
+    image_b, b_sb, event_b = _staged(programs, facts, b, dtype, "x2", waits)
+    step = kernel_step(
+        programs,
         facts,
         "image",
         dtype,

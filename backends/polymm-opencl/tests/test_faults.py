@@ -105,13 +105,13 @@ def test_a_valid_tuning_entry_is_used(tuning_file, device):
 
 def test_a_kernel_that_does_not_build_falls_back_with_one_warning(monkeypatch, device):
     """A broken register-blocked build (forced here) costs speed, never the answer."""
-    real_render = polymm_opencl.render
+    real_render = polymm_opencl.programs.render
 
     def broken_render(dialect, kernel, *args, **kwargs):
         source = real_render(dialect, kernel, *args, **kwargs)
         return source + "\nthis line is not OpenCL C;\n" if kernel == "regblock" else source
 
-    monkeypatch.setattr(polymm_opencl, "render", broken_render)
+    monkeypatch.setattr(polymm_opencl.programs, "render", broken_render)
     backend = polymm_opencl.OpenCLBackend()
     queue = polymm_opencl.default_queue()
     rng = np.random.default_rng(3)

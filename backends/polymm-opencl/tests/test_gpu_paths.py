@@ -50,7 +50,7 @@ def gpu_planned(monkeypatch):
     """The opencl backend planning as for a GPU (fresh plans before and after)."""
     real = polymm_opencl.device_info
     monkeypatch.setattr(
-        polymm_opencl,
+        polymm_opencl.queues,  # where each queue's facts are asked
         "device_info",
         lambda device: dataclasses.replace(real(device), kind="gpu", compute_units=16, max_batch=7),
     )

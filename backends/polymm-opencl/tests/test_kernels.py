@@ -233,7 +233,7 @@ def test_build_failure_carries_the_compiler_log(queue, monkeypatch):
     import polymm_opencl
 
     backend = polymm_opencl.OpenCLBackend()
-    monkeypatch.setattr(polymm_opencl, "render", lambda *a, **k: "__kernel void polymm_naive( { oops }")
+    monkeypatch.setattr(polymm_opencl.programs, "render", lambda *a, **k: "__kernel void polymm_naive( { oops }")
     a = cl_array.to_device(queue, np.ones((1, 2, 2), np.float32))
     out = cl_array.empty(queue, (1, 2, 2), np.float32)
     with pytest.raises(polymm_opencl.KernelBuildError, match="naive"):
@@ -244,7 +244,7 @@ def test_fp64_refused_by_name_on_devices_without_it(monkeypatch):
     import polymm_opencl
 
     backend = polymm_opencl.OpenCLBackend()
-    monkeypatch.setattr(polymm_opencl, "_has_fp64", lambda device: False)
+    monkeypatch.setattr(polymm_opencl.queues, "_has_fp64", lambda device: False)
     with pytest.raises(TypeError, match="fp64"):
         backend.check_dtype(np.dtype("complex128"), np.ones(2))
     backend.check_dtype(np.dtype("float16"), np.ones(2))  # float16 works everywhere
@@ -410,7 +410,7 @@ def test_image_kernel_serves_nothing_without_image_support(monkeypatch):
             return getattr(device, name)
 
     monkeypatch.setattr(
-        polymm_opencl, "default_queue", lambda: type("Q", (), {"context": device, "device": NoImages()})
+        polymm_opencl.backend, "default_queue", lambda: type("Q", (), {"context": device, "device": NoImages()})
     )
     backend = polymm.get_backend("opencl")
     assert backend.algorithm_dtypes() == {"image": ()}
