@@ -5,6 +5,7 @@ named by ``polymm explain`` behind each plan."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 from pathlib import Path
 
@@ -121,21 +122,90 @@ def test_explain_names_the_entries_behind_a_plan():
     assert "split-k.slices_bytes = 16777216 [2026-11-24, H100 80GB HBM3" in text
 
 
-def test_the_planner_keeps_formulas_only():
-    """No module-level number (or tuple of numbers) in the planner: tiles and thresholds are
-    data in the device database."""
+def test_tensor_core_plans_name_their_entries(monkeypatch):
+    """The CUDA tensor-core entry reads its tiles and thresholds from the database too (the
+    H200 from ``NVIDIA GPU``, as the H100), and explain names them; change one and the plan follows."""
+    pytest.importorskip("polymm_cuda.backend")  # registers the CUDA planner entry
+    hopper = dataclasses.replace(H100, cc=90)
+    report = explain((1024, 1024), (1024, 1024), "float64", backend="cuda", device="H200")
+    cites = [s.cite for s in report.settings]
+    assert {"NVIDIA GPU / dmma.min_tiles", "NVIDIA GPU / dmma.wide_gain", "NVIDIA GPU / dmma.wide_tile"} <= set(cites)
+    assert "dmma.shape_one_wave = 1684 [2026-11-25, H100 80GB HBM3" in str(report)
+    column_a = (0, (128 * 128, 1, 128))  # A along M: no tensor-core kernel reads it as it lies
+    row = (0, (128 * 128, 128, 1))
+    made = planner.plan(hopper, "float16", (1, 128, 128, 128), column_a, row)
+    assert made.relayout and ("NVIDIA GPU / relayout.work", 128**3) in [(s.cite, s.value) for s in made.settings]
+    monkeypatch.setitem(devices.entry("NVIDIA GPU", "relayout", "work"), "value", 128**3 + 1)
+    assert not planner.plan(hopper, "float16", (1, 128, 128, 128), column_a, row).relayout
 
-    def numeric(node):
-        if isinstance(node, ast.Constant):
-            return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
-        if isinstance(node, (ast.Tuple, ast.List)):
-            return bool(node.elts) and all(numeric(e) for e in node.elts)
-        if isinstance(node, ast.BinOp):
-            return numeric(node.left) and numeric(node.right)
-        return False
 
-    tree = ast.parse((ROOT / "polymm" / "kernels" / "planner.py").read_text())
-    constants = [
-        ast.unparse(node.targets[0]) for node in tree.body if isinstance(node, ast.Assign) and numeric(node.value)
-    ]
-    assert not constants, f"numbers in code, not in the device database: {constants}"
+#: Module-level numbers that stay in code, each a fact of the hardware or of a kernel's source
+#: (the .cu file hard-codes it too), not a tuning choice: the tuning is in the database.
+HARDWARE_AND_SOURCE_FACTS = {
+    "polymm/kernels/planner.py": set(),
+    "backends/polymm-cuda/polymm_cuda/tensorcore.py": {
+        "BM",  # kernels/tensorcore.cu's TC_BM: its tile's rows
+        "THREADS",  # kernels/tensorcore.cu's TC_THREADS
+        "MIN_CC",  # mma.sync m16n8k16, ldmatrix and cp.async: sm_80 and later
+        "DMMA_BM",  # kernels/dmma.cu's defaults (DM_WARPS_M x DM_WM, ...), which no option overrides
+        "DMMA_BN",
+        "DMMA_THREADS",
+        "DMMA_STAGES",
+        "DMMA_BLOCKS_PER_SM",  # kernels/dmma.cu's DM_MINB
+        "DMMAZ_MIN_CC",  # polymm_dmmaz_* need Hopper's f64 MMA shapes
+    },
+    "backends/polymm-cuda/polymm_cuda/wgmma.py": {
+        "CC",  # sm_90a code runs on compute capability 9.0 only
+        "BM",  # kernels/wgmma.cu's WG_BM
+        "ROW",  # bytes of K per pipeline slice: one 128-byte swizzled row
+        "THREADS",  # three warp groups: a producer and two consumers
+        "TF32_PRODUCTS",  # kernels/wgmma.cu's SEGMENTS per precision mode
+        "_ALIGN",  # the copy engine's address and stride granularity
+        "SPLIT_KC",  # kernels/tf32_split.cu's SP_KC
+        "_SWIZZLE_128B",  # CUtensorMap enum values
+        "_L2_256B",
+        "_DATA_TYPE",
+    },
+}
+
+
+def _numeric(node) -> bool:
+    """Whether an expression is made of numbers only (a tuple, dict values, a call's arguments)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return bool(node.elts) and all(_numeric(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return bool(node.values) and all(_numeric(v) for v in node.values)
+    if isinstance(node, ast.Call):
+        args = [*node.args, *(k.value for k in node.keywords)]
+        return bool(args) and all(_numeric(a) for a in args)
+    if isinstance(node, ast.BinOp):
+        return _numeric(node.left) and _numeric(node.right)
+    return False
+
+
+def _module_numbers(path: Path) -> set[str]:
+    """The names a module binds to numbers at its top level."""
+    found = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if _numeric(value):
+            found |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(HARDWARE_AND_SOURCE_FACTS))
+def test_the_planners_keep_formulas_only(module):
+    """No module-level number (or tuple, dict or call of numbers) in the planner or the CUDA
+    tensor-core planning but the listed facts of hardware and kernel source: tiles and thresholds
+    are data in the device database."""
+    found = _module_numbers(ROOT / module)
+    allowed = HARDWARE_AND_SOURCE_FACTS[module]
+    assert not found - allowed, f"numbers in code, not in the device database: {sorted(found - allowed)}"
+    assert not allowed - found, f"listed as facts but no longer numbers in {module}: {sorted(allowed - found)}"

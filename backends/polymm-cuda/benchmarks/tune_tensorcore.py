@@ -2,10 +2,13 @@
 
     python backends/polymm-cuda/benchmarks/tune_tensorcore.py [--sizes 2048,4096,8192] [--dtype float16]
 
-For each :data:`polymm_cuda.tensorcore.CANDIDATES` entry: the answer at the first size is
-checked (against a float64 product; exactly for integers), then each size is timed (CUDA events around the kernel
-launch, best of several; ``cupy.matmul``, cuBLAS, timed the same way beside it). Prints one row
-per candidate; the fastest on the large sizes becomes ``tensorcore.DEFAULT``.
+For each candidate tile (:func:`polymm_cuda.tensorcore.mma_sync_candidates`: the device database's
+``mma-sync.candidates``): the answer at the first size is checked (against a float64 product;
+exactly for integers), then each size is timed (CUDA events around the kernel launch, best of
+several; ``cupy.matmul``, cuBLAS, timed the same way beside it). Prints one row per candidate and,
+last, the fastest at the largest size as the value of an ``mma-sync.params`` entry: the tile
+``"auto"`` runs is that entry of ``polymm/kernels/devices.json`` (``NVIDIA GPU``, or the device's
+own node where it differs), written there by hand with the run as its evidence.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ def main(argv=None):
     # cuBLAS on the 2-D matrices (CuPy's 3-D matmul of float16 takes a slower batched route)
     ref = {n: best_ms(lambda a=ops[n][0][0], b=ops[n][1][0]: cp.matmul(a, b)) for n in sizes}
     print("cuBLAS", {n: f"{2 * n**3 / ref[n] / 1e9:.0f} TFLOP/s" for n in sizes})
-    for p in tensorcore.CANDIDATES:
+    for p in tensorcore.mma_sync_candidates(backend.device_info(0)):
         name = tensorcore.kernel_name(dtype.name, tensorcore.LAYOUTS[dtype.name][-1])
         row = {"params": vars(p), "tflops": {}, "ratio": {}}
         for i, n in enumerate(sizes):
@@ -83,6 +86,8 @@ def main(argv=None):
             row["ratio"][n] = ref[n] / t
         rows.append(row)
         print(p, "err %.1e" % row["error"], " ".join(f"{n}: {row['ratio'][n]:.2f}x" for n in sizes), flush=True)
+    best = max(rows, key=lambda row: row["ratio"][sizes[-1]])
+    print(f"fastest at {sizes[-1]}: mma-sync.params", json.dumps({"value": best["params"]}))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"cublas_ms": ref, "rows": rows}, f, indent=1, default=str)

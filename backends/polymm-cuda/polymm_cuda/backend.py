@@ -135,7 +135,7 @@ class CUDABackend(Backend):
         out = []
         for i in range(self._count):
             info = self.device_info(i)
-            out.append(f"cuda:{i} {info.name} (sm_{info.cc}, {info.compute_units} SMs; {tensorcore.describe(info.cc)})")
+            out.append(f"cuda:{i} {info.name} (sm_{info.cc}, {info.compute_units} SMs; {tensorcore.describe(info)})")
         return out
 
     def device_info(self, dev: int) -> DeviceInfo:

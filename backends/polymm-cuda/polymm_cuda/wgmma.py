@@ -27,6 +27,8 @@ from string import Template
 
 import numpy as np
 
+from polymm.kernels.devices import settings_for
+
 from .abi import TF32_FIXUP, TF32_SPLIT, TRANSPOSE, WGMMA
 from .sources import KERNELS
 from .sources import source as _file_source
@@ -34,9 +36,9 @@ from .transpose import transpose_grid
 
 __all__ = [
     "CC",
-    "WIDTHS",
     "TF32_PRODUCTS",
     "choose",
+    "stages_for",
     "width",
     "external_launch",
     "tf32_launch",
@@ -47,23 +49,19 @@ __all__ = [
 
 #: The only compute capability the ``sm_90a`` instructions run on.
 CC = 90
-BM, ROW, THREADS = 128, 128, 384  # ROW: bytes of K per pipeline slice
-#: Tile widths compiled (``-DWG_BN``): 256 for large products, 128 and 64 where wider tiles leave
-#: SMs idle.
-WIDTHS = (256, 128, 64)
-BN = WIDTHS[0]
-#: Pipeline stages (``-DWG_STAGES``) per tile width: as many as fit in an SM's shared memory, at most
-#: six. A narrow tile is chosen when the tiles are few (one per SM or less), and then nothing hides
-#: the copies' latency but the ring: H100, 2026-11-25, float16 kernels alone (``probe23 stages``):
-#: 8192 x 4096 @ 4096 x 256 on 128-wide tiles 36.3 us in four stages, 33.4 in five, 31.6 in six
-#: (cuBLAS 31.4); 64 x 512 cubed 44.9 / 41.3 / 40.5; on 64-wide tiles six stages beat four by
-#: 10-15% (43.9 against 50.6 us skinny). The 256-wide tile holds four (48 KiB each).
-STAGES = {256: 4, 128: 6, 64: 6}
+# kernels/wgmma.cu's WG_BM, bytes of K per pipeline slice, and block (three warp groups). The tile
+# widths (-DWG_BN) and stages (-DWG_STAGES) are tuning: the device database's ``wgmma`` family.
+BM, ROW, THREADS = 128, 128, 384
 
 
-def smem_bytes(bn: int) -> int:
+def stages_for(device, bn: int) -> int:
+    """Pipeline stages of the ``bn``-wide tiles on ``device`` (``wgmma.stages``)."""
+    return settings_for(device)("wgmma", "stages")[str(bn)]
+
+
+def smem_bytes(bn: int, stages: int) -> int:
     """Dynamic shared memory: the ring of stages, 1024 bytes to align it, its barriers."""
-    return STAGES[bn] * (BM + bn) * ROW + 1024 + 16 * STAGES[bn]
+    return stages * (BM + bn) * ROW + 1024 + 16 * stages
 
 
 #: dtype -> the PTX type of its ``wgmma``; only the 16-bit ones have the transpose bit (B N-major).
@@ -160,7 +158,7 @@ def _wrapper(form: str, ptx_type: str, bn: int, tnsp_b: int = 0) -> str:
 
 
 @lru_cache(maxsize=None)
-def source(bn: int = BN) -> str:
+def source(bn: int) -> str:
     """The kernel text for tiles ``bn`` wide: the ``wgmma.mma_async`` wrappers rendered from
     ``kernels/wgmma_mma.cuh.in``, then the PTX helpers and ``kernels/wgmma.cu``."""
     wrappers = "".join(_wrapper("shared", _TYPES[t], bn, tn) for t in _N_MAJOR for tn in (0, 1))
@@ -168,25 +166,30 @@ def source(bn: int = BN) -> str:
     return wrappers + _file_source("wgmma")
 
 
-def options(bn: int = BN) -> tuple[str, ...]:
-    return ("-arch=sm_90a", f"-DWG_BN={bn}", f"-DWG_STAGES={STAGES[bn]}")
+def options(bn: int, stages: int) -> tuple[str, ...]:
+    return ("-arch=sm_90a", f"-DWG_BN={bn}", f"-DWG_STAGES={stages}")
 
 
-def width(shape, sms: int) -> int:
-    """The tile width for a product: the widest, unless a narrower one cuts the columns its
-    busiest SM computes (tiles per SM, rounded up, times the width) by more than a tenth (a
-    narrower tile reads more per multiply-add). 2048 squares: 128 tiles of 256 or 256 of 128 on
-    132 SMs, a tie: 256; 8192 squares: 63 tiles of 64 per SM against 16 of 256, 2% fewer
-    columns: 256 (64 ran at half the speed on the H100); 1024 squares: 64; a 256-wide skinny
-    product of 8192 rows: 64 tiles of 256 leave half the SMs idle: 128."""
+def width(shape, device) -> int:
+    """The tile width for a product on ``device``: the widest of ``wgmma.widths``, unless a
+    narrower one cuts the columns its busiest SM computes (tiles per SM, rounded up, times the
+    width) below ``wgmma.narrower_below`` of the wider's (a narrower tile reads more per
+    multiply-add). Not :func:`polymm.kernels.planner.wave_is_full` (does one wave fill the SMs):
+    this compares two tilings. With 0.9 on 132 SMs: 2048 squares: 128 tiles of 256 or 256 of 128,
+    a tie: 256; 8192 squares: 63 tiles of 64 per SM against 16 of 256, 2% fewer columns: 256;
+    1024 squares: 64; a 256-wide skinny product of 8192 rows: 64 tiles of 256 leave half the SMs
+    idle: 128."""
+    settings = settings_for(device)
+    sms, narrower_below = device.compute_units, settings("wgmma", "narrower_below")
     bt, m, n, _ = shape
 
     def busiest(bn: int) -> int:
         return -(-(bt * -(-m // BM) * -(-n // bn)) // sms) * bn
 
-    best = WIDTHS[0]
-    for bn in WIDTHS[1:]:
-        if busiest(bn) < 0.9 * busiest(best):
+    widths = settings("wgmma", "widths")
+    best = widths[0]
+    for bn in widths[1:]:
+        if busiest(bn) < narrower_below * busiest(best):
             best = bn
     return best
 
@@ -205,23 +208,24 @@ def _operand_map(inner, outer, s_outer, s_batch, isz, box, batch):
     return _map((inner, outer, batch), (s_outer * isz, max(stride_batch, _ALIGN)), box, isz)
 
 
-def _geometry(shape, bn: int, sms: int) -> dict:
+def _geometry(shape, bn: int, device) -> dict:
     """Launch geometry: persistent blocks, at most one per SM, over the tiles of every batch entry
     (the kernel takes the batch count as its last argument: :data:`polymm_cuda.abi.WGMMA`)."""
     bt, m, n, _ = shape
+    ring = stages_for(device, bn)
     return {
         "source": f"wgmma-{bn}",
-        "options": options(bn),
-        "grid": (min(bt * -(-m // BM) * -(-n // bn), sms), 1, 1),
+        "options": options(bn, ring),
+        "grid": (min(bt * -(-m // BM) * -(-n // bn), device.compute_units), 1, 1),
         "block": (THREADS, 1, 1),
-        "smem": smem_bytes(bn),
+        "smem": smem_bytes(bn, ring),
         "abi": WGMMA,
     }
 
 
-def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
-    """The planner's description of one launch: a persistent grid (at most one block per SM
-    of ``sms``), block, shared memory, and the two tensor maps (``tma``:
+def external_launch(shape, sa, sb, layout: str, isz: int, device) -> dict:
+    """The planner's description of one launch on ``device``: a persistent grid (at most one block
+    per SM), block, shared memory, and the two tensor maps (``tma``:
     per map, the buffer slot it describes and its geometry, see :func:`_map`), which the backend
     encodes per call with the buffers' addresses. The operands start 16-byte aligned (:func:`choose`),
     so their element offsets are 0. An N-contiguous B of an 8-bit type is read as stored by the
@@ -232,11 +236,11 @@ def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
     entries = lambda s_batch: bt if bt > 1 and s_batch != 0 else 1  # noqa: E731
     if layout == "kn" and isz == 1:  # tiles of C^T: B in boxes of 128 x 128 as stored, A's rows K-major
         swapped = (bt, n, m, k)
-        bn = width(swapped, sms)
+        bn = width(swapped, device)
         a_map = _operand_map(k, m, sa[1], sa[0], isz, (ROW, bn, 1), entries(sa[0]))
         b_map = _operand_map(n, k, sb[1], sb[0], isz, (ROW, ROW, 1), entries(sb[0]))
-        return {**_geometry(swapped, bn, sms), "tma": ((0, a_map), (1, b_map))}
-    bn = width(shape, sms)
+        return {**_geometry(swapped, bn, device), "tma": ((0, a_map), (1, b_map))}
+    bn = width(shape, device)
     a_map = _operand_map(k, m, sa[1], sa[0], isz, (ROW // isz, BM, 1), entries(sa[0]))
     if layout == "kn":  # 64 x 64 chunks of B as stored
         b_map = _operand_map(n, k, sb[1], sb[0], isz, (64, 64, 1), entries(sb[0]))
@@ -252,13 +256,13 @@ def external_launch(shape, sa, sb, layout: str, isz: int, sms: int) -> dict:
         b_map = _map((k, n, e), (ldk * isz, n * ldk * isz), (ROW // isz, bn, 1), isz)
         b_op = (3, 0, n * ldk if e > 1 else 0, 1, ldk)
         return {
-            **_geometry(shape, bn, sms),
+            **_geometry(shape, bn, device),
             "tma": ((0, a_map), (3, b_map)),
             "operands": ((0, 0, *sa), b_op),
             "scratch": [e * n * ldk * isz],
             "before": [before],
         }
-    return {**_geometry(shape, bn, sms), "tma": ((0, a_map), (1, b_map))}
+    return {**_geometry(shape, bn, device), "tma": ((0, a_map), (1, b_map))}
 
 
 #: K per block of ``polymm_tf32_split`` (``SP_KC``): the Inf/NaN flags have one entry per row
@@ -279,7 +283,7 @@ def _in_place(s_row: int, s_inner: int, s_batch: int, ptr: int) -> bool:
     )
 
 
-def tf32_launch(mode: str, shape, a, b, sms: int) -> tuple[str, dict]:
+def tf32_launch(mode: str, shape, a, b, device) -> tuple[str, dict]:
     """The layout of B the kernel reads (``"nk"``: K-major; ``"kn"``: N-major) and the launches of
     a float32 product in precision ``mode`` (``"tf32"``, ``"tf32x3"``) on ``wgmma``, as a planner
     entry's ``external`` (``a``/``b``: element offset from a 16-byte aligned base, strides).
@@ -305,7 +309,7 @@ def tf32_launch(mode: str, shape, a, b, sms: int) -> tuple[str, dict]:
     swap = products == 1 and not b_k_major and _in_place(sb[1], sb[2], sb[0], b_off * 4)
     split_b = products == 3 or not (b_k_major or swap)
     # the swapped kernel's tiles are 128 columns by bn rows of C
-    bn = width((bt, n, m, k) if swap else shape, sms)
+    bn = width((bt, n, m, k) if swap else shape, device)
     flags = 3 + split_a + split_b  # the Inf/NaN flags' slot ("tf32x3"): A's rows, then B's columns
     fb_off = ea * m * nkc
     scratch, before, after = [], [], []
@@ -340,12 +344,12 @@ def tf32_launch(mode: str, shape, a, b, sms: int) -> tuple[str, dict]:
         scratch.append((fb_off + eb * n * nkc) * 4)
         values = dict(M=m, N=n, K=k, a_off=a_off, a_sb=sa[0], a_sm=sa[1], a_sk=sa[2], b_off=b_off, b_sb=sb[0])
         values.update(b_sk=sb[1], b_sn=sb[2], fb_off=fb_off, nkc=nkc)  # c_off: the planner's
-        grid = (min(m + n, 2 * sms), 1, bt)
+        grid = (min(m + n, 2 * device.compute_units), 1, bt)
         after.append(
             _launch("polymm_tf32_fixup", TF32_FIXUP, values, {"A": 0, "B": 1, "C": 2, "F": flags}, grid, (256, 1, 1))
         )
     return "kn" if swap else "nk", {
-        **_geometry((bt, n, m, k) if swap else shape, bn, sms),
+        **_geometry((bt, n, m, k) if swap else shape, bn, device),
         "tma": ((a_op[0], a_map), (b_op[0], b_map)),
         "operands": (a_op, b_op),
         "scratch": scratch,

@@ -13,6 +13,7 @@ not spill registers (a performance regression guard).  Skipped only when
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -24,7 +25,7 @@ import numpy as np
 import pytest
 
 from polymm.backend import CONTRACT_DTYPES, optional_dtypes
-from polymm.kernels import IMAGE_DTYPES, abi, kernel_name, planner, render
+from polymm.kernels import IMAGE_DTYPES, abi, devices, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo, table_params
 from polymm.testing import assert_matches, random_array
 from polymm.testing.test_paths import PATH_SHAPES
@@ -151,7 +152,7 @@ def test_tensor_core_kernels_compile_without_spills(arch, source, va, vb, tiles)
     from polymm_cuda import sources, tensorcore
 
     if source == "tensorcore":
-        options = tensorcore.DEFAULT.options()
+        options = tensorcore.mma_sync_params(H100).options()
         names = [tensorcore.kernel_name(d, lay) for d, lays in tensorcore.LAYOUTS.items() for lay in lays]
     elif source == "transpose":  # the copies before them
         options = ()
@@ -160,7 +161,8 @@ def test_tensor_core_kernels_compile_without_spills(arch, source, va, vb, tiles)
         shape = (1, 64 * 64, 64 * 64, 4096) if tiles > 1 else (1, 64, 64, 4096)  # 4096 tiles of 64 x 64, or one
         a_at = (0 if va == 2 else 1, (0, shape[3], 1))  # an odd element offset: one element per copy
         b_at = (0 if vb == 2 else 1, (0, shape[2], 1))
-        options = tensorcore.dmma_launch("polymm_dmma_ak_bn", int(arch[3:]), 132, shape, a_at, b_at)["options"]
+        device = dataclasses.replace(H100, cc=int(arch[3:]))
+        options = tensorcore.dmma_launch("polymm_dmma_ak_bn", device, shape, a_at, b_at)["options"]
         assert f"-DDM_VA={va}" in options and f"-DDM_VB={vb}" in options, options
         names = [f"polymm_dmma_{a}_{b}" for a in ("ak", "am") for b in ("bn", "bk")]
         if "-DDM_MMA=884" not in options:  # complex128 on Hopper's MMA shapes, B realified as it is read
@@ -188,7 +190,8 @@ def test_complex128_dmma_kernels_compile_without_spills(n):
     from polymm_cuda import sources, tensorcore
 
     row = (0, (0, n, 1))
-    options = tensorcore.dmma_launch("polymm_dmmaz_ak_bn", 90, 132, (1, n, n, n), row, row)["options"]
+    hopper = dataclasses.replace(H100, cc=90)
+    options = tensorcore.dmma_launch("polymm_dmmaz_ak_bn", hopper, (1, n, n, n), row, row)["options"]
     assert ("-DDM_SWAP=0" in options) == (n == 1024), options
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "dmma.cu")
@@ -204,11 +207,11 @@ def test_complex128_dmma_kernels_compile_without_spills(n):
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
-@pytest.mark.parametrize("bn", [256, 128, 64])
+@pytest.mark.parametrize("bn", devices.settings_for(H100)("wgmma", "widths"))
 def test_wgmma_kernels_compile_without_spills(bn):
     """Hopper's wgmma kernels (float16 and bfloat16, B N- or K-major; TF32 with one and with three
     products; int8 and uint8; TF32, int8 and uint8 with B N-major read through registers; each
-    tile width) assemble
+    tile width, in its stages) assemble
     for sm_90a with every accumulator in registers, and with no MMA serialized by ptxas."""
     from polymm_cuda import wgmma
     from polymm_cuda.backend import _external_source
@@ -217,7 +220,7 @@ def test_wgmma_kernels_compile_without_spills(bn):
         path = Path(tmp, "wg.cu")
         path.write_text(_external_source(f"wgmma-{bn}"))
         cubin = str(Path(tmp, "wg.cubin"))
-        defines = [o for o in wgmma.options(bn) if o.startswith("-D")]
+        defines = [o for o in wgmma.options(bn, wgmma.stages_for(H100, bn)) if o.startswith("-D")]
         gencode = "-gencode=arch=compute_90a,code=sm_90a"
         cmd = [NVCC, "-std=c++17", gencode, "-cubin", *defines, "-Xptxas", "-v", "-o", cubin, str(path)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -233,7 +236,7 @@ def test_wgmma_kernels_compile_without_spills(bn):
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
     assert len(spills) == 11 and max(spills) == 0, log
     assert "serialized" not in log, log  # ptxas's "Potential Performance Loss" notes
-    assert wgmma.smem_bytes(bn) <= 227 * 1024  # what one block may have on sm_90
+    assert wgmma.smem_bytes(bn, wgmma.stages_for(H100, bn)) <= 227 * 1024  # what one block may have on sm_90
 
 
 def test_wgmma_is_planned_on_hopper_only():
@@ -378,13 +381,14 @@ def test_dmma_is_planned_by_the_cuda_entry(monkeypatch):
     "auto"; a batch beyond CUDA's grid is split into launches it can hold."""
     import dataclasses
 
-    from polymm_cuda import tensorcore
+    import polymm_cuda.backend  # noqa: F401  (registers the entry)
 
     h100 = dataclasses.replace(H100, cc=90)
     strides = (0, (256 * 256, 256, 1))
-    monkeypatch.setattr(tensorcore, "DMMA_IN_AUTO", False)
+    monkeypatch.delenv("POLYMM_CUDA_DMMA", raising=False)  # the database decides
+    monkeypatch.setitem(devices.entry("NVIDIA GPU", "dmma", "in_auto"), "value", False)
     assert planner.plan(h100, "float64", (1, 256, 256, 256), strides, strides).choice.external is None
-    monkeypatch.setattr(tensorcore, "DMMA_IN_AUTO", True)
+    monkeypatch.setitem(devices.entry("NVIDIA GPU", "dmma", "in_auto"), "value", True)
     made = planner.plan(h100, "float64", (70000, 256, 256, 256), strides, strides)
     assert made.choice.kernel == "polymm_dmma_ak_bn" and made.choice.external["source"] == "dmma"
     assert [launch.global_size[2] for launch in made.launches] == [65535, 70000 - 65535]
@@ -523,16 +527,16 @@ def test_complex128_runs_as_one_float64_product_on_the_fp64_tensor_cores(shape, 
     "shape, b_layout",
     REALIFIED_CASES
     + [
-        ((1, 64, 16384, 16384), "c"),  # B2 would exceed REALIFY_BYTES
-        ((16, 64, 64, 64), "c"),  # small products (under REALIFY_WORK) too: no scratch to pay for
+        ((1, 64, 16384, 16384), "c"),  # B2 would exceed realify.most_bytes
+        ((16, 64, 64, 64), "c"),  # small products (under realify.work) too: no scratch to pay for
         ((1, 256, 256, 256), "k-major"),
     ],
 )
 def test_complex128_reads_b_realified_on_hopper(shape, b_layout):
     """On Hopper, complex128 (A along K) runs as one float64 product without writing B2: the
     complex kernel (``polymm_dmmaz_*``, B along N or K) takes the complex ABI and reads B's
-    realified blocks from B itself, so even a B whose B2 would exceed REALIFY_BYTES runs there, and
-    products under REALIFY_WORK (the planner's bar for writing B2 out) too;
+    realified blocks from B itself, so even a B whose B2 would exceed ``realify.most_bytes`` runs there,
+    and products under ``realify.work`` (the planner's bar for writing B2 out) too;
     deep products in K slices (complex elements, 16 bytes apart) summed in order.  The plan, run in
     NumPy by its argument lists, computes the complex product (poisoned outputs and scratch)."""
     import dataclasses
@@ -551,8 +555,8 @@ def test_complex128_reads_b_realified_on_hopper(shape, b_layout):
     assert "B realified as it is read" in made.reason, made.reason
     assert all(x.kernel != "realify" for x in made.launches)
     ext = made.choice.external
-    wide = tensorcore.dmma_wide(made.choice.kernel, 90, hopper.compute_units, (bt * made.choice.splits, m, n, k))
-    bn, stages, _ = tensorcore.dmma_tile(wide)  # B along N in wide tiles where they fill their waves
+    wide = tensorcore.dmma_wide(made.choice.kernel, hopper, (bt * made.choice.splits, m, n, k))
+    bn, stages, _ = tensorcore.dmma_tile(hopper, wide)  # B along N in wide tiles where they fill their waves
     assert wide == (shape == (1, 64, 16384, 16384)), (shape, wide)
     assert ext["smem"] == tensorcore.dmma_smem(made.choice.kernel, bn, stages) and ext["k_step"] == 8
     assert ext["grid"][0] == -(-m // 64) * -(-2 * n // bn)

@@ -156,15 +156,16 @@ def test_every_planner_path(backend, dtype, case, reason):
         reason = "tiles"
     got = backend.last_plan.reason
     # the CUDA-only tensor-core entry may claim what its kernels take, never what its rules decline
-    cc, shape = backend._compute_capability(0), (bt, m, n, k)
+    device, shape = backend.planner_device(da), (bt, m, n, k)
     sa, sb = (tuple(s // da.itemsize for s in x.strides) for x in (da, db))
-    tensor_cores = tensorcore.shape_rule(np.dtype(dtype), cc, shape) is None or (
-        tensorcore.DMMA_IN_AUTO and tensorcore.choose_dmma(np.dtype(dtype), cc, shape, sa, sb)[0] is not None
+    dmma = tensorcore.dmma_in_auto(device)
+    tensor_cores = tensorcore.shape_rule(np.dtype(dtype), device, shape) is None or (
+        dmma and tensorcore.choose_dmma(np.dtype(dtype), device, shape, sa, sb)[0] is not None
     )
-    realify_work = settings_for(backend.planner_device(da))("realify", "work")
+    realify_work = settings_for(device)("realify", "work")
     if dtype == "complex128" and sa[2] == 1 and m * n * k >= realify_work:  # as one float64 product
         real = ((bt, m, 2 * n, 2 * k), (2 * sa[0], 2 * sa[1], 1), (4 * k * n, 2 * n, 1))
-        tensor_cores = tensorcore.DMMA_IN_AUTO and tensorcore.choose_dmma(np.dtype("float64"), cc, *real)[0] is not None
+        tensor_cores = dmma and tensorcore.choose_dmma(np.dtype("float64"), device, *real)[0] is not None
     assert reason in got or (tensor_cores and "tensor cores" in got), backend.last_plan
 
 
@@ -270,15 +271,15 @@ def test_tensor_core_path(backend, dtype, layout):
     """Products the tensor-core kernels take, directly or after "auto" repacks them, at tile edges;
     8-bit results wrap exactly as NumPy's."""
     rng = np.random.default_rng(11)
-    cc = backend._compute_capability(0)
     for bt, m, n, k in TC_SHAPES:
         da, db, ha, hb = _operands(rng, layout, bt, m, n, k, dtype)
+        device = backend.planner_device(da)
         isz = np.dtype(dtype).itemsize
         sa = tuple(s // isz for s in da.strides)
         sb = tuple(s // isz for s in db.strides)
-        name, why = tensorcore.choose(np.dtype(dtype), cc, (bt, m, n, k), sa, sb, da.data.ptr, db.data.ptr)
+        name, why = tensorcore.choose(np.dtype(dtype), device, (bt, m, n, k), sa, sb, da.data.ptr, db.data.ptr)
         if (
-            tensorcore.shape_rule(np.dtype(dtype), cc, (bt, m, n, k)) is None
+            tensorcore.shape_rule(np.dtype(dtype), device, (bt, m, n, k)) is None
             and layout in ("c", "bcast")
             and dtype == "float16"
         ):
@@ -328,7 +329,7 @@ def test_wgmma_path(backend, layout, dtype):
         da, db, ha, hb = _operands(rng, layout, bt, m, n, k, dtype)
         sa, sb = tuple(s // isz for s in da.strides), tuple(s // isz for s in db.strides)
         name, why = wgmma.choose(np.dtype(dtype), cc, (bt, m, n, k), sa, sb, da.data.ptr, db.data.ptr)
-        if tensorcore.shape_rule(np.dtype(dtype), cc, (bt, m, n, k)) is not None:
+        if tensorcore.shape_rule(np.dtype(dtype), backend.planner_device(da), (bt, m, n, k)) is not None:
             name = None  # another path's shape (K not a multiple of 16 bytes, few columns)
         out = _poisoned(bt, m, n, dtype)
         backend.matmul(da, db, out, "auto")
@@ -397,7 +398,8 @@ def test_tf32_modes_on_wgmma(backend, mode, layout, monkeypatch):
     from polymm.precision import error_bound
     from polymm_cuda import tensorcore
 
-    monkeypatch.setattr(tensorcore, "TF32_MIN_WORK", {"tf32": 1, "tf32x3": 1})
+    monkeypatch.delenv("POLYMM_CUDA_TF32_MIN_WORK", raising=False)
+    monkeypatch.setitem(devices.entry("NVIDIA GPU", "tf32", "min_work"), "value", {"tf32": 1, "tf32x3": 1})
 
     rng = np.random.default_rng(23)
     cc = backend._compute_capability(0)
@@ -411,7 +413,7 @@ def test_tf32_modes_on_wgmma(backend, mode, layout, monkeypatch):
         assert_matches(got, ha, hb, precision=mode)
         if mode == "tf32x3":
             assert_matches(got, ha, hb)
-        if tensorcore.tf32_rule(mode, cc, (bt, m, n, k)) is None:
+        if tensorcore.tf32_rule(mode, backend.planner_device(da), (bt, m, n, k)) is None:
             kernels = {f"polymm_wgmma_{mode}_nk"} | ({"polymm_wgmma_tf32_kn"} if mode == "tf32" else set())
             assert backend.last_plan.kernel in kernels, backend.last_plan
             ran += 1
@@ -432,9 +434,9 @@ def test_tf32x3_keeps_inf_nan_and_huge_values(backend, monkeypatch):
     recomputed in float32, so every special lands where a float32 product puts it; values near
     float32's largest stay finite (they round down, not to Inf)."""
     import polymm
-    from polymm_cuda import tensorcore
 
-    monkeypatch.setattr(tensorcore, "TF32_MIN_WORK", {"tf32": 1, "tf32x3": 1})
+    monkeypatch.delenv("POLYMM_CUDA_TF32_MIN_WORK", raising=False)
+    monkeypatch.setitem(devices.entry("NVIDIA GPU", "tf32", "min_work"), "value", {"tf32": 1, "tf32x3": 1})
 
     rng = np.random.default_rng(29)
     for bt, m, n, k in [(1, 300, 260, 200), (2, 130, 264, 1100)]:
@@ -706,18 +708,26 @@ def test_transposed_copy_equals_cupy(dtype, view):
     assert bool((out == cp.ascontiguousarray(v)).all())
 
 
+def _dmma_entry(family: str, name: str) -> dict:
+    """The device database's entry of the FP64 tensor-core kernels (all on ``NVIDIA GPU``), for a
+    test to change for a while."""
+    return devices.entry("NVIDIA GPU", family, name)
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_dmma_kernel(backend, layout, monkeypatch):
     """float64 on the FP64 tensor cores, every layout read in place, at tile edges and beyond one
     tile, with the MMA shape and tiles of one wave of tiles and (all shapes again) those of many
     (m16n8k8; on Hopper 64 x 128 tiles in m16n8k16), row-major operands swapped (C^T = B^T A^T) and, in one
     wave, not; deep products in slices of K (the last one shorter) summed in order."""
-    monkeypatch.setattr(tensorcore, "DMMA_IN_AUTO", True)
-    monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)  # the small shapes too: every edge of the tiles
+    monkeypatch.delenv("POLYMM_CUDA_DMMA", raising=False)
+    monkeypatch.setitem(_dmma_entry("dmma", "in_auto"), "value", True)
+    monkeypatch.setitem(_dmma_entry("dmma", "min_tiles"), "value", 1)  # the small shapes too: every edge of the tiles
     rng = np.random.default_rng(13)
     cc = backend._compute_capability(0)
-    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-    mmas = {f"-DDM_MMA={tensorcore.dmma_shape(cc, sms, tiles)}" for tiles in (1, 10**9)}  # one wave, many
+    device = backend.device_info(0)
+    dmma = settings_for(device)
+    mmas = {f"-DDM_MMA={tensorcore.dmma_shape(device, tiles)}" for tiles in (1, 10**9)}  # one wave, many
     options, splits_seen = set(), set()
     shapes = TC_SHAPES + [
         (1, 300, 260, 130),
@@ -727,22 +737,25 @@ def test_dmma_kernel(backend, layout, monkeypatch):
         (1, 128, 96, 40000),
     ]
     # the second time round, one wave of tiles takes the MMA shape and tiles of many
-    rounds = ((tensorcore.DMMA_SHAPE_ONE_WAVE, tensorcore.DMMA_WIDE_GAIN), (tensorcore.DMMA_SHAPE, float("inf")))
+    rounds = (
+        (dmma("dmma", "shape_one_wave"), dmma("dmma", "wide_gain")),
+        (dmma("dmma", "shape"), float("inf")),
+    )
     for (one_wave, wide_gain), (bt, m, n, k) in itertools.product(rounds, shapes):
-        monkeypatch.setattr(tensorcore, "DMMA_SHAPE_ONE_WAVE", one_wave)
-        monkeypatch.setattr(tensorcore, "DMMA_WIDE_GAIN", wide_gain)
+        monkeypatch.setitem(_dmma_entry("dmma", "shape_one_wave"), "value", one_wave)
+        monkeypatch.setitem(_dmma_entry("dmma", "wide_gain"), "value", wide_gain)
         backend._plans.clear()
         da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "float64")
         isz = 8
         sa = tuple(s // isz for s in da.strides)
         sb = tuple(s // isz for s in db.strides)
         splits = tensorcore.dmma_splits((bt, m, n, k), backend.planner_device(da))
-        name, why = tensorcore.choose_dmma(np.dtype("float64"), cc, (bt, m, n, k), sa, sb, splits)
-        if cc >= tensorcore.MIN_CC and min(m, n) >= 32 and m * n * k >= 64**3 and k >= tensorcore.DMMA_MIN_K:
+        name, why = tensorcore.choose_dmma(np.dtype("float64"), device, (bt, m, n, k), sa, sb, splits)
+        if cc >= tensorcore.MIN_CC and min(m, n) >= 32 and m * n * k >= 64**3 and k >= dmma("dmma", "min_k"):
             assert name is not None, why
         if name is not None:  # the MMA shape and copy widths the planner gives this call
             a_at, b_at = (da.data.ptr % 16 // isz, sa), (db.data.ptr % 16 // isz, sb)
-            options.update(tensorcore.dmma_launch(name, cc, sms, (bt * splits, m, n, k), a_at, b_at)["options"])
+            options.update(tensorcore.dmma_launch(name, device, (bt * splits, m, n, k), a_at, b_at)["options"])
             splits_seen.add(splits)
         out = _poisoned(bt, m, n, "float64")
         backend.matmul(da, db, out, "auto")
@@ -754,8 +767,8 @@ def test_dmma_kernel(backend, layout, monkeypatch):
         assert mmas <= options, options
         assert max(splits_seen) > 1, splits_seen
         if cc >= 90 and layout != "at":  # A along K: the wide tiles ran
-            assert f"-DDM_WN={tensorcore.DMMA_WIDE_BN // 2}" in options, options
-            assert f"-DDM_MMA={tensorcore.DMMA_WIDE_SHAPE}" in options, options
+            assert f"-DDM_WN={dmma('dmma', 'wide_tile')['bn'] // 2}" in options, options
+            assert f"-DDM_MMA={dmma('dmma', 'wide_shape')}" in options, options
         if cc >= 90 and layout == "c":  # one wave of tiles or less: A along K and B along N as they are
             assert "-DDM_SWAP=0" in options, options
 
@@ -765,7 +778,7 @@ def test_dmma_stores_pairs_wherever_c_lies(backend, shift, monkeypatch):
     """The float64 kernel stores C two values at a time where a row starts 16-byte aligned and one
     at a time elsewhere: C 8 bytes past an aligned address, odd and even N, both operand layouts
     that swap the MMA's roles and one that does not, an outer product of K = 32."""
-    monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)
+    monkeypatch.setitem(_dmma_entry("dmma", "min_tiles"), "value", 1)
     rng = np.random.default_rng(37)
     for bt, m, n, k, layout in [
         (1, 128, 130, 64, "c"),
@@ -791,16 +804,16 @@ def test_complex128_realified(backend, layout, as_read, monkeypatch):
     never a wrong answer. Read as it is, in 64 x 64 tiles swapped (C^T = B^T A^T) and, the second
     time round, in the wide tiles wherever they may run (B along N), unswapped."""
     monkeypatch.setitem(devices.entry("any", "realify", "work"), "value", 0)  # the small shapes too
-    monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)
+    monkeypatch.setitem(_dmma_entry("dmma", "min_tiles"), "value", 1)
     if not as_read:
         monkeypatch.setattr(tensorcore, "DMMAZ_MIN_CC", 1000)
     rng = np.random.default_rng(29)
     realified, options = 0, set()
     shapes = TC_SHAPES + [(1, 40, 50, 3000), (1, 300, 260, 130)]
     for wide, (bt, m, n, k) in itertools.product((False, True), shapes):
-        monkeypatch.setattr(tensorcore, "DMMA_WIDE_GAIN", float("inf") if wide else 0.0)
-        monkeypatch.setattr(tensorcore, "DMMAZ_WIDE_MIN_FILL", 0.0)
-        monkeypatch.setattr(tensorcore, "DMMAZ_WIDE_MAX_WAVES", float("inf"))
+        monkeypatch.setitem(_dmma_entry("dmma", "wide_gain"), "value", float("inf") if wide else 0.0)
+        monkeypatch.setitem(_dmma_entry("dmmaz", "wide_min_fill"), "value", 0.0)
+        monkeypatch.setitem(_dmma_entry("dmmaz", "wide_max_waves"), "value", float("inf"))
         backend._plans.clear()
         da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "complex128")
         out = _poisoned(bt, m, n, "complex128")
@@ -826,7 +839,8 @@ def test_complex128_realified(backend, layout, as_read, monkeypatch):
     ):
         assert realified >= 8, realified
         if as_read and cc >= 90 and layout in ("c", "bcast", "padded"):  # B along N: wide tiles, unswapped
-            assert {f"-DDM_WN={tensorcore.DMMA_WIDE_BN // 2}", "-DDM_SWAP=0"} <= options, options
+            wide_bn = settings_for(backend.device_info(0))("dmma", "wide_tile")["bn"]
+            assert {f"-DDM_WN={wide_bn // 2}", "-DDM_SWAP=0"} <= options, options
 
 
 @pytest.mark.parametrize("dtype", ["complex128", "complex64", "float64"])
@@ -838,7 +852,7 @@ def test_operands_off_their_item_alignment(backend, dtype, monkeypatch):
     import polymm
 
     monkeypatch.setitem(devices.entry("any", "realify", "work"), "value", 0)  # complex128 on the FP64 tensor cores too
-    monkeypatch.setattr(tensorcore, "DMMA_MIN_TILES", 1)
+    monkeypatch.setitem(_dmma_entry("dmma", "min_tiles"), "value", 1)
     rng = np.random.default_rng(31)
     isz = np.dtype(dtype).itemsize
 
