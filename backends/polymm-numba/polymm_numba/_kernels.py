@@ -28,11 +28,9 @@ import numba
 import numpy as np
 from numba import prange, types
 from llvmlite import ir
-from numba.core import cgutils, compiler
+from numba.core import compiler
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload
-
-from .neighbours import SYS_GETTID
 
 FASTMATH = {"contract"}
 JIT = dict(cache=True, fastmath=FASTMATH, nogil=True)
@@ -1154,32 +1152,3 @@ def specialise_small(mr0: int, nr: int) -> dict:
     g["_small_cols"] = numba.njit(inline="always", **JIT)(copy("_small_cols"))
     g["_small_one"] = numba.njit(**JIT)(copy("_small_one"))
     return {name: copy(name) for name in ("small_serial", "small_parallel", "small_splitk")}
-
-
-# --------------------------------------------------------------------------
-# the pool's threads, by their native ids (polymm_numba.neighbours)
-
-
-@intrinsic
-def _native_thread_id(typingctx):
-    """The calling thread's native id (Linux ``gettid``; the symbol ``syscall`` of the C library)."""
-
-    def codegen(context, builder, signature, args):
-        i64 = ir.IntType(64)
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [i64], var_arg=True), "syscall")
-        return builder.call(fn, [ir.Constant(i64, SYS_GETTID)])
-
-    return types.int64(), codegen
-
-
-@numba.njit(parallel=True, cache=True)
-def pool_thread_ids(n):
-    """The native id of the thread that ran each of ``n`` short iterations: with many more
-    iterations than threads, every thread of the pool takes some."""
-    out = np.zeros(n, np.int64)
-    for i in prange(n):
-        s = 0.0
-        for j in range(2000):
-            s += j * 1e-9
-        out[i] = _native_thread_id() + (s < 0)
-    return out
