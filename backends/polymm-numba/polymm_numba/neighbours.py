@@ -16,6 +16,11 @@ import os
 import threading
 
 import numba
+import numpy as np
+from llvmlite import ir
+from numba import prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 __all__ = ["team_size"]
 
@@ -27,11 +32,34 @@ _pool: set[int] = set()  # native ids of Numba's pool threads (the caller's incl
 _pool_size = 0  # the number of the process's threads when _pool was taken
 
 
+@intrinsic
+def _native_thread_id(typingctx):
+    """The calling thread's native id (Linux ``gettid``; the symbol ``syscall`` of the C library)."""
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [i64], var_arg=True), "syscall")
+        return builder.call(fn, [ir.Constant(i64, SYS_GETTID)])
+
+    return types.int64(), codegen
+
+
+@numba.njit(parallel=True, cache=True)
+def pool_thread_ids(n):
+    """The native id of the thread that ran each of ``n`` short iterations: with many more
+    iterations than threads, every thread of the pool takes some."""
+    out = np.zeros(n, np.int64)
+    for i in prange(n):
+        s = 0.0
+        for j in range(2000):
+            s += j * 1e-9
+        out[i] = _native_thread_id() + (s < 0)
+    return out
+
+
 def _pool_ids() -> set[int]:
     """The native thread ids that run a parallel loop: every thread of Numba's pool takes some of
     many short iterations (the loop is cached on disk; it compiles once)."""
-    from ._kernels import pool_thread_ids
-
     return set(pool_thread_ids(64 * numba.get_num_threads()).tolist())
 
 
