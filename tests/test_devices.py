@@ -23,6 +23,8 @@ H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "NVIDIA", "gpu", "cuda", 132, 1024, 4
 H200 = DeviceInfo("NVIDIA H200", "NVIDIA", "gpu", "cuda", 132, 1024, 48 * 1024, key="model-h200")
 AMD = DeviceInfo("gfx1100", "Advanced Micro Devices, Inc.", "gpu", "opencl", 48, 256, 64 * 1024, key="model-amd")
 POCL = DeviceInfo("cpu-haswell-AMD EPYC", "AuthenticAMD", "cpu", "opencl", 2, 4096, 0, key="model-pocl")
+HOST_AVX2 = DeviceInfo("x86_64", "", "cpu", "numba", 2, 1, 0, key="model-host", platform="host avx2")
+HOST_AVX512 = DeviceInfo("x86_64", "", "cpu", "numba", 16, 1, 0, key="model-host", platform="host avx512")
 
 
 def test_every_entry_says_what_it_is_and_why():
@@ -47,6 +49,8 @@ def test_every_entry_says_what_it_is_and_why():
         (H200, ("NVIDIA GPU", "gpu", "any")),  # the H100's tiles are not assumed for it
         (AMD, ("gpu", "any")),
         (POCL, ("OpenCL CPU", "any")),
+        (HOST_AVX2, ("host CPU", "any")),
+        (HOST_AVX512, ("host CPU, AVX-512", "host CPU", "any")),
     ],
 )
 def test_a_device_reads_its_own_entries_then_its_parents(device, chain):
@@ -143,6 +147,7 @@ def test_tensor_core_plans_name_their_entries(monkeypatch):
 #: (the .cu file hard-codes it too), not a tuning choice: the tuning is in the database.
 HARDWARE_AND_SOURCE_FACTS = {
     "polymm/kernels/planner.py": set(),
+    "backends/polymm-numba/polymm_numba/params.py": set(),
     "backends/polymm-cuda/polymm_cuda/tensorcore.py": {
         "BM",  # kernels/tensorcore.cu's TC_BM: its tile's rows
         "THREADS",  # kernels/tensorcore.cu's TC_THREADS
@@ -209,3 +214,22 @@ def test_the_planners_keep_formulas_only(module):
     allowed = HARDWARE_AND_SOURCE_FACTS[module]
     assert not found - allowed, f"numbers in code, not in the device database: {sorted(found - allowed)}"
     assert not allowed - found, f"listed as facts but no longer numbers in {module}: {sorted(allowed - found)}"
+
+
+def test_the_cpu_backend_reads_its_numbers_from_the_database():
+    """The Numba backend's blockings and thresholds are the database's for this host (its ISA
+    chooses the node), and explain names the entries behind its path."""
+    pytest.importorskip("numba")
+    from polymm_numba import params
+
+    host = devices.settings_for(params.HOST)
+    assert host.chain[0] == ("host CPU, AVX-512" if params.WIDE_VECTORS else "host CPU")
+    assert params.SPLITK_CHUNK == host("cpu-split-k", "chunk")
+    blk = params.blocking_for("float32")
+    assert (blk.mr, blk.nr, blk.kc) == tuple(host("cpu-blocking", "4")[k] for k in ("mr", "nr", "kc"))
+    report = explain((1000, 1000), (1000, 1000), "float32", backend="cpu")
+    cites = [s.cite for s in report.settings]
+    assert f"{host.chain[0]} / cpu-blocking.4" in cites and "host CPU / cpu-threads.serial_work" in cites
+    assert "database  host CPU / cpu-threads.tiny_work = 4096" in str(report)
+    narrow = explain((4000, 4000), (4000,), "float64", backend="cpu")
+    assert "host CPU / cpu-narrow.most" in [s.cite for s in narrow.settings]

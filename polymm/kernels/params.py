@@ -65,7 +65,7 @@ class DeviceInfo:
         return self.kind == "cpu"
 
     def words(self) -> str:
-        return f"{self.kind} {self.vendor} {self.platform} {self.name}".lower()
+        return f"{self.kind} {self.vendor} {self.platform} {self.name} {self.dialect}".lower()
 
 
 def tuning_path() -> str:

@@ -291,10 +291,14 @@ def _gpu_lines(report, dtype) -> tuple[list, list, str, str, bool]:
                 )
                 entry.update(occupancy=share, limited_by=factor, groups_per_cu=per_cu)
         launches.append(entry)
-    for i, setting in enumerate(plan.settings):
-        lines.append(f"{'database' if i == 0 else '':<10}{setting.describe()}")
+    lines += _database_lines(plan.settings)
     where = f"{device.name}, {device.compute_units} compute units"
     return lines, launches, where, plan.choice.reason, tensor
+
+
+def _database_lines(settings) -> list[str]:
+    """The device-database entries behind a plan, one a line (:meth:`Setting.describe`)."""
+    return [f"{'database' if i == 0 else '':<10}{s.describe()}" for i, s in enumerate(settings)]
 
 
 def _cpu_lines(report) -> tuple[list, list, str]:
@@ -306,6 +310,7 @@ def _cpu_lines(report) -> tuple[list, list, str]:
             f"B in {blk.kc} x {blk.nc} panels; micro-tile {blk.mr} x {blk.nr} (mr x nr) in registers"
         )
     lines.append(f"threads   {report['threads']}")
+    lines += _database_lines(report.get("settings", ()))
     return lines, [{"kernel": report["path"], "blocking": blk}], "host CPU"
 
 

@@ -133,30 +133,31 @@ def _slab(a, b, out, js, per_task, size):
     return "slab_parallel", (a, b, out, js, per_task)
 
 
-def _plan_narrow(a, b, out, m, n, size):
+def _plan_narrow(a, b, out, m, n, size, p):
     """Matrix-vector products (N or M of a few columns / rows): memory-bound,
     so each path streams the big operand once along its unit stride (making
-    it so by the transposed problem, or a copy, when it is not)."""
+    it so by the transposed problem, or a copy, when it is not); ``p``: :mod:`.params` (or its
+    :class:`~.params.Reads`)."""
     if m > n:  # few columns
         if a.strides[2] != size and a.strides[1] == size:
             # A runs down its columns: out.T = b.T @ a.T has few rows
-            return _slab(*_transposed(a, b, out), params.NARROW_SLAB, 1, size)
+            return _slab(*_transposed(a, b, out), p.NARROW_SLAB, 1, size)
         if a.strides[2] != size:
             a = np.ascontiguousarray(a)
-        return "dot_parallel", (a, b, out, params.NARROW_ROWS)
+        return "dot_parallel", (a, b, out, p.NARROW_ROWS)
     if b.strides[2] != size and b.strides[1] == size:
         # B runs down its columns: out.T = b.T @ a.T has few columns
         bt, at, outt = _transposed(a, b, out)
-        return "dot_parallel", (bt, at, outt, params.NARROW_ROWS)
+        return "dot_parallel", (bt, at, outt, p.NARROW_ROWS)
     kk = a.shape[2]
-    if kk >= params.NARROW_SPLITK_MIN_K:
+    if kk >= p.NARROW_SPLITK_MIN_K:
         # long K: each task streams whole rows of B (a contiguous range)
         if b.strides[2] != size:
             b = np.ascontiguousarray(b)
-        ks = max(params.NARROW_SPLITK_CHUNK, -(-kk // params.NARROW_SPLITK_PARTS))
-        js = max(params.NARROW_SLAB, params.NARROW_SPLITK_ACC // (m * size))
+        ks = max(p.NARROW_SPLITK_CHUNK, -(-kk // p.NARROW_SPLITK_PARTS))
+        js = max(p.NARROW_SLAB, p.NARROW_SPLITK_ACC // (m * size))
         return "slab_splitk", (a, b, out, ks, (js,))
-    return _slab(a, b, out, params.NARROW_SLAB, 1, size)
+    return _slab(a, b, out, p.NARROW_SLAB, 1, size)
 
 
 def _sig_2d(dtype: np.dtype):
@@ -332,9 +333,12 @@ class CPUBackend(Backend):
         dt = _F32 if out.dtype == _F16 else out.dtype  # float16 is computed in float32
         if algorithm == "auto":
             a, b, out = a.astype(dt, copy=False), b.astype(dt, copy=False), out.astype(dt, copy=False)
-            kind = self._plan(a, b, out, dt)[0]
+            reads = params.Reads()
+            kind = self._plan(a, b, out, dt, reads)[0]
+            settings = reads.read
         else:
             kind = {"tiled": "tiled_parallel", "naive": "naive_parallel"}[algorithm]
+            settings = [params.SETTINGS["TILED"]] if algorithm == "tiled" else []
         if kind.startswith("small_"):
             mr0, nr = params.small_tiles(dt.itemsize)
             m, n = a.shape[1], b.shape[2]
@@ -348,8 +352,12 @@ class CPUBackend(Backend):
         else:
             words = next(text for prefix, text in _PATH_WORDS if kind.startswith(prefix))
         blocking = params.AUTO_BLOCKING[dt] if kind.startswith("auto_") else None
+        if blocking is not None:
+            settings.append(params.SETTINGS[f"blocking {dt.itemsize}"])
+        if kind.startswith("small_"):
+            settings += [params.SETTINGS["SMALL_REGS"], params.SETTINGS["VECTOR_BYTES"]]
         threads = 1 if kind.endswith("serial") else numba.get_num_threads()
-        return {"path": kind, "reason": words, "blocking": blocking, "threads": threads}
+        return {"path": kind, "reason": words, "blocking": blocking, "threads": threads, "settings": tuple(settings)}
 
     def _run(self, a, b, out, algorithm, dt):
         """Plan and launch on the threads the process's other running threads leave free
@@ -401,25 +409,26 @@ class CPUBackend(Backend):
         finally:
             numba.set_parallel_chunksize(old)
 
-    def _plan(self, a, b, out, dt):
+    def _plan(self, a, b, out, dt, p=params):
         """The ``"auto"`` path for this shape and layout: ``(kernel kind, args)``.
 
-        Thresholds live in :mod:`.params`, with what was measured for them.
+        Thresholds come from :mod:`.params` (``p``; explain passes a :class:`~.params.Reads`
+        to learn which database entries decided), read once from the device database.
         """
         nbatch, m, kk = a.shape
         n = b.shape[2]
         size = dt.itemsize
         per = m * n * kk
         work = nbatch * per
-        if work <= params.TINY_WORK:
+        if work <= p.TINY_WORK:
             # low latency: no threads, no packing
             return "slab_serial", _slab(a, b, out, n, 1, size)[1]
         nth = numba.get_num_threads()
         if (
             dt in _SMALL_DT
-            and m <= params.SMALL_MN
-            and n <= params.SMALL_MN
-            and (kk <= params.SMALL_K or kk >= params.SPLITK_MIN_K)
+            and m <= p.SMALL_MN
+            and n <= p.SMALL_MN
+            and (kk <= p.SMALL_K or kk >= p.SPLITK_MIN_K)
             and not (a.strides[0] | a.strides[1] | a.strides[2] | b.strides[0] | b.strides[1]) % size
             and out.strides[2] == size
         ):
@@ -427,29 +436,29 @@ class CPUBackend(Backend):
             # tiles of a few fixed sizes, whole products per task, no packing
             if b.strides[2] != size:
                 b = np.ascontiguousarray(b)
-            if kk > params.SMALL_K:
+            if kk > p.SMALL_K:
                 # deep K: chunks of K in parallel, summed in chunk order
-                return "small_splitk", (a, b, out, params.SPLITK_CHUNK, ())
-            parallel = work > params.SMALL_SERIAL_WORK and nth > 1
+                return "small_splitk", (a, b, out, p.SPLITK_CHUNK, ())
+            parallel = work > p.SMALL_SERIAL_WORK and nth > 1
             kind = "small_parallel" if parallel else "small_serial"
-            return kind, (a, b, out, max(1, params.SMALL_TASK // per))
-        if min(m, n) <= params.NARROW and per >= params.NARROW_MIN_WORK:
-            return _plan_narrow(a, b, out, m, n, size)
-        if per <= params.SMALL_PRODUCT:
+            return kind, (a, b, out, max(1, p.SMALL_TASK // per))
+        if min(m, n) <= p.NARROW and per >= p.NARROW_MIN_WORK:
+            return _plan_narrow(a, b, out, m, n, size, p)
+        if per <= p.SMALL_PRODUCT:
             # small products (one, or a batch): whole products, several per
             # task, no packing (32^3: 4 us unpacked, 11 us packed)
-            kind, args = _slab(a, b, out, n, max(1, params.SMALL_TASK // per), size)
-            if work <= params.SERIAL_WORK or nth == 1:
+            kind, args = _slab(a, b, out, n, max(1, p.SMALL_TASK // per), size)
+            if work <= p.SERIAL_WORK or nth == 1:
                 kind = "slab_serial"
             return kind, args
-        blk = params.AUTO_BLOCKING[dt]
-        if work <= params.SERIAL_WORK or nth == 1:
+        blk = p.AUTO_BLOCKING[dt]
+        if work <= p.SERIAL_WORK or nth == 1:
             return "auto_serial", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
-        if kk >= params.SPLITK_MIN_K and m * n <= params.SPLITK_MAX_MN and kk >= 4 * max(m, n):
-            return "auto_splitk", (a, b, out, params.SPLITK_CHUNK, (blk.mc, blk.nc, blk.kc))
+        if kk >= p.SPLITK_MIN_K and m * n <= p.SPLITK_MAX_MN and kk >= 4 * max(m, n):
+            return "auto_splitk", (a, b, out, p.SPLITK_CHUNK, (blk.mc, blk.nc, blk.kc))
         if nbatch >= 2 * nth:
             return "auto_batch", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
-        if per <= params.SLABS_WORK and n >= nth * params.SLABS_MIN_COLUMNS:
+        if per <= p.SLABS_WORK and n >= nth * p.SLABS_MIN_COLUMNS:
             return "auto_slabs", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
         return "auto_parallel", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
 
