@@ -38,7 +38,6 @@ JIT = dict(cache=True, fastmath=FASTMATH, nogil=True)
 # Placeholders: replaced in each specialised copy (see ``specialise``).
 MR = 8
 NR = 32
-_tile_kernel = _block_packed = None
 
 
 # --------------------------------------------------------------------------
@@ -251,13 +250,12 @@ def _pack_b(b, bi, p0, kb, j0, cols, bp):
 
 
 def _block(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp, direct):
-    """out[i0:i0+mb, panels jp_lo..jp_hi of the j0 block] (+)= A-block @ packed B, A packed
-    first (``direct``: see :func:`_block_regs`; this portable version always packs A). Each
-    tile by ``_tile_kernel`` (:func:`_tile_portable` or :func:`_tile_regs`, see ``specialise``)."""
+    """out[i0:i0+mb, panels jp_lo..jp_hi of the j0 block] (+)= A-block @ packed B (``direct``:
+    see :func:`_block_regs`; this portable version always packs A)."""
     ap = np.empty(((mb + MR - 1) // MR) * MR * kb, a.dtype)
     _pack_a(a, bi, i0, mb, p0, kb, ap)
-    acc = np.zeros((MR, NR), out.dtype)
-    load = p0 != 0  # continue the running sums: same rounding as one K loop
+    acc = np.empty((MR, NR), out.dtype)
+    z = _zero(a[0, 0, 0])
     for jp in range(jp_lo, jp_hi):
         jj = jp * NR
         cols = min(NR, nb - jj)
@@ -266,39 +264,33 @@ def _block(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp, direct):
             rows = min(MR, mb - ip)
             r0 = i0 + ip
             c0 = j0 + jj
-            _tile_kernel(ap[ip * kb : (ip + MR) * kb], 0, 1, MR, rows, bpan, cols, out, bi, r0, c0, kb, load, acc)
-
-
-def _tile_portable(src, aoff, sai, sap, rows, bpan, cols, out, bi, r0, c0, kb, load, acc):
-    """:func:`_tile_regs` by the portable micro-kernel :func:`_micro` (complex): ``src`` a packed
-    panel (``aoff, sai, sap`` = 0, 1, MR), the tile always through ``acc``."""
-    z = _zero(src[0])
-    if rows == MR and cols == NR:
-        # full tile: constant bounds, so the copies vectorise too
-        if load:
-            for r in range(MR):
-                for c in range(NR):
-                    acc[r, c] = out[bi, r0 + r, c0 + c]
-        else:
-            for r in range(MR):
-                for c in range(NR):
-                    acc[r, c] = z
-        _micro(src, bpan, acc, kb)
-        for r in range(MR):
-            for c in range(NR):
-                out[bi, r0 + r, c0 + c] = acc[r, c]
-    else:
-        for r in range(MR):
-            for c in range(NR):
-                acc[r, c] = z
-        if load:
-            for r in range(rows):
-                for c in range(cols):
-                    acc[r, c] = out[bi, r0 + r, c0 + c]
-        _micro(src, bpan, acc, kb)
-        for r in range(rows):
-            for c in range(cols):
-                out[bi, r0 + r, c0 + c] = acc[r, c]
+            if rows == MR and cols == NR:
+                # full tile: constant bounds, so the copies vectorise too
+                if p0 == 0:
+                    for r in range(MR):
+                        for c in range(NR):
+                            acc[r, c] = z
+                else:
+                    # continue the running sums: same rounding as one K loop
+                    for r in range(MR):
+                        for c in range(NR):
+                            acc[r, c] = out[bi, r0 + r, c0 + c]
+                _micro(ap[ip * kb : (ip + MR) * kb], bpan, acc, kb)
+                for r in range(MR):
+                    for c in range(NR):
+                        out[bi, r0 + r, c0 + c] = acc[r, c]
+            else:
+                for r in range(MR):
+                    for c in range(NR):
+                        acc[r, c] = z
+                if p0 != 0:
+                    for r in range(rows):
+                        for c in range(cols):
+                            acc[r, c] = out[bi, r0 + r, c0 + c]
+                _micro(ap[ip * kb : (ip + MR) * kb], bpan, acc, kb)
+                for r in range(rows):
+                    for c in range(cols):
+                        out[bi, r0 + r, c0 + c] = acc[r, c]
 
 
 def _ir_mac(builder, dt):
@@ -490,17 +482,42 @@ def _micro_regs(typingctx, ap, aoff, sai, sap, bp, c, coff, ldc, kc, load, mr, n
 
 
 def _block_regs(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp, direct):
-    """:func:`_block` with the register micro-kernel (:func:`_tile_regs`), working on ``out`` in place.
+    """As :func:`_block`, with the register micro-kernel working on ``out`` in place.
 
     ``direct``: read A's rows where they lie, one MR-row panel against every packed panel of B
     in turn (B's block stays in L2, the panel's rows in L1), instead of packing the A block
     first: for few columns and a long K (split-K chunks) packing A costs as much as a quarter
     of the multiply-adds. Needs A unit-stride along K; a last panel of fewer rows is packed."""
+    M = out.shape[1]
+    N = out.shape[2]
     isz = a.itemsize
     if direct and a.strides[2] == isz and a.strides[1] % isz == 0 and a.strides[0] % isz == 0:
         _block_direct(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp)
         return
-    _block_packed(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp, False)
+    ap = np.empty(((mb + MR - 1) // MR) * MR * kb, a.dtype)
+    _pack_a(a, bi, i0, mb, p0, kb, ap)
+    acc = np.zeros((MR, NR), out.dtype)
+    load = p0 != 0  # continue the running sums: same rounding as one K loop
+    for jp in range(jp_lo, jp_hi):
+        jj = jp * NR
+        cols = min(NR, nb - jj)
+        bpan = bp[jj * kb : (jj + NR) * kb]
+        for ip in range(0, mb, MR):
+            rows = min(MR, mb - ip)
+            r0 = i0 + ip
+            c0 = j0 + jj
+            apan = ap[ip * kb : (ip + MR) * kb]
+            if rows == MR and cols == NR:
+                _micro_regs(apan, 0, 1, MR, bpan, out, (bi * M + r0) * N + c0, N, kb, load, MR, NR)
+            else:  # edge tile: through a private MR x NR buffer
+                if load:
+                    for r in range(rows):
+                        for c in range(cols):
+                            acc[r, c] = out[bi, r0 + r, c0 + c]
+                _micro_regs(apan, 0, 1, MR, bpan, acc, 0, NR, kb, load, MR, NR)
+                for r in range(rows):
+                    for c in range(cols):
+                        out[bi, r0 + r, c0 + c] = acc[r, c]
 
 
 def _block_direct(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp):
@@ -523,32 +540,25 @@ def _block_direct(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp):
 def _panel_direct(src, aoff, sai, sap, rows, out, bi, r0, j0, nb, jp_lo, jp_hi, p0, kb, bp, acc):
     """One MR-row panel of A (element (i, p) at ``src[aoff + i*sai + p*sap]``) against packed
     panels ``jp_lo..jp_hi`` of B."""
+    M = out.shape[1]
+    N = out.shape[2]
     load = p0 != 0
     for jp in range(jp_lo, jp_hi):
         jj = jp * NR
         cols = min(NR, nb - jj)
         c0 = j0 + jj
-        _tile_regs(src, aoff, sai, sap, rows, bp[jj * kb : (jj + NR) * kb], cols, out, bi, r0, c0, kb, load, acc)
-
-
-def _tile_regs(src, aoff, sai, sap, rows, bpan, cols, out, bi, r0, c0, kb, load, acc):
-    """``out[bi, r0:r0+rows, c0:c0+cols] (+)=`` an MR-row panel of A (element (i, p) at
-    ``src[aoff + i*sai + p*sap]``) @ one packed panel of B, by the register micro-kernel: a full
-    tile in place, an edge tile through the private MR x NR buffer ``acc``. Inlined (Numba IR)
-    into :func:`_block_regs` and :func:`_panel_direct`: no call per tile."""
-    if rows == MR and cols == NR:
-        M = out.shape[1]
-        N = out.shape[2]
-        _micro_regs(src, aoff, sai, sap, bpan, out, (bi * M + r0) * N + c0, N, kb, load, MR, NR)
-    else:
-        if load:
+        bpan = bp[jj * kb : (jj + NR) * kb]
+        if rows == MR and cols == NR:
+            _micro_regs(src, aoff, sai, sap, bpan, out, (bi * M + r0) * N + c0, N, kb, load, MR, NR)
+        else:
+            if load:
+                for r in range(rows):
+                    for c in range(cols):
+                        acc[r, c] = out[bi, r0 + r, c0 + c]
+            _micro_regs(src, aoff, sai, sap, bpan, acc, 0, NR, kb, load, MR, NR)
             for r in range(rows):
                 for c in range(cols):
-                    acc[r, c] = out[bi, r0 + r, c0 + c]
-        _micro_regs(src, aoff, sai, sap, bpan, acc, 0, NR, kb, load, MR, NR)
-        for r in range(rows):
-            for c in range(cols):
-                out[bi, r0 + r, c0 + c] = acc[r, c]
+                    out[bi, r0 + r, c0 + c] = acc[r, c]
 
 
 def _one_serial(a, b, out, bi, mc, nc, kc, direct=False):
@@ -675,16 +685,10 @@ def specialise(mr: int, nr: int, regs: bool) -> dict:
     g["NR"] = nr
     suffix = f"_mr{mr}_nr{nr}" + ("_regs" if regs else "")
     g["_micro"] = numba.njit(pipeline_class=_NoAliasCompiler, **JIT)(_copy("_micro", g, suffix))
-    # the tile loop of a packed A block (``_block``) is one source: its tile kernel is frozen per copy
-    tile = "_tile_regs" if regs else "_tile_portable"
-    g[tile] = g["_tile_kernel"] = numba.njit(inline="always", **JIT)(_copy(tile, g, suffix))
-    for name in ("_pack_a", "_pack_b", "_panel_direct", "_block_direct"):
+    for name in ("_pack_a", "_pack_b", "_panel_direct", "_block_direct", "_block_regs", "_block"):
         g[name] = numba.njit(**JIT)(_copy(name, g, suffix))
-    g["_block_packed"] = numba.njit(**JIT)(_copy("_block", g, suffix, "_block_packed"))
     if regs:
-        g["_block"] = numba.njit(**JIT)(_copy("_block_regs", g, suffix))
-    else:
-        g["_block"] = g["_block_packed"]
+        g["_block"] = g["_block_regs"]
     for name in ("_columns", "_one_serial", "_auto_chunk"):
         g[name] = numba.njit(**JIT)(_copy(name, g, suffix))
     drivers = {name: _copy(name, g, suffix) for name in AUTO_DRIVERS if name != "auto_splitk"}
