@@ -122,14 +122,10 @@ class DeviceSettings:
     def setting(self, family: str, name: str, default_name: str | None = None) -> Setting:
         """The entry for ``name`` in ``family`` from the most specific device that has it (or,
         at each device, ``default_name`` of the family: regblock's ``other`` dtype)."""
-        sections = database()["settings"]
-        for node in self.chain:
-            entries = sections.get(node, {}).get(family, {})
-            for key in (name, default_name):
-                if key is not None and key in entries:
-                    e = entries[key]
-                    return Setting(node, family, key, e["value"], e.get("why", ""), e.get("evidence", {}))
-        raise KeyError(f"the device database has no {family}.{name} for {' -> '.join(self.chain)}")
+        found = next(self.candidates(family, name, default_name), None)
+        if found is None:
+            raise KeyError(f"the device database has no {family}.{name} for {' -> '.join(self.chain)}")
+        return found
 
     def candidates(self, family: str, name: str, default_name: str | None = None):
         """Every entry for ``name`` along the chain, the most specific first (a caller that must
