@@ -660,34 +660,11 @@ def auto_slabs(a, b, out, mc, nc, kc, nth):
             _columns(a, b, out, bi, j0, j1, mc, j1 - j0, kc, DIRECT_A)
 
 
-def auto_splitk(a, b, out, mc, nc, kc, ks):
-    """Deep K: K cut into chunks of ``ks`` computed in parallel, then summed.
-
-    Each chunk's product goes to its own buffer; the buffers are added in
-    chunk order, so the result depends on ``ks`` (a shape rule, not the
-    thread count or timing): split-K with a deterministic reduction.
-    """
-    nb = a.shape[0]
-    M = a.shape[1]
-    K = a.shape[2]
-    N = b.shape[2]
-    nch = (K + ks - 1) // ks
-    part = np.empty((nch, nb, M, N), out.dtype)
-    for c in prange(nch):
-        k0 = c * ks
-        k1 = min(K, k0 + ks)
-        ac = a[:, :, k0:k1]
-        bc = b[:, k0:k1, :]
-        for bi in range(nb):
-            _one_serial(ac, bc, part[c], bi, mc, nc, kc, DIRECT_A)
-    for t in prange(nb * M):
-        bi = t // M
-        i = t - bi * M
-        for j in range(N):
-            s = part[0, bi, i, j]
-            for c in range(1, nch):
-                s = _add(s, part[c, bi, i, j])
-            out[bi, i, j] = s
+def _auto_chunk(a, b, out, mc, nc, kc):
+    """Every product of one chunk of K on one thread, A read in place (:data:`DIRECT_A`): the
+    packed kernel's part of :func:`split_k_driver`."""
+    for bi in range(a.shape[0]):
+        _one_serial(a, b, out, bi, mc, nc, kc, DIRECT_A)
 
 
 AUTO_DRIVERS = ("auto_serial", "auto_batch", "auto_parallel", "auto_slabs", "auto_splitk")
@@ -700,29 +677,35 @@ def specialise(mr: int, nr: int, regs: bool) -> dict:
     portable loop one (complex).  Each copy gets its own globals (so Numba
     sees the constants) and its own qualified name (so on-disk cache entries
     of different tiles never mix).  Returns the plain Python driver
-    functions, ready to be jitted.
+    functions, ready to be jitted; ``auto_splitk`` is :func:`split_k_driver` over
+    :func:`_auto_chunk`, its sum in parallel.
     """
     g = dict(globals())
     g["MR"] = mr
     g["NR"] = nr
     suffix = f"_mr{mr}_nr{nr}" + ("_regs" if regs else "")
-
-    def copy(name):
-        f = globals()[name]
-        fn = _pytypes.FunctionType(f.__code__, g, name, f.__defaults__, f.__closure__)
-        fn.__qualname__ = name + suffix
-        fn.__module__ = f.__module__
-        fn.__doc__ = f.__doc__
-        return fn
-
-    g["_micro"] = numba.njit(pipeline_class=_NoAliasCompiler, **JIT)(copy("_micro"))
+    g["_micro"] = numba.njit(pipeline_class=_NoAliasCompiler, **JIT)(_copy("_micro", g, suffix))
     for name in ("_pack_a", "_pack_b", "_panel_direct", "_block_direct", "_block_regs", "_block"):
-        g[name] = numba.njit(**JIT)(copy(name))
+        g[name] = numba.njit(**JIT)(_copy(name, g, suffix))
     if regs:
         g["_block"] = g["_block_regs"]
-    g["_columns"] = numba.njit(**JIT)(copy("_columns"))
-    g["_one_serial"] = numba.njit(**JIT)(copy("_one_serial"))
-    return {name: copy(name) for name in AUTO_DRIVERS}
+    for name in ("_columns", "_one_serial", "_auto_chunk"):
+        g[name] = numba.njit(**JIT)(_copy(name, g, suffix))
+    drivers = {name: _copy(name, g, suffix) for name in AUTO_DRIVERS if name != "auto_splitk"}
+    drivers["auto_splitk"] = split_k_driver("auto_splitk", g["_auto_chunk"], True, g, suffix)
+    return drivers
+
+
+def _copy(name: str, g: dict, suffix: str, as_name: str | None = None):
+    """The function ``name`` of this module with globals ``g``, named ``as_name`` (default ``name``)
+    plus ``suffix``: a copy of its own for Numba, with its own on-disk cache entries."""
+    f = globals()[name]
+    as_name = as_name or name
+    fn = _pytypes.FunctionType(f.__code__, g, as_name, f.__defaults__, f.__closure__)
+    fn.__qualname__ = as_name + suffix
+    fn.__module__ = f.__module__
+    fn.__doc__ = f.__doc__
+    return fn
 
 
 # --------------------------------------------------------------------------
@@ -803,13 +786,18 @@ def _slab(a, b, out, bi, j0, j1, acc):
             out[bi, i, j0 + jj] = acc[i, jj]
 
 
-def slab_serial(a, b, out, js, bs):
-    """Whole products one after another on one thread: the low-latency path."""
+def slab_serial(a, b, out, js, bs=0):
+    """Whole products one after another on one thread, slab by slab of ``js`` columns: the
+    low-latency path (``bs`` unused), and, jitted as :data:`_slabs`, the slab kernel's part of
+    :func:`split_k_driver`."""
     N = b.shape[2]
     acc = np.empty((a.shape[1], min(js, N)), out.dtype)
     for bi in range(a.shape[0]):
         for j0 in range(0, N, js):
             _slab(a, b, out, bi, j0, min(N, j0 + js), acc)
+
+
+_slabs = numba.njit(**JIT)(slab_serial)
 
 
 def slab_parallel(a, b, out, js, bs):
@@ -828,45 +816,6 @@ def slab_parallel(a, b, out, js, bs):
             bi = u // nsl
             j0 = (u - bi * nsl) * js
             _slab(a, b, out, bi, j0, min(N, j0 + js), acc)
-
-
-def slab_splitk(a, b, out, js, ks):
-    """Vector-matrix products with long K: K cut into chunks of ``ks`` rows of
-    B, one task each, so every thread streams whole rows of B (one contiguous
-    range of memory) instead of column slabs of every row; each chunk's
-    partial product (``js``-wide slabs, in L1/L2) goes to its own buffer and
-    the buffers are added in chunk order (a result that depends on the shape
-    only, as in :func:`auto_splitk`)."""
-    nb = a.shape[0]
-    M = a.shape[1]
-    K = a.shape[2]
-    N = b.shape[2]
-    nch = (K + ks - 1) // ks
-    part = np.empty((nch, nb, M, N), out.dtype)
-    for c in prange(nch):
-        k0 = c * ks
-        k1 = min(K, k0 + ks)
-        ac = a[:, :, k0:k1]
-        bc = b[:, k0:k1, :]
-        acc = np.empty((M, min(js, N)), out.dtype)
-        pc = part[c]
-        for bi in range(nb):
-            for j0 in range(0, N, js):
-                _slab(ac, bc, pc, bi, j0, min(N, j0 + js), acc)
-    nsl = (N + js - 1) // js
-    # serial sum of the partial rows (M <= 8 rows: tens of microseconds; a
-    # second parallel launch costs about as much on a quiet machine)
-    for t in range(nb * M * nsl):
-        bi = t // (M * nsl)
-        r = t - bi * M * nsl
-        i = r // nsl
-        j0 = (r - i * nsl) * js
-        orow = _unit(out[bi, i, j0 : min(N, j0 + js)])
-        orow[:] = part[0, bi, i, j0 : min(N, j0 + js)]
-        for c in range(1, nch):
-            prow = _unit(part[c, bi, i, j0 : min(N, j0 + js)])
-            for j in range(orow.shape[0]):
-                orow[j] = _add(orow[j], prow[j])
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
@@ -1079,8 +1028,9 @@ def _small_one(a, b, out, bi, sa0, sa1, sa2, sb0, sb1, sc0, sc1):
         _small_cols(a, ao, sa1, sa2, b, bo, sb1, out, co, sc1, K, N, 1)
 
 
-def small_serial(a, b, out, bs):
-    """Small products one after another on one thread (``bs`` unused)."""
+def _small_products(a, b, out, bs=0):
+    """Small products one after another on one thread (``bs`` unused): ``small_serial``, and the
+    small kernel's part of :func:`split_k_driver` (the products of one chunk of K)."""
     sz = a.itemsize
     sa0, sa1, sa2 = a.strides[0] // sz, a.strides[1] // sz, a.strides[2] // sz
     sb0, sb1 = b.strides[0] // sz, b.strides[1] // sz
@@ -1101,54 +1051,75 @@ def small_parallel(a, b, out, bs):
             _small_one(a, b, out, bi, sa0, sa1, sa2, sb0, sb1, sc0, sc1)
 
 
-def small_splitk(a, b, out, ks):
-    """Small outputs, deep K: chunks of ``ks`` along K, one task each (the
-    chunk's rows of B, ``ks x N``, stay in L2 while every row tile reuses
-    them), partial products summed in chunk order (deterministic: the
-    result depends on the shape only, as in :func:`auto_splitk`)."""
-    sz = a.itemsize
-    sa0, sa1, sa2 = a.strides[0] // sz, a.strides[1] // sz, a.strides[2] // sz
-    sb0, sb1 = b.strides[0] // sz, b.strides[1] // sz
-    nb = a.shape[0]
-    M = a.shape[1]
-    K = a.shape[2]
-    N = b.shape[2]
-    nch = (K + ks - 1) // ks
-    part = np.empty((nch, nb, M, N), out.dtype)
-    for c in prange(nch):
-        k0 = c * ks
-        k1 = min(K, k0 + ks)
-        ac = a[:, :, k0:k1]
-        bc = b[:, k0:k1, :]
-        for bi in range(nb):
-            _small_one(ac, bc, part[c], bi, sa0, sa1, sa2, sb0, sb1, M * N, N)
-    # the sum of a few small partial products: serial (a second parallel
-    # launch cost more than it saves, and on a busy machine far more)
-    for t in range(nb * M):
-        bi = t // M
-        i = t - bi * M
-        for j in range(N):
-            s = part[0, bi, i, j]
-            for c in range(1, nch):
-                s = _add(s, part[c, bi, i, j])
-            out[bi, i, j] = s
-
-
 def specialise_small(mr0: int, nr: int) -> dict:
     """Copies of the small-product drivers with ``mr0`` rows and ``nr`` columns (two vectors)
-    per tile frozen: one set per dtype and vector width."""
+    per tile frozen: one set per dtype and vector width. ``small_splitk`` is :func:`split_k_driver`
+    over :func:`_small_products` (chunks of K whose ``ks x N`` rows of B stay in L2 while every
+    row tile reuses them), its sum serial: a second parallel launch cost more than it saves on a
+    few small partial products, and on a busy machine far more."""
     g = dict(globals())
     g.update(SMR0=mr0, SNR=nr, SNRH=nr // 2)
     suffix = f"_mr{mr0}_nr{nr}_v{VBYTES}"
+    g["_small_cols"] = numba.njit(inline="always", **JIT)(_copy("_small_cols", g, suffix))
+    g["_small_one"] = numba.njit(**JIT)(_copy("_small_one", g, suffix))
+    g["_small_products"] = numba.njit(**JIT)(_copy("_small_products", g, suffix))
+    drivers = {"small_serial": _copy("_small_products", g, suffix, "small_serial")}
+    drivers["small_parallel"] = _copy("small_parallel", g, suffix)
+    drivers["small_splitk"] = split_k_driver("small_splitk", g["_small_products"], False, g, suffix)
+    return drivers
 
-    def copy(name):
-        f = globals()[name]
-        fn = _pytypes.FunctionType(f.__code__, g, name, f.__defaults__, f.__closure__)
-        fn.__qualname__ = name + suffix
-        fn.__module__ = f.__module__
-        fn.__doc__ = f.__doc__
-        return fn
 
-    g["_small_cols"] = numba.njit(inline="always", **JIT)(copy("_small_cols"))
-    g["_small_one"] = numba.njit(**JIT)(copy("_small_one"))
-    return {name: copy(name) for name in ("small_serial", "small_parallel", "small_splitk")}
+# --------------------------------------------------------------------------
+# split-K: K cut into chunks computed in parallel, summed in chunk order
+
+
+# Placeholders: replaced in each copy of the template (see ``split_k_driver``).
+_chunk_product = None
+_sum_range = range
+
+
+def _split_k(a, b, out, ks, params):
+    """``out = a @ b`` with K cut into chunks of ``ks``: each chunk's partial product goes to
+    a scratch buffer of its own (``_chunk_product(a_chunk, b_chunk, buffer, *params)``, one task
+    per chunk), then the buffers are added in chunk order (:func:`_sum_chunks`). The chunks are
+    a shape rule, so the result depends on the shape only, never on the thread count or timing.
+    A template: :func:`split_k_driver` sets ``_chunk_product`` and ``_sum_range`` per kernel family."""
+    nb, M, K = a.shape
+    nch = (K + ks - 1) // ks
+    part = np.empty((nch, nb, M, b.shape[2]), out.dtype)
+    for c in prange(nch):
+        k0 = c * ks
+        k1 = min(K, k0 + ks)
+        _chunk_product(a[:, :, k0:k1], b[:, k0:k1, :], part[c], *params)
+    for t in _sum_range(nb * M):
+        _sum_chunks(part, out, t // M, t % M)
+
+
+@numba.njit(**JIT)
+def _sum_chunks(part, out, bi, i):
+    """``out[bi, i]`` = the chunks' rows ``part[:, bi, i]`` added in chunk order, element by
+    element (vectorised along the row; the order of each element's sum is fixed)."""
+    orow = _unit(out[bi, i])
+    orow[:] = part[0, bi, i]
+    for c in range(1, part.shape[0]):
+        prow = part[c, bi, i]
+        for j in range(orow.shape[0]):
+            orow[j] = _add(orow[j], prow[j])
+
+
+def split_k_driver(name: str, chunk_product, parallel_sum: bool, g: dict | None = None, suffix: str = ""):
+    """The split-K driver ``name(a, b, out, ks, params)`` of one kernel family, not yet jitted:
+    :func:`_split_k` over ``chunk_product`` (a jitted serial kernel of the family: ``a``, ``b``,
+    ``out`` of one chunk of K, then ``*params``), summing in parallel or on one thread (where a
+    second parallel launch costs more than the sum). ``g``: the family's globals."""
+    g = dict(globals() if g is None else g)
+    g["_chunk_product"] = chunk_product
+    g["_sum_range"] = prange if parallel_sum else range
+    return _copy("_split_k", g, suffix, name)
+
+
+#: Vector-matrix products with long K: chunks of ``ks`` rows of B, one task each, so every thread
+#: streams whole rows of B (one contiguous range of memory) instead of column slabs of every row,
+#: each chunk's partial product in ``js``-wide slabs (L1/L2; ``params = (js,)``); summed on one
+#: thread (M <= 8 rows: tens of microseconds; a second parallel launch costs about as much).
+slab_splitk = split_k_driver("slab_splitk", _slabs, False)

@@ -156,7 +156,7 @@ def _plan_narrow(a, b, out, m, n, size, p):
             b = np.ascontiguousarray(b)
         ks = max(p.NARROW_SPLITK_CHUNK, -(-kk // p.NARROW_SPLITK_PARTS))
         js = max(p.NARROW_SLAB, p.NARROW_SPLITK_ACC // (m * size))
-        return "slab_splitk", (a, b, out, js, ks)
+        return "slab_splitk", (a, b, out, ks, (js,))
     return _slab(a, b, out, p.NARROW_SLAB, 1, size)
 
 
@@ -177,6 +177,14 @@ def _transposed(a, b, out):
 #: time, as the compute-bound kernels are, slab_splitk took 2.1-2.2 ms on gevm-4096 float32
 #: against 1.6-1.7 ms static (2 threads, 2026-11-23); gemv-4096 float32 0.85-0.89x -> 0.91-0.95x.
 _STATIC = frozenset({"slab_splitk", "dot_parallel"})
+
+#: The split-K drivers' arguments after ``(a, b, out)`` (``_kernels.split_k_driver``): the chunk
+#: size ``ks``, then a tuple of the family's chunk-kernel parameters.
+_SPLITK_EXTRA = {
+    "auto_splitk": (types.int64, types.UniTuple(types.int64, 3)),  # (mc, nc, kc)
+    "slab_splitk": (types.int64, types.UniTuple(types.int64, 1)),  # (js,)
+    "small_splitk": (types.int64, types.Tuple(())),
+}
 
 #: What each kernel kind of :meth:`CPUBackend._plan` is, in words (``polymm explain``).
 _PATH_WORDS = (
@@ -243,8 +251,10 @@ class CPUBackend(Backend):
             extra, sig = (i8,), _sig_any_out
         elif kind in ("naive_serial", "naive_parallel"):
             py, extra = getattr(k, kind), ()
-        elif kind in ("slab_serial", "slab_parallel", "slab_splitk"):
+        elif kind in ("slab_serial", "slab_parallel"):
             py, extra, sig = getattr(k, kind), (i8, i8), _sig_any_out
+        elif kind == "slab_splitk":
+            py, extra, sig = k.slab_splitk, _SPLITK_EXTRA[kind], _sig_any_out
         elif kind == "tiny_2d":
             py, extra, sig = k.tiny_2d, (), _sig_2d
         elif kind == "dot_parallel":
@@ -260,6 +270,7 @@ class CPUBackend(Backend):
                     spec = k.specialise(*key)
                 self._specs[key] = spec
             py, extra = spec[kind], (i8, i8, i8, i8)
+        extra = _SPLITK_EXTRA.get(kind, extra)
         parallel = not kind.endswith("serial") and kind != "tiny_2d"
         fn = _jit(py, sig(dtype, *extra), parallel, k.JIT)
         # the compiled entry point skips the dispatcher's type checks (about
@@ -427,7 +438,7 @@ class CPUBackend(Backend):
                 b = np.ascontiguousarray(b)
             if kk > p.SMALL_K:
                 # deep K: chunks of K in parallel, summed in chunk order
-                return "small_splitk", (a, b, out, p.SPLITK_CHUNK)
+                return "small_splitk", (a, b, out, p.SPLITK_CHUNK, ())
             parallel = work > p.SMALL_SERIAL_WORK and nth > 1
             kind = "small_parallel" if parallel else "small_serial"
             return kind, (a, b, out, max(1, p.SMALL_TASK // per))
@@ -444,7 +455,7 @@ class CPUBackend(Backend):
         if work <= p.SERIAL_WORK or nth == 1:
             return "auto_serial", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
         if kk >= p.SPLITK_MIN_K and m * n <= p.SPLITK_MAX_MN and kk >= 4 * max(m, n):
-            return "auto_splitk", (a, b, out, blk.mc, blk.nc, blk.kc, p.SPLITK_CHUNK)
+            return "auto_splitk", (a, b, out, p.SPLITK_CHUNK, (blk.mc, blk.nc, blk.kc))
         if nbatch >= 2 * nth:
             return "auto_batch", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
         if per <= p.SLABS_WORK and n >= nth * p.SLABS_MIN_COLUMNS:
