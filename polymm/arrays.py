@@ -271,6 +271,17 @@ def _classify(x) -> ArrayKind | None:
     return None
 
 
+def refused_subclass(x) -> str | None:
+    """Why an array of a NumPy subclass whose product means something else is refused, or None:
+    ``numpy.matrix`` (its ``*`` is the product, results stay 2-D) and masked arrays (polymm would
+    compute with the masked values, the mask dropped)."""
+    if isinstance(x, np.matrix):
+        return "a numpy.matrix (its products keep matrix rules); convert it with numpy.asarray(x)"
+    if isinstance(x, np.ma.MaskedArray):
+        return "a numpy masked array, whose mask polymm would ignore; fill it first (x.filled(0)) or use numpy.ma.dot"
+    return None
+
+
 def unowned_reason(x) -> str:
     """Why no adapter took ``x`` (an adapter for its module that failed), or ''."""
     top = type(x).__module__.partition(".")[0]

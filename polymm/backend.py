@@ -110,6 +110,12 @@ class BackendUnavailable(RuntimeError):
     """Raised by a backend factory when it cannot run here; the message is the reason."""
 
 
+class DeviceMemoryError(MemoryError):
+    """A buffer the device cannot give: larger than the most it allocates at once, or more than
+    it has free; the message names the device, the bytes asked for and the limit.  Backends raise
+    it in place of their driver's own allocation errors."""
+
+
 class SizeLimitError(ValueError):
     """A product too large for the algorithm asked for on this device (the ``image`` kernel's
     image size limits); the message names device, dtype and limit.  ``"auto"`` never raises it."""

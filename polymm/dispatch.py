@@ -16,7 +16,16 @@ import math
 import numpy as np
 
 from . import promotion
-from .arrays import DLPACK, PLAIN_TYPES, is_dask_array, kind_for_dlpack_device, kind_named, kind_of, unowned_reason
+from .arrays import (
+    DLPACK,
+    PLAIN_TYPES,
+    is_dask_array,
+    kind_for_dlpack_device,
+    kind_named,
+    kind_of,
+    refused_subclass,
+    unowned_reason,
+)
 from .backend import is_bfloat16
 from .precision import current as current_precision
 from .precision import use_precision
@@ -49,6 +58,10 @@ def _kind_of(x1, x2):
             why = unowned_reason(x)
             hint += f" (its library's polymm adapter failed: {why})" if why else ""
             raise TypeError(f"polymm.matmul: {which} must be an array, got {_describe(x)}{hint}")
+        if type(x) is not np.ndarray:
+            refused = refused_subclass(x)
+            if refused:
+                raise TypeError(f"polymm.matmul: {which} is {refused}")
     if k1 is not k2 or (k1 is DLPACK and type(x1) is not type(x2)):
         raise TypeError(
             f"polymm.matmul: x1 and x2 come from different array libraries "
@@ -234,6 +247,9 @@ def _plain_operand(x, size, is_x1):
 
 
 def _check_out(out, kind, result_shape, dtype):
+    refused = refused_subclass(out) if type(out) is not np.ndarray else None
+    if refused:
+        raise TypeError(f"polymm.matmul: out is {refused}")
     if kind_of(out) is not kind:
         raise TypeError(f"polymm.matmul: out must be a {kind.name} array like the inputs, got {_describe(out)}")
     if tuple(out.shape) != result_shape:

@@ -33,8 +33,11 @@ _scoped: contextvars.ContextVar[str] = contextvars.ContextVar("polymm_precision"
 
 
 def check_precision(name) -> str:
-    """``name`` if it is a mode, else a ``ValueError`` listing the valid ones."""
+    """``name`` if it is a mode, else a ``ValueError`` listing the valid ones (a ``TypeError``
+    for what is not a string)."""
     if name not in PRECISIONS:
+        if not isinstance(name, str):
+            raise TypeError(f"polymm: a precision mode is a string, got {type(name).__name__} {name!r}")
         raise ValueError(f"unknown polymm precision {name!r}; choose one of {', '.join(map(repr, PRECISIONS))}")
     return name
 

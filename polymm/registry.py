@@ -286,13 +286,22 @@ def _known() -> str:
     return ", ".join(sorted(_registry())) or "(none)"
 
 
+#: The project's own backend packages, by the backend name each registers: what an unknown
+#: name is told to install (a core-only install knows only ``cpu``).
+FIRST_PARTY = {"opencl": "polymm-opencl", "cuda": "polymm-cuda"}
+
+
 def get_backend(name: str):
     """The backend instance named ``name``, or a clear error (unknown / unavailable)."""
     entry = (_entries or _registry()).get(name)
     if entry is not None and entry.instance is not None:  # the hot path: already made
         return entry.instance
     if entry is None:
-        raise ValueError(f"unknown polymm backend {name!r}; known backends: {_known()}")
+        if not isinstance(name, str):
+            raise TypeError(f"polymm: a backend is named by a string, got {type(name).__name__} {name!r}")
+        plugin = FIRST_PARTY.get(name)
+        hint = f"; {name!r} is provided by the {plugin} package: pip install {plugin}" if plugin else ""
+        raise ValueError(f"unknown polymm backend {name!r}; known backends: {_known()}{hint}")
     backend = entry.resolve()
     if backend is None:
         raise BackendUnavailable(f"polymm backend {name!r} is unavailable: {entry.error}")
@@ -361,8 +370,11 @@ def scoped_backend() -> str | None:
 
 
 def check_algorithm(impl, name: str, algorithm: str) -> None:
-    """A ``ValueError`` listing ``impl``'s algorithms unless it offers ``algorithm``."""
+    """A ``ValueError`` listing ``impl``'s algorithms unless it offers ``algorithm`` (a
+    ``TypeError`` unless it is a string)."""
     if algorithm not in impl.algorithms:
+        if not isinstance(algorithm, str):
+            raise TypeError(f"polymm.matmul: algorithm must be a string, got {type(algorithm).__name__} {algorithm!r}")
         raise ValueError(
             f"polymm.matmul: backend {name!r} has no algorithm {algorithm!r}; "
             f"choose one of {', '.join(map(repr, impl.algorithms))}"

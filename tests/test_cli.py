@@ -18,7 +18,23 @@ def test_info_lists_backends():
     assert infos["cpu"]["available"] and "auto" in infos["cpu"]["algorithms"]
     assert "float32" in infos["cpu"]["dtypes"] and infos["cpu"]["devices"]
     table = polymm_cli("info")
-    assert table.returncode == 0 and "cpu" in table.stdout
+    assert table.returncode == 0 and "cpu: available" in table.stdout
+
+
+def test_info_reads_well_piped_at_80_columns():
+    """Piped (as here), each line fits 80 columns and no word is cut: every word of a backend's
+    dtypes and device lines stands whole in the output."""
+    out = polymm_cli("info").stdout
+    assert out and max(map(len, out.splitlines())) <= 80
+    words = set(out.split())
+    assert {"float32,", "complex128,", "auto"} <= words
+
+
+def test_version():
+    import polymm
+
+    proc = polymm_cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"polymm {polymm.__version__}"
 
 
 def test_bench_json_checks_and_measures(tmp_path):

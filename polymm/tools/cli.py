@@ -9,8 +9,10 @@ import sys
 
 
 def _info(args) -> int:
-    from rich.console import Console
-    from rich.table import Table
+    """Each backend as a block of labelled lines, wrapped at the terminal's width (80 columns
+    when piped): a table of seven columns broke words mid-way in an 80-column terminal."""
+    import shutil
+    import textwrap
 
     import polymm
 
@@ -18,26 +20,26 @@ def _info(args) -> int:
     if args.json:
         print(json.dumps([i.as_dict() for i in infos], indent=2))
         return 0
-    table = Table(title=f"polymm {polymm.__version__} backends")
-    for column in ("backend", "available", "arrays", "algorithms", "dtypes", "faster precisions", "devices / reason"):
-        table.add_column(column, overflow="fold")
+    width = max(60, shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80)
+    lines = [f"polymm {polymm.__version__} backends"]
     for info in infos:
         served = f" (default for {', '.join(info.default_for)})" if info.default_for else ""
-        table.add_row(
-            info.name,
-            "[green]yes[/]" if info.available else "[red]no[/]",
-            info.array_library + served,
-            ", ".join(
-                f"{a} ({', '.join(info.algorithm_dtypes[a]) or 'not on this device'})"
-                if a in info.algorithm_dtypes
-                else a
-                for a in info.algorithms
-            ),
-            ", ".join(info.dtypes),
-            ", ".join(info.precisions) or "-",
-            "\n".join(info.devices) if info.available else (info.reason or ""),
+        algorithms = ", ".join(
+            f"{a} ({', '.join(info.algorithm_dtypes[a]) or 'not on this device'})" if a in info.algorithm_dtypes else a
+            for a in info.algorithms
         )
-    Console().print(table)
+        fields = [("arrays", info.array_library + served), ("algorithms", algorithms)]
+        if info.available:
+            fields += [("dtypes", ", ".join(info.dtypes)), ("precisions", ", ".join(info.precisions) or "-")]
+            fields += [("device", device) for device in info.devices]
+        else:
+            fields.append(("reason", info.reason or ""))
+        lines += ["", f"{info.name}: {'available' if info.available else 'unavailable'}"]
+        for label, text in fields:
+            lines += textwrap.wrap(
+                text, width, initial_indent=f"  {label:<11}", subsequent_indent=" " * 13, break_on_hyphens=False
+            ) or [f"  {label}"]
+    print("\n".join(lines))
     return 0
 
 
@@ -432,7 +434,10 @@ def _explain(args) -> int:
 
 
 def main(argv=None) -> int:
+    import polymm
+
     parser = argparse.ArgumentParser(prog="polymm", description="One matmul for every device.")
+    parser.add_argument("--version", action="version", version=f"polymm {polymm.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="list backends, availability (with reasons), devices, dtypes, algorithms")
     info.add_argument("--json", action="store_true", help="machine-readable output")

@@ -91,7 +91,10 @@ class CUDABackend(Backend):
         try:
             import cupy
         except Exception as exc:  # ImportError, or a broken CUDA toolkit under CuPy
-            raise BackendUnavailable(f"no CuPy: {type(exc).__name__}: {exc}") from None
+            raise BackendUnavailable(
+                f"no CuPy: {type(exc).__name__}: {exc} (install the build for your CUDA major version: "
+                "pip install cupy-cuda12x or cupy-cuda13x)"
+            ) from None
         try:
             count = cupy.cuda.runtime.getDeviceCount()
         except Exception as exc:

@@ -7,12 +7,14 @@ that costs little (the backend's ``from_numpy``); :data:`DRIVER_LOCK` serializes
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
 
 import numpy as np
 
 from polymm.arrays import ArrayKind
+from polymm.backend import DeviceMemoryError
 
 __all__ = ["OpenCLKind", "DRIVER_LOCK", "upload"]
 
@@ -122,7 +124,7 @@ class OpenCLKind(ArrayKind):
         for n in shape:
             nbytes *= n
         if nbytes == 0 or like.allocator is not None or not self._fast:
-            with DRIVER_LOCK:
+            with DRIVER_LOCK, allocating(queue, nbytes):
                 return self.cl_array.empty(queue, shape, dtype, allocator=like.allocator)
         if len(shape) == 2:
             strides = (shape[1] * dtype.itemsize, dtype.itemsize)
@@ -138,7 +140,8 @@ class OpenCLKind(ArrayKind):
                 from pyopencl.tools import ImmediateAllocator, MemoryPool
 
                 pool = self._pools[queue] = MemoryPool(ImmediateAllocator(queue))
-            data = pool(nbytes)
+            with allocating(queue, nbytes):
+                data = pool(nbytes)
         return self.cl_array.Array(
             None,
             shape,
@@ -229,6 +232,13 @@ def upload(queue, x: np.ndarray):
     strides, so a broadcast batch is not materialised; sparse or oddly
     aligned views are made contiguous first.
     """
+
+    with allocating(queue, x.nbytes):  # a span copy may take up to twice that: the driver says if not
+        return _copied_to(queue, x)
+
+
+def _copied_to(queue, x):
+    """:func:`upload`'s copy."""
     import pyopencl.array as cl_array
 
     size = x.dtype.itemsize
@@ -243,6 +253,34 @@ def upload(queue, x: np.ndarray):
     raw = np.ctypeslib.as_array((ctypes.c_uint8 * span).from_address(start + low))
     buffer = cl_array.to_device(queue, raw.copy())
     return cl_array.Array(queue, x.shape, x.dtype, strides=x.strides, data=buffer.data, offset=-low)
+
+
+#: The most each queue's device allocates in one buffer (``CL_DEVICE_MAX_MEM_ALLOC_SIZE``), asked once.
+_MAX_ALLOC: dict = {}
+
+
+@contextlib.contextmanager
+def allocating(queue, nbytes: int):
+    """Around a device allocation of ``nbytes``: more than the device gives in one buffer is
+    refused before the driver is asked (it answers ``INVALID_BUFFER_SIZE``), and the driver's
+    allocation failures become :class:`~polymm.backend.DeviceMemoryError`, naming the device."""
+    import pyopencl as cl
+
+    most = _MAX_ALLOC.get(queue)
+    if most is None:
+        most = _MAX_ALLOC[queue] = queue.device.max_mem_alloc_size
+    if nbytes > most:
+        raise DeviceMemoryError(
+            f"polymm: {nbytes:,} bytes in one buffer is more than OpenCL device {queue.device.name.strip()!r} "
+            f"allocates at once ({most:,} bytes, CL_DEVICE_MAX_MEM_ALLOC_SIZE); split the product (Dask "
+            "arrays of smaller chunks) or use another backend"
+        )
+    try:
+        yield
+    except cl.MemoryError as exc:
+        raise DeviceMemoryError(
+            f"polymm: OpenCL device {queue.device.name.strip()!r} could not allocate {nbytes:,} bytes: {exc}"
+        ) from exc
 
 
 def _to_host(x) -> np.ndarray:
