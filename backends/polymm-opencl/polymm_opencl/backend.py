@@ -50,10 +50,10 @@ class OpenCLBackend(Backend):
         try:
             import pyopencl  # noqa: F401
         except ImportError as exc:  # pragma: no cover - depends on the install
-            raise BackendUnavailable(f"pyopencl is not importable: {exc}") from exc
+            raise BackendUnavailable(f"pyopencl is not importable: {exc} (pip install pyopencl)") from exc
         if not _all_devices():
             raise BackendUnavailable(
-                "no OpenCL platform with a device was found (install pocl-binary-distribution for a CPU device)"
+                "no OpenCL platform with a device was found (pip install pocl-binary-distribution for a CPU device)"
             )
         for _, _, platform, _ in _all_devices():  # before any build: PoCL aborts the process on them
             drivercache.check_once(platform.name)

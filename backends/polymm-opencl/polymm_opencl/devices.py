@@ -73,7 +73,7 @@ def _pick_device():
     found = _all_devices()
     if not found:
         raise BackendUnavailable(
-            "no OpenCL platform with a device was found (install pocl-binary-distribution for a CPU device)"
+            "no OpenCL platform with a device was found (pip install pocl-binary-distribution for a CPU device)"
         )
     wanted = os.environ.get("POLYMM_OPENCL_DEVICE", "").strip()
     if wanted:
