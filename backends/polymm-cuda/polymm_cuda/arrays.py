@@ -9,9 +9,20 @@ from __future__ import annotations
 import numpy as np
 
 from polymm.arrays import ArrayKind
+from polymm.backend import DeviceMemoryError
 from polymm.shapes import c_strides
 
 __all__ = ["CupyKind"]
+
+
+def out_of_memory(cp, device_id: int, exc) -> DeviceMemoryError:
+    """CuPy's allocation failure as polymm's :class:`~polymm.backend.DeviceMemoryError`, with
+    what the device has free (CuPy's own message says what was asked for)."""
+    with cp.cuda.Device(device_id):
+        free, total = cp.cuda.runtime.memGetInfo()
+    return DeviceMemoryError(
+        f"polymm: CUDA device {device_id} could not allocate a buffer ({free:,} of {total:,} bytes free): {exc}"
+    )
 
 
 class CupyKind(ArrayKind):
@@ -118,14 +129,20 @@ class CupyKind(ArrayKind):
 
     def empty(self, shape, dtype, like):
         device = like.device
-        if device.id == self.cp.cuda.runtime.getDevice():
-            return self.cp.empty(shape, dtype)
-        with device:
-            return self.cp.empty(shape, dtype)
+        try:
+            if device.id == self.cp.cuda.runtime.getDevice():
+                return self.cp.empty(shape, dtype)
+            with device:
+                return self.cp.empty(shape, dtype)
+        except self.cp.cuda.memory.OutOfMemoryError as exc:
+            raise out_of_memory(self.cp, device.id, exc) from None
 
     def zeros(self, shape, dtype, like):
-        with like.device:
-            return self.cp.zeros(shape, dtype)
+        try:
+            with like.device:
+                return self.cp.zeros(shape, dtype)
+        except self.cp.cuda.memory.OutOfMemoryError as exc:
+            raise out_of_memory(self.cp, like.device.id, exc) from None
 
     def shares_memory(self, x, y):
         return self.cp.may_share_memory(x, y)

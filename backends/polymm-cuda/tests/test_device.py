@@ -919,3 +919,21 @@ def test_copied_operands_are_never_planned_as_to_be_copied(monkeypatch):
         out = cp.full((1, 64, 40), cp.nan, cp.float16)
         backend.matmul(cp.asarray(x1), cp.asarray(x2), out, "auto")
         assert_matches(out.get(), x1, x2)
+
+
+def test_a_result_larger_than_the_gpu_is_polymms_own_memory_error():
+    """An outer product whose result needs more than the GPU has raises
+    :class:`~polymm.backend.DeviceMemoryError` (a ``MemoryError``) naming the device and its
+    free memory, not CuPy's ``OutOfMemoryError``; and the next product still runs."""
+    import polymm
+    from polymm.backend import DeviceMemoryError
+
+    free, total = cp.cuda.runtime.memGetInfo()
+    n = int((total // 4) ** 0.5) + 4096  # float32 n x n: more than the whole device
+    a, b = cp.ones((n, 1), cp.float32), cp.ones((1, n), cp.float32)
+    with pytest.raises(
+        DeviceMemoryError, match=r"CUDA device \d+ could not allocate a buffer \([\d,]+ of [\d,]+ bytes free\)"
+    ):
+        polymm.matmul(a, b)
+    small = polymm.matmul(cp.ones((3, 2), cp.float32), cp.ones((2, 4), cp.float32))
+    assert cp.asnumpy(small).tolist() == [[2.0] * 4] * 3
