@@ -7,7 +7,6 @@ that costs little (the backend's ``from_numpy``); :data:`DRIVER_LOCK` serializes
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import threading
 
@@ -124,8 +123,8 @@ class OpenCLKind(ArrayKind):
         for n in shape:
             nbytes *= n
         if nbytes == 0 or like.allocator is not None or not self._fast:
-            with DRIVER_LOCK, allocating(queue, nbytes):
-                return self.cl_array.empty(queue, shape, dtype, allocator=like.allocator)
+            with DRIVER_LOCK:
+                return allocate(queue, nbytes, self.cl_array.empty, queue, shape, dtype, allocator=like.allocator)
         if len(shape) == 2:
             strides = (shape[1] * dtype.itemsize, dtype.itemsize)
         else:
@@ -140,8 +139,7 @@ class OpenCLKind(ArrayKind):
                 from pyopencl.tools import ImmediateAllocator, MemoryPool
 
                 pool = self._pools[queue] = MemoryPool(ImmediateAllocator(queue))
-            with allocating(queue, nbytes):
-                data = pool(nbytes)
+            data = allocate(queue, nbytes, pool, nbytes)
         return self.cl_array.Array(
             None,
             shape,
@@ -232,9 +230,7 @@ def upload(queue, x: np.ndarray):
     strides, so a broadcast batch is not materialised; sparse or oddly
     aligned views are made contiguous first.
     """
-
-    with allocating(queue, x.nbytes):  # a span copy may take up to twice that: the driver says if not
-        return _copied_to(queue, x)
+    return allocate(queue, x.nbytes, _copied_to, queue, x)  # a span copy may take up to twice that
 
 
 def _copied_to(queue, x):
@@ -259,13 +255,11 @@ def _copied_to(queue, x):
 _MAX_ALLOC: dict = {}
 
 
-@contextlib.contextmanager
-def allocating(queue, nbytes: int):
-    """Around a device allocation of ``nbytes``: more than the device gives in one buffer is
-    refused before the driver is asked (it answers ``INVALID_BUFFER_SIZE``), and the driver's
-    allocation failures become :class:`~polymm.backend.DeviceMemoryError`, naming the device."""
-    import pyopencl as cl
-
+def allocate(queue, nbytes: int, make, *args, **kwargs):
+    """``make(*args, **kwargs)``, a device allocation of ``nbytes``: more than the device gives in
+    one buffer is refused before the driver is asked (it answers ``INVALID_BUFFER_SIZE``), and the
+    driver's allocation failures become :class:`~polymm.backend.DeviceMemoryError`, naming the
+    device. A plain call, not a context manager: it sits on every product's path."""
     most = _MAX_ALLOC.get(queue)
     if most is None:
         most = _MAX_ALLOC[queue] = queue.device.max_mem_alloc_size
@@ -276,8 +270,12 @@ def allocating(queue, nbytes: int):
             "arrays of smaller chunks) or use another backend"
         )
     try:
-        yield
-    except cl.MemoryError as exc:
+        return make(*args, **kwargs)
+    except Exception as exc:
+        import pyopencl as cl
+
+        if not isinstance(exc, cl.MemoryError):
+            raise
         raise DeviceMemoryError(
             f"polymm: OpenCL device {queue.device.name.strip()!r} could not allocate {nbytes:,} bytes: {exc}"
         ) from exc
