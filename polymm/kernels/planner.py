@@ -262,7 +262,9 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
             f"M={M} <= {strip_rows}: row strip, B streamed in {strip.nwg}-column panels",
             splits=splits,
         )
-    elif batch == 1 and K >= settings("split-k", "deep_k") * max(M, N) and K >= settings("split-k", "min_k"):
+    elif (
+        batch == 1 and K >= (deep_k := settings("split-k", "deep_k")) * max(M, N) and K >= settings("split-k", "min_k")
+    ):
         # Two waves of work-groups over the compute units, slices at least 256 deep, and at most
         # split-k.slices_bytes of partial sums for the reduction to read back.
         if min(M, N) >= min(table.mwg, table.nwg):
@@ -278,7 +280,7 @@ def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
         choice = Choice(
             "regblock",
             tile,
-            f"deep K={K} >= {settings('split-k', 'deep_k')} x max(M, N): {splits} slices of K, added in order",
+            f"deep K={K} >= {deep_k} x max(M, N): {splits} slices of K, added in order",
             splits=splits,
         )
     elif batch > 1 and max(M, N) <= 64:
