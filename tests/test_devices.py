@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from polymm.kernels import devices, planner
+from polymm.kernels import params as kernel_params
 from polymm.kernels.params import DeviceInfo, regblock_setting, save_tuned, table_params
 from polymm.tools.explain import MODEL_DEVICES, explain
 
@@ -112,8 +113,8 @@ def test_a_recorded_tuning_is_read_before_the_database(tmp_path, monkeypatch):
         assert json.loads((tmp_path / "tuning.json").read_text())["model-h100"]["float32"]["group"] == 4
     finally:
         monkeypatch.delenv("POLYMM_TUNING")
-        save_tuned.__globals__["_tuned"].cache_clear()
-        save_tuned.__globals__["_checked_entry"].cache_clear()
+        kernel_params._tuned.cache_clear()  # the tuning file read back from its usual place
+        kernel_params._checked_entry.cache_clear()
 
 
 def test_explain_names_the_entries_behind_a_plan():
