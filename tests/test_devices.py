@@ -136,12 +136,12 @@ def test_tensor_core_plans_name_their_entries(monkeypatch):
     cites = [s.cite for s in report.settings]
     assert {"NVIDIA GPU / dmma.min_tiles", "NVIDIA GPU / dmma.wide_gain", "NVIDIA GPU / dmma.wide_tile"} <= set(cites)
     assert "dmma.shape_one_wave = 1684 [2026-11-25, H100 80GB HBM3" in str(report)
-    column_a = (0, (128 * 128, 1, 128))  # A along M: no tensor-core kernel reads it as it lies
-    row = (0, (128 * 128, 128, 1))
-    made = planner.plan(hopper, "float16", (1, 128, 128, 128), column_a, row)
+    column_a = (0, (512 * 512, 1, 512))  # A along M: no tensor-core kernel reads it as it lies
+    row = (0, (512 * 512, 512, 1))
+    made = planner.plan(hopper, "float16", (1, 512, 512, 512), column_a, row)
     assert made.relayout and ("NVIDIA GPU / relayout.work", 128**3) in [(s.cite, s.value) for s in made.settings]
-    monkeypatch.setitem(devices.entry("NVIDIA GPU", "relayout", "work"), "value", 128**3 + 1)
-    assert not planner.plan(hopper, "float16", (1, 128, 128, 128), column_a, row).relayout
+    monkeypatch.setitem(devices.entry("NVIDIA GPU", "relayout", "work"), "value", 512**3 + 1)
+    assert not planner.plan(hopper, "float16", (1, 512, 512, 512), column_a, row).relayout
 
 
 #: Module-level numbers that stay in code, each a fact of the hardware or of a kernel's source

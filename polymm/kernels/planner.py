@@ -1,87 +1,32 @@
 """The one planner of the GPU (and OpenCL CPU) backends: which kernels a product runs, and why.
 
-:func:`choose` picks a path by shape (a :class:`Choice` with its ``reason``);
-:func:`plan` turns it into launches -- kernel, parameters (the ``#define``s),
-fast-path flags, arguments packed by :mod:`polymm.kernels.abi`, NDRange,
-local memory -- that a backend only has to compile, cache and enqueue.  Both
-the CUDA and the OpenCL backend call it with their own :class:`DeviceInfo`.
-
-GPU paths: ``matvec`` (work-group per row block, lanes along K) for N up to
-``matvec.most_columns``; ``vecmat`` (lanes along N, teams along K, one pass over B) for M = 1;
-a split row strip for M up to ``row-strip.most_rows``; split-K with a
-deterministic reduction (``sum-slices``, slices added in order) for deep K;
-small tiles for batches of small matrices; tiles sized so that small squares
-fill the device; the table's large tiles otherwise.  Column-major operands are
-read in place with vectors along M (A) or K (B); operands the vector path still
-cannot read (odd K or N, other strides) get narrower vectors in small products
-and are packed first into zero-padded scratch in large ones.  complex128 may run as one
-float64 product on a dialect entry's kernel, B realified (:func:`_realified`).  CPU devices
-(PoCL) keep their own shapes (:func:`_cpu_choice`).
+:func:`rank` asks every kernel family that serves the device (:mod:`polymm.kernels.families`:
+the shared SIMT families of :mod:`polymm.kernels.simt`, a backend's own such as CUDA's tensor
+cores) for a candidate, and orders the candidates by the one cost model
+(:mod:`polymm.kernels.cost`); :func:`plan` turns the best into launches -- kernel, parameters
+(the ``#define``s), fast-path flags, arguments packed by :mod:`polymm.kernels.abi`, NDRange,
+local memory -- that a backend only has to compile, cache and enqueue, and keeps the ranking
+(:attr:`Plan.ranking`) for ``polymm explain``.  Both the CUDA and the OpenCL backend call it
+with their own :class:`DeviceInfo`.  complex128 may run as one float64 product on a backend
+family's kernel, B realified (the ``realify`` family below).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import KernelParams, abi, fast_path, launch_geometry, local_mem_bytes, value_itemsize
+from ..precision import current as current_precision
+from . import KernelParams, abi, fast_path, launch_geometry, local_mem_bytes
 from .devices import recording, settings_for
-from .params import DeviceInfo, regblock_params, tiled_params
+from .families import Candidate, Choice, Family, Problem, Refusal, families_for, register
+from .params import DeviceInfo, tiled_params
+from .simt import wave_is_full
 
-__all__ = ["Choice", "Launch", "Plan", "RELAYOUT", "choose", "plan", "register_entry", "DeviceInfo", "wave_is_full"]
-
-_VECTOR = ("float32", "float64")
-# Every tile and threshold below is read from the device database (``devices.json``, through
-# :func:`~polymm.kernels.devices.settings_for`): this module keeps the formulas only.
-
-
-def wave_is_full(groups: int, device: DeviceInfo) -> bool:
-    """Whether ``groups`` work-groups fill the device's compute units: a wave within the
-    database's ``tiles.full_wave`` share of them counts as full (compared in hundredths)."""
-    full = settings_for(device)("tiles", "full_wave")
-    return 100 * groups >= round(100 * full) * max(1, device.compute_units)
-
-
-@dataclass(frozen=True)
-class Choice:
-    """What a product runs, and why (``reason``).
-
-    ``kernel``/``params``: the product kernel; ``swap``: compute ``C^T = B^T A^T``
-    (same memory layout because M or N is 1); ``pack_a``/``pack_b``: copy that
-    operand to contiguous scratch first (``pack_b="transposed"`` stores B as
-    N x K, what the CPU ``matvec`` reads); ``pad``: round K and B's rows up to
-    a multiple of this in the packed copies (zero-filled) so that the vector
-    path reads whole vectors; ``splits``: split-K, slices of K computed as a
-    batch into scratch, then added in slice order (deterministic).
-    Iterates as ``(kernel, params)``.
-    """
-
-    kernel: str
-    params: KernelParams | None
-    reason: str = ""
-    swap: bool = False
-    pack_a: bool = False
-    pack_b: str = ""
-    splits: int = 1
-    pad: int = 1
-    #: A dialect-only kernel outside this package (a planner entry's): its
-    #: ``source`` and ``options`` to compile, ``grid``/``block``, ``smem`` bytes;
-    #: optionally ``abi`` (its argument list, in :mod:`~polymm.kernels.abi`'s form, when not the
-    #: products'), ``scratch`` (bytes per buffer, slots 3 and on), ``before`` and
-    #: ``after`` (launches around it, see :func:`_extra_launch`), ``operands``
-    #: (what it reads, as ``(slot, offset, strides...)``, when not A and B) and
-    #: whatever its backend needs (``tma``: CUDA tensor maps). With ``splits``
-    #: it must take the batch along grid z, and ``k_step`` (default 1) is what
-    #: each slice's depth is a multiple of.
-    external: dict | None = None
-
-    def __iter__(self):
-        return iter((self.kernel, self.params))
-
-    def replace(self, **changes) -> "Choice":
-        return dataclasses.replace(self, **changes)
+__all__ = ["Choice", "Launch", "Plan", "Ranking", "choose", "plan", "rank", "DeviceInfo", "wave_is_full"]
 
 
 @dataclass
@@ -126,10 +71,12 @@ class Plan:
     scratch: list = field(default_factory=list)
     dtype: object = None
     settings: tuple = ()
-    #: A dialect entry answered :data:`RELAYOUT`: its kernels would run these operands once copied
-    #: (the launches are the shared paths' for the operands as they lie; the backend may copy them
-    #: and plan the copies instead).
+    #: The best candidate's kernels would run these operands once copied (:attr:`Candidate.relayout
+    #: <polymm.kernels.families.Candidate.relayout>`): the launches are the shared kernels' for the
+    #: operands as they lie; the backend may copy them and plan the copies instead.
     relayout: bool = False
+    #: The families' candidates and refusals behind an ``auto`` plan (:class:`Ranking`), else None.
+    ranking: object = None
 
     @property
     def product(self) -> Launch:
@@ -141,24 +88,60 @@ class Plan:
         return self.choice.reason
 
 
-#: Dialect-only entries tried first for ``auto`` (e.g. CUDA's tensor cores):
-#: dialect -> functions ``(device, dtype, shape, a, b) -> Choice | None``,
-#: with ``shape``, ``a``, ``b`` as :func:`plan` takes them.
-ENTRIES: dict[str, list] = {}
-#: What an entry answers for operands its kernels would read once copied into the layout they
-#: take, not as they lie: the plan is the shared paths' and says so (:attr:`Plan.relayout`), so
-#: the backend learns it from the one plan rather than by asking the entry's rules again.
-RELAYOUT = Choice("relayout", None, "operands to be copied into the layout a dialect entry's kernels read")
+@dataclass(frozen=True)
+class Ranking:
+    """The families' answers for one product: ``candidates`` best first by the cost model's
+    estimate, ``refusals`` with the rule each family's product broke; ``shared``: the candidate of
+    the shared kernels (what runs the operands as they lie)."""
+
+    problem: Problem
+    candidates: tuple
+    refusals: tuple
+    shared: Candidate | None = None
+
+    @property
+    def best(self) -> Candidate:
+        return self.candidates[0]
+
+    def lines(self) -> list[str]:
+        """One line per family for explain: its estimate, or why it offers nothing."""
+        device = self.problem.device
+        found = [f"{c.family}: {c.work.describe(device)}" for c in self.candidates]
+        return found + [f"{r.family}: no ({r.reason})" for r in self.refusals]
 
 
-def register_entry(dialect: str, entry) -> None:
-    """Let ``entry`` claim ``auto`` products on ``dialect`` devices before the shared paths."""
-    if entry not in ENTRIES.setdefault(dialect, []):
-        ENTRIES[dialect].append(entry)
+def preferred() -> tuple[str, ...]:
+    """The families named in ``POLYMM_PREFER`` (comma-separated): wherever one offers a candidate
+    it ranks first, whatever the estimates say.  The proof runs use it to send products the cost
+    model would keep elsewhere (small ones) through a family's kernels."""
+    return tuple(name.strip() for name in os.environ.get("POLYMM_PREFER", "").split(",") if name.strip())
+
+
+def rank(problem: Problem) -> Ranking:
+    """Every family's answer for ``problem``, the candidates ordered by estimated time (ties:
+    the family registered first; :func:`preferred` families before all).  Of the shared families
+    only the first that takes the product answers: the database's switch points divide the
+    shapes between them."""
+    offers, refusals = [], []
+    shared = None
+    for family in families_for(problem.device):
+        if family.shared and shared is not None:
+            continue
+        offer = family.propose(problem)
+        if isinstance(offer, Refusal):
+            refusals.append(offer)
+            continue
+        offers.append(offer)
+        if family.shared:
+            shared = offer
+    device, prefer = problem.device, preferred()
+    ranked = sorted(offers, key=lambda c: (c.family not in prefer, c.work.seconds(device)))
+    return Ranking(problem, tuple(ranked), tuple(refusals), shared)
 
 
 def choose(device: DeviceInfo, algorithm: str, dtype, M, N, K, batch=1, a_strides=None, b_strides=None) -> Choice:
-    """The :class:`Choice` for ``algorithm`` (``auto``, ``naive``, ``tiled``...) on ``device``.
+    """The shared kernels' :class:`Choice` for ``algorithm`` (``auto``, ``naive``, ``tiled``...) on
+    ``device`` (:func:`plan` also weighs the backend's own families).
 
     Strides in elements: ``(batch, row, column)`` of A and ``(batch, K, N)`` of
     B (None: contiguous).
@@ -170,331 +153,8 @@ def choose(device: DeviceInfo, algorithm: str, dtype, M, N, K, batch=1, a_stride
         return Choice(algorithm, tiled_params(device, dtype), f"asked for {algorithm}")
     a_strides = a_strides or (M * K, K, 1)
     b_strides = b_strides or (K * N, N, 1)
-    if device.is_cpu:
-        params = regblock_params(device, dtype)
-        if dtype.name not in _VECTOR:
-            return Choice("regblock", params, f"CPU, {dtype.name}: scalar register blocks")
-        return _cpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides, params)
-    return _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides)
-
-
-# ---- GPU ----------------------------------------------------------------------------------
-
-
-def _gpu_tile(device, dtype, mwg, nwg, kwg, mdimc, ndimc, kteams=1) -> KernelParams:
-    """A local-memory tile of this shape with the table's vector widths (narrowed to fit), padding
-    and work-group order; ``kteams`` teams splitting K, fewer while they exceed the device's
-    work-group size or local memory, then the K step halved until the tiles fit (wide dtypes)."""
-    base = regblock_params(device, dtype)
-
-    def local(kwg, kteams):
-        shape = KernelParams(mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, pad=base.pad, kteams=kteams)
-        return local_mem_bytes("regblock", dtype, shape)
-
-    while kteams > 1 and (mdimc * ndimc * kteams > device.max_work_group or local(kwg, kteams) > device.local_mem):
-        kteams //= 2
-    while kwg > 1 and local(kwg, kteams) > device.local_mem:
-        kwg //= 2
-    for gvw in (base.gvw, 2, 1):
-        vw = min(base.vw, mwg // mdimc, nwg // ndimc)
-        while vw > 1 and ((mwg // mdimc) % vw or (nwg // ndimc) % vw):
-            vw //= 2
-        regs = 128 if (mwg // mdimc) * (nwg // ndimc) >= 32 else 0  # as the table's 8 x 8 micro-tiles
-        p = base.replace(
-            mwg=mwg,
-            nwg=nwg,
-            kwg=kwg,
-            mdimc=mdimc,
-            ndimc=ndimc,
-            vw=max(vw, 1),
-            gvw=gvw,
-            maxrreg=regs,
-            kteams=kteams,
-        )
-        try:
-            p.validate("regblock")
-        except ValueError:
-            continue
-        return p
-    raise AssertionError(f"no vector width fits tile {mwg}x{nwg}x{kwg}")
-
-
-def _cdiv(a, b):
-    return -(-a // b)
-
-
-def _gpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
-    _, a_sm, a_sk = a_strides
-    _, b_sk, b_sn = b_strides
-    cus = max(1, device.compute_units)
-    settings = settings_for(device)
-    few = settings("matvec", "most_columns")
-    if N <= few and K >= 32:
-        # Memory-bound: each element of A is used N times at most.  Lanes of a
-        # work-group walk K side by side (coalesced along a row of A).
-        lanes = min(256, device.max_work_group, max(64, K // settings("matvec", "k_per_lane")))
-        lanes = 1 << (lanes.bit_length() - 1)
-        mv = KernelParams(
-            mr=max(settings("matvec", "rows_per_group"), few // N), nwg=N, mdimc=lanes, vw=1, use_local=True
-        )
-        while mv.mdimc > 32 and local_mem_bytes("matvec", dtype, mv) > device.local_mem:
-            mv = mv.replace(mdimc=mv.mdimc // 2)
-        if a_sk == 1 or M == 1:
-            return Choice("matvec", mv, f"N={N} <= {few}: a work-group of {lanes} per {mv.mr} rows, lanes along K")
-        return Choice("matvec", mv, f"N={N} <= {few}, A not row-major: packed to rows first", pack_a=True)
-    if M == 1 and K >= 32:
-        return _vecmat_choice(device, dtype, N, K, batch)
-    table = regblock_params(device, dtype)
-    strip_rows = settings("row-strip", "most_rows")
-    if M <= strip_rows and K >= 32 and batch == 1:
-        # A few rows: one pass over B in wide column panels, K split when the panels are too
-        # few to keep B's reads in flight: about 4 small work-groups per compute unit (1 x 4096
-        # @ 4096 x 4096 on the H100, kernels alone: 64.6 us in 4 slices, 38.4 in 8, 30.3 in 16,
-        # 36.0 in 32; cuBLAS 25.2).
-        # 4 KiB of each operand's rows per K step (32 float32, 16 float64 values: float64 4 x 4096
-        # @ 4096 x 4096 on the H100, probe20: 122.6 -> 83.7 us with 16 instead of 32, cuBLAS 76.6).
-        strip = _gpu_tile(device, dtype, 8, 128, max(8, min(32, 128 // value_itemsize(dtype))), 2, 32)
-        groups = _cdiv(N, strip.nwg)
-        splits = max(1, min(_cdiv(4 * cus, groups), K // 128, 32))
-        choice = Choice(
-            "regblock",
-            strip,
-            f"M={M} <= {strip_rows}: row strip, B streamed in {strip.nwg}-column panels",
-            splits=splits,
-        )
-    elif (
-        batch == 1 and K >= (deep_k := settings("split-k", "deep_k")) * max(M, N) and K >= settings("split-k", "min_k")
-    ):
-        # Two waves of work-groups over the compute units, slices at least 256 deep, and at most
-        # split-k.slices_bytes of partial sums for the reduction to read back.
-        if min(M, N) >= min(table.mwg, table.nwg):
-            tile = table
-        elif max(M, N) > 32:
-            tile = _gpu_tile(device, dtype, 64, 64, 16, 8, 16)
-        else:
-            tile = _gpu_tile(device, dtype, 16, 16, 16, 8, 8)
-        groups = _cdiv(M, tile.mwg) * _cdiv(N, tile.nwg)
-        most = max(2, settings("split-k", "slices_bytes") // (M * N * dtype.itemsize))
-        splits = max(2, min(_cdiv(2 * cus, groups), K // 256, most, 256))
-        splits = 1 << (splits.bit_length() - 1)  # a power of two, rounded down
-        choice = Choice(
-            "regblock",
-            tile,
-            f"deep K={K} >= {deep_k} x max(M, N): {splits} slices of K, added in order",
-            splits=splits,
-        )
-    elif batch > 1 and max(M, N) <= 64:
-        edge = 16 if max(M, N) <= 16 else 32 if max(M, N) <= 32 else 64
-        threads = 8 if edge <= 32 else 16
-        tile = _gpu_tile(device, dtype, edge, edge, 16, threads, threads)
-        choice = Choice("regblock", tile, f"batch of {batch} small {M}x{N}: one {edge}x{edge} work-group per matrix")
-    else:
-        # The table's (large) tiles, or smaller ones while they leave compute units idle (a wave
-        # within a tenth of the device counts as full).
-        smaller = settings("tiles", "smaller")
-        if value_itemsize(dtype) > 8:
-            smaller = [*smaller[:-1], settings("tiles", "smallest_wide")]
-        tiles = [table] + [
-            _gpu_tile(device, dtype, *shape) for shape in smaller if shape[0] * shape[1] < table.mwg * table.nwg
-        ]
-        for tile in tiles:
-            groups = batch * _cdiv(M, tile.mwg) * _cdiv(N, tile.nwg)
-            if wave_is_full(groups, device) or tile is tiles[-1]:
-                break
-        what = "large tiles" if tile is table else f"{tile.mwg}x{tile.nwg} tiles to fill {cus} compute units"
-        what += f", {tile.kteams} teams splitting K" if tile.kteams > 1 else ""
-        if K < tile.kwg:  # outer products: no K step of zeros (float64 2048 x 1 @ 1 x 2048: 15.7 -> 12.1 us)
-            try:
-                shape = (tile.mwg, tile.nwg, 1 << (K - 1).bit_length(), tile.mdimc, tile.ndimc, tile.kteams)
-                tile = _gpu_tile(device, dtype, *shape)
-                what += f", K steps of {tile.kwg}"
-            except AssertionError:  # no vector width fits so shallow a tile: keep the K step
-                pass
-        choice = Choice("regblock", tile, f"{M}x{N}x{K}: {what} ({groups} work-groups)")
-    return _gpu_packing(device, choice, dtype, M, N, K, batch, a_strides, b_strides)
-
-
-def _vecmat_choice(device, dtype, N, K, batch) -> Choice:
-    """A row vector times a matrix: ``vecmat`` streams B once (float32 and float64: one vector
-    load per row and work-item), in one launch unless N gives too few work-groups; then K is
-    split too (slices added in order), each slice deep enough for every team to fill its rows in
-    flight once."""
-    settings = settings_for(device)
-    ndimc, mdimc, kwg, gvw = settings("vecmat", "geometry")
-    params = KernelParams(mr=1, nwg=ndimc * gvw, ndimc=ndimc, mdimc=mdimc, kwg=kwg, gvw=gvw, use_local=False)
-    while params.mdimc > 1 and local_mem_bytes("vecmat", dtype, params) > device.local_mem:
-        params = params.replace(mdimc=params.mdimc // 2)
-    cus = device.compute_units
-    groups = _cdiv(N, params.nwg) * batch
-    splits = 1
-    if batch == 1 and groups < settings("vecmat", "split_below") * cus:
-        splits = max(1, min(_cdiv(cus, 2 * groups), K // (params.mdimc * kwg), 32))
-    slices = f", {splits} slices of K added in order" if splits > 1 else ""
-    return Choice("vecmat", params, f"M=1: B streamed once, {params.nwg} columns per work-group{slices}", splits=splits)
-
-
-def _gpu_packing(device, choice, dtype, M, N, K, batch, a_strides, b_strides) -> Choice:
-    """Operands the vector path cannot read as they are (odd K or N, strides): narrower vectors
-    for small products, whose packing launches would cost more than they save; packed,
-    zero-padded copies for the others."""
-    params = choice.params
-    if np.dtype(dtype).name not in _VECTOR + ("complex64",) or params.gvw == 1:
-        return choice
-    flags = fast_path("cuda", dtype, params, M, N, K, batch, 0, a_strides, 0, b_strides)
-    if flags["vec_a"]:
-        if flags["a_mmajor"] or flags["b_kmajor"]:
-            return choice.replace(reason=choice.reason + "; column-major operands read in place with vectors")
-        return choice
-    settings = settings_for(device)
-    if M * N * K * batch < settings("packing", "worth") or K < settings("packing", "depth"):
-        for g in (2, 1):  # down to single elements, which keep the prefetch pipeline of the vector path
-            narrow = params.replace(gvw=g)
-            try:
-                narrow.validate("regblock")
-            except ValueError:
-                continue
-            if g < params.gvw and fast_path("cuda", dtype, narrow, M, N, K, batch, 0, a_strides, 0, b_strides)["vec_a"]:
-                return choice.replace(params=narrow, reason=choice.reason + f"; loads {g} wide (odd sizes)")
-        return choice
-    g = params.gvw
-    _, a_sm, a_sk = a_strides
-    _, b_sk, b_sn = b_strides
-    odd_k = K % g != 0
-    a_ok = a_sk == 1 and a_sm % g == 0 and (batch == 1 or a_strides[0] % g == 0) and not odd_k
-    b_ok = b_sn == 1 and b_sk % g == 0 and N % g == 0 and (batch == 1 or b_strides[0] % g == 0) and not odd_k
-    return choice.replace(
-        pack_a=not a_ok,
-        pack_b="" if b_ok else "rows",
-        pad=g,
-        reason=choice.reason + f"; operands packed (zero-padded to multiples of {g}) for the vector path",
-    )
-
-
-# ---- CPU (PoCL) -----------------------------------------------------------------------------
-
-
-def _bucket(n: int, unit: int) -> int:
-    """The smallest ``unit * 2**j`` holding ``n``: a CPU block size rounded so that products
-    of many shapes share a few programs. The kernel stops at M and N (rows past M are not
-    visited, columns past N are not stored), so only the compiled constant changes, and a
-    process meeting ever new shapes does not build (and keep: PoCL holds on to a program's
-    compiled code) a program per shape."""
-    size = unit
-    while size < n:
-        size *= 2
-    return size
-
-
-def _cpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides, params) -> Choice:
-    """The CPU (PoCL) planner for float32/float64; strides in elements."""
-    width = 32 // np.dtype(dtype).itemsize  # 256-bit vectors
-    _, a_sm, a_sk = a_strides
-    _, b_sk, b_sn = b_strides
-    pack_b = "" if b_sn == 1 else "rows"
-    pack_a = a_sk != 1 and a_sm != 1
-    settings = settings_for(device)
-    few = settings("matvec", "most_columns")
-    # Batches of small matrices: one matrix per work-item, several per work-group.
-    if batch > 1 and M * N <= settings("small-batched", "most_elements") and K <= 256:
-        nwg = _bucket(N, width)
-        nr = 2 * width if nwg % (2 * width) == 0 else width
-        mr = 4 if nr == 2 * width else 6
-        mr = min(mr, M)
-        small = KernelParams(
-            mwg=_bucket(M, mr),
-            nwg=nwg,
-            kwg=1 << 20,
-            mdimc=1,
-            ndimc=1,
-            vw=width,
-            mr=mr,
-            nr=nr,
-            use_local=False,
-            bpg=16,
-        )
-        return Choice(
-            "regblock",
-            small,
-            f"batch of {batch} small {M}x{N}: whole matrices per work-item",
-            pack_a=pack_a,
-            pack_b=pack_b,
-        )
-    # Matrix-vector: few columns; read A along its rows.
-    if N <= few and K >= 2 * width:
-        mv = KernelParams(mr={1: 4, 2: 4}.get(N, 2), nwg=N, vw=width, mdimc=4, use_local=False)
-        if a_sk == 1:
-            return Choice(
-                "matvec", mv, f"N={N} <= {few}: dot products along K", pack_b="" if b_sk == 1 else "transposed"
-            )
-        if N == 1 and a_sm == 1:
-            inner = _cpu_choice(device, dtype, 1, M, K, batch, (0, 0, 1), (0, a_sk, a_sm), params)
-            return inner.replace(swap=True, reason="A column-major, N=1: as (B^T A^T); " + inner.reason)
-        return Choice(
-            "matvec",
-            mv,
-            f"N={N} <= {few}, A packed to rows first",
-            pack_a=True,
-            pack_b="" if b_sk == 1 else "transposed",
-        )
-    # A strip of few rows: vectors along N, one pass over B.
-    strip_rows = settings("row-strip", "most_rows")
-    if M <= strip_rows and K >= 2 * width:
-        if b_sn != 1 and M == 1 and b_sk == 1:
-            inner = _cpu_choice(device, dtype, N, 1, K, batch, (0, b_sn, b_sk), (0, 1, 1), params)
-            return inner.replace(swap=True, reason="B column-major, M=1: as (B^T A^T); " + inner.reason)
-        # Long contiguous runs of each row of B (a K chunk of 16 rows across NWG
-        # columns, NR at a time) keep the hardware prefetcher streaming.
-        mr = M if M <= 4 else 4
-        nr = max(2, 8 // mr) * width
-        nwg = next(w * width for w in (128, 64, 32, 16, 8) if N % (w * width) == 0 or w == 8)
-        nwg = max(nwg, nr)
-        strip = KernelParams(
-            mwg=_bucket(M, mr), nwg=nwg, kwg=16, mdimc=1, ndimc=1, vw=width, mr=mr, nr=nr, use_local=False
-        )
-        splits = 2 if batch == 1 and K >= 1024 else 1
-        return Choice(
-            "regblock",
-            strip,
-            f"M={M} <= {strip_rows}: row strip, rows of B streamed {nwg} wide",
-            pack_b="" if b_sn == 1 else "rows",
-            splits=splits,
-        )
-    # Deep K: not enough blocks of C to share out; split K and add the slices in order.
-    if batch == 1 and K >= settings("split-k", "deep_k") * max(M, N) and K >= settings("split-k", "min_k"):
-        mr = 4 if M % 6 else 6
-        deep = KernelParams(
-            mwg=min(8 * mr, _bucket(M, mr)),
-            nwg=min(_bucket(N, 2 * width), 16 * width),
-            kwg=256,
-            mdimc=1,
-            ndimc=1,
-            vw=width,
-            mr=mr,
-            nr=2 * width,
-            pack_b=True,
-            use_local=False,
-        )
-        blocks = -(-M // deep.mwg) * -(-N // deep.nwg)
-        splits = max(2, min(32, -(-16 // blocks), K // 2048))
-        return Choice(
-            "regblock",
-            deep,
-            f"deep K={K}: {splits} slices of K, added in order",
-            pack_a=pack_a,
-            pack_b=pack_b,
-            splits=splits,
-        )
-    # Small K (outer products): C is the traffic; write long runs of each row.
-    if K <= 64 and N >= 256 and M >= 48:
-        outer = KernelParams(mwg=48, nwg=256, kwg=64, mdimc=1, ndimc=1, vw=width, mr=6, nr=2 * width, use_local=False)
-        return Choice("regblock", outer, f"K={K} <= 64: C written 256 columns at a time", pack_a=pack_a, pack_b=pack_b)
-    # A is read a scalar at a time along K: with K-steps far apart (A transposed)
-    # they all land in one cache set, so it is worth a copy too.
-    pack_a = a_sk != 1
-    reason = "table regblock (CPU shape)"
-    if pack_a or pack_b:
-        reason += ", strided operands packed first"
-    return Choice("regblock", params, reason, pack_a=pack_a, pack_b=pack_b)
+    problem = Problem(device, dtype, (batch, M, N, K), (0, a_strides), (0, b_strides), current_precision())
+    return rank(problem).shared.choice
 
 
 # ---- launches -------------------------------------------------------------------------------
@@ -520,18 +180,18 @@ def _plan(device, dtype, shape, a, b, c_off, algorithm, choice) -> Plan:
     batch, M, N, K = shape
     A = (0, a[0], *a[1])
     B = (1, b[0], *b[1])
-    relayout = False
+    ranking = None
     if choice is None and algorithm == "auto":
-        choice = _entry_choice(device, dtype, shape, a, b)
-        if choice is RELAYOUT:
-            choice, relayout = None, True
-        if choice is None and dtype.name in REAL_OF:
-            realified = _realified(device, dtype, shape, a, b, c_off)
-            if realified is not None:
-                return realified
-    if choice is None:
+        ranking = rank(Problem(device, dtype, shape, a, b, current_precision()))
+        best = ranking.best
+        if best.build is not None:
+            made = best.build(c_off)
+            made.ranking = ranking
+            return made
+        choice = (ranking.shared if best.relayout else best).choice
+    elif choice is None:
         choice = choose(device, algorithm, dtype, M, N, K, batch, A[2:], B[2:])
-    out = Plan(choice, dtype=dtype, relayout=relayout)
+    out = Plan(choice, dtype=dtype, relayout=ranking is not None and ranking.best.relayout, ranking=ranking)
 
     def new_scratch(elements):
         out.scratch.append(max(1, elements) * size)
@@ -638,52 +298,78 @@ def _plan(device, dtype, shape, a, b, c_off, algorithm, choice) -> Plan:
     return out
 
 
-def _entry_choice(device, dtype, shape, a, b) -> Choice | None:
-    """The first dialect entry's claim on this product (:data:`ENTRIES`; :data:`RELAYOUT` is one), or None."""
-    return next(filter(None, (entry(device, dtype, shape, a, b) for entry in ENTRIES.get(device.dialect, ()))), None)
-
-
-#: Complex dtypes that may run as one real product (``kernels/realify.c``) on a dialect entry's
+#: Complex dtypes that may run as one real product (``kernels/realify.c``) on a backend family's
 #: kernel (CUDA: complex128 on the FP64 tensor cores), from the database's ``realify.work``.
 REAL_OF = {"complex128": "float64"}
 
 
-def _realified(device, dtype, shape, a, b, c_off) -> Plan | None:
-    """A complex product as one real product, when a dialect entry runs that: A read in place as
+def _realify(p: Problem) -> Candidate | Refusal:
+    """A complex product as one real product, when a backend family runs that: A read in place as
     M x 2K reals (its K axis must be contiguous), B written by ``realify`` as 2K x 2N reals
     (scratch slot 3), C written as M x 2N reals.  Offsets count from a base aligned to the
     complex item (as every complex kernel assumes)."""
-    bt, M, N, K = shape
-    (a_off, sa), (b_off, sb) = a, b
+    device, dtype = p.device, p.dtype
+    if dtype.name not in REAL_OF:
+        return Refusal("realify", f"{dtype.name} is not complex128")
+    bt, M, N, K = p.shape
+    (a_off, sa), (b_off, sb) = p.a, p.b
     settings = settings_for(device)
-    if sa[2] != 1 or M * N * K < settings("realify", "work"):
-        return None
+    work = settings("realify", "work")
+    if sa[2] != 1 or M * N * K < work:
+        return Refusal("realify", f"A not K-contiguous, or fewer than realify.work = {work} multiply-adds")
     real = np.dtype(REAL_OF[dtype.name])
     copies = bt if sb[0] else 1
-    if copies * 4 * K * N * real.itemsize > settings("realify", "most_bytes"):
-        return None
+    most = settings("realify", "most_bytes")
+    if copies * 4 * K * N * real.itemsize > most:
+        return Refusal("realify", f"B realified would take more than realify.most_bytes = {most}")
     rshape = (bt, M, 2 * N, 2 * K)
     ra = (2 * a_off, (2 * sa[0], 2 * sa[1], 1))
     rb = (0, (4 * K * N if copies > 1 else 0, 2 * N, 1))
-    choice = _entry_choice(device, real, rshape, ra, rb)
-    if choice is None or choice.external is None or "tma" in choice.external:
-        return None  # only the entries' kernels gain from it (tensor maps would name slot 1)
-    inner = plan(device, real, rshape, ra, rb, 2 * c_off, choice=choice)
-    moved = {1: 3}  # B is now realify's output; the inner plan's scratch moves up a slot
-    for launch in inner.launches:
-        launch.buffers = {pos: moved.get(s, s + 1 if s >= 3 else s) for pos, s in launch.buffers.items()}
-    args = abi.arguments("realify", K=K, N=N, s_off=2 * b_off, s_sb=2 * sb[0], s_sk=2 * sb[1], s_sn=2 * sb[2], d_off=0)
-    pos = abi.buffer_positions("realify")
-    params = KernelParams(ts=_cdiv(K, 65535))
-    glob, local = launch_geometry("realify", params, K, N, copies)
-    expand = Launch("realify", params, {}, args, {pos["src"]: 1, pos["dst"]: 3}, glob, local, 0, real)
+    inner = [
+        offer
+        for family in families_for(device)
+        if not family.shared
+        and isinstance(offer := family.propose(p.replace(dtype=real, shape=rshape, a=ra, b=rb)), Candidate)
+        and offer.build is None
+        and not offer.relayout
+        and offer.choice.external is not None
+        and "tma" not in offer.choice.external  # tensor maps would name slot 1
+    ]
+    if not inner:
+        return Refusal("realify", f"no backend family runs the {real.name} product")
+    best = min(inner, key=lambda c: c.work.seconds(device))
+    scratch = copies * 4 * K * N * real.itemsize
     why = f"{dtype.name} as one {real.name} product ({M} x {2 * K} @ {2 * K} x {2 * N}, B realified): "
-    return Plan(
-        choice.replace(reason=why + choice.reason),
-        launches=[*_split_batch(expand, device.max_batch), *inner.launches],
-        scratch=[copies * 4 * K * N * real.itemsize, *inner.scratch],
-        dtype=real,
-    )
+    choice = best.choice.replace(reason=why + best.choice.reason)
+
+    def build(c_off: int) -> Plan:
+        made = plan(device, real, rshape, ra, rb, 2 * c_off, choice=best.choice)
+        moved = {1: 3}  # B is now realify's output; the inner plan's scratch moves up a slot
+        for launch in made.launches:
+            launch.buffers = {pos: moved.get(s, s + 1 if s >= 3 else s) for pos, s in launch.buffers.items()}
+        args = abi.arguments(
+            "realify", K=K, N=N, s_off=2 * b_off, s_sb=2 * sb[0], s_sk=2 * sb[1], s_sn=2 * sb[2], d_off=0
+        )
+        pos = abi.buffer_positions("realify")
+        params = KernelParams(ts=_cdiv(K, 65535))
+        glob, local = launch_geometry("realify", params, K, N, copies)
+        expand = Launch("realify", params, {}, args, {pos["src"]: 1, pos["dst"]: 3}, glob, local, 0, real)
+        return Plan(
+            choice,
+            launches=[*_split_batch(expand, device.max_batch), *made.launches],
+            scratch=[scratch, *made.scratch],
+            dtype=real,
+        )
+
+    work = dataclasses.replace(best.work, launches=best.work.launches + 1, bytes=best.work.bytes + scratch * 3 / 2)
+    return Candidate("realify", choice, work, build=build)
+
+
+register(Family("realify", "complex128 as one float64 product on a backend family's kernel", _realify, shared=False))
+
+
+def _cdiv(a, b):
+    return -(-a // b)
 
 
 def _extra_launch(desc: dict, dtype, c_off: int) -> Launch:

@@ -5,8 +5,8 @@ Every SIMT kernel -- ``naive``, ``tiled`` and everything ``auto`` runs (the
 register-blocked ``regblock``, ``matvec``, split-K's ``sum-slices``,
 ``pack``) -- is the source the OpenCL backend runs, rendered for CUDA, and
 the launches come from the shared planner (:mod:`polymm.kernels.planner`).
-The tensor-core kernels (:mod:`polymm_cuda.tensorcore`, CUDA-only) are an
-entry of that planner.  This module only compiles, caches and launches.
+The tensor-core kernels (:mod:`polymm_cuda.tensorcore`, CUDA-only) are
+kernel families of that planner (:mod:`polymm_cuda.families`).  This module only compiles, caches and launches.
 
 CuPy is imported only when the backend is instantiated, so ``import
 polymm_cuda`` (and ``polymm.backends()``) works on machines without it.
@@ -28,6 +28,7 @@ from polymm.kernels.params import DeviceInfo
 from . import image as _image
 from .arrays import ForeignView
 from . import launch as _launch
+from . import families as _families  # noqa: F401 (registers the tensor-core families with the planner)
 from . import sources, tensorcore
 from . import wgmma as _wgmma
 
@@ -36,8 +37,6 @@ __all__ = ["CUDABackend"]
 _NVRTC_OPTIONS = ("-std=c++17",)
 _MAX_GRID_Z = 65535
 _SUPPORTED = frozenset(CONTRACT_DTYPES)
-# The tensor cores: a CUDA-only entry of the shared planner, tried first for "auto".
-planner.register_entry("cuda", tensorcore.planner_entry)
 #: What the plan cache holds for operands that "auto" copies first (:meth:`CUDABackend._repacked`).
 _REPACK = "repack"
 #: Launches take arguments laid out once (:mod:`polymm_cuda.launch`); ``POLYMM_CUDA_DRIVER_LAUNCH=0``

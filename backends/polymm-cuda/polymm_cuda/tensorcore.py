@@ -6,11 +6,10 @@
 ``kernels/dmma.cu`` multiplies float64 matrices on the FP64 tensor cores (``mma.sync`` m16n8k8 on
 Hopper, m8n8k4 before).
 It copies 16-byte chunks straight from global memory, so it needs operands laid out for that;
-:func:`choose` says which kernel reads a call's layout or which rule it breaks. :func:`planner_entry`
-makes them a CUDA-only entry of the shared planner, whose SIMT kernels serve the rest; on Hopper it
-tries :mod:`polymm_cuda.wgmma` (float16, bfloat16, int8, uint8) first. Its answer also says when
-the operands of a large product would run on the tensor cores once copied (:func:`repack`), which
-the backend then does: the decision is made once, in the planner.
+:func:`choose` says which kernel reads a call's layout or which rule it breaks; :mod:`polymm_cuda.families`
+makes these rules (and :mod:`polymm_cuda.wgmma`'s) candidates of the shared planner, which weighs them
+against its SIMT kernels once per plan, including running the tensor cores on operands copied
+first (:func:`repack`), which the backend then does.
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ __all__ = [
     "choose_dmma",
     "dmma_splits",
     "external_launch",
-    "planner_entry",
     "shape_rule",
     "repack",
 ]
@@ -420,59 +418,6 @@ def external_launch(p: Params, shape) -> dict:
     return {"source": "tensorcore", "options": p.options(), "grid": grid, "block": block, "smem": p.smem_bytes()}
 
 
-def planner_entry(device, dtype, shape, a, b):
-    """The tensor cores as a CUDA-only entry of the shared planner (:mod:`polymm.kernels.planner`),
-    where every rule of theirs runs, once per plan: a :class:`~polymm.kernels.planner.Choice` with
-    an external kernel when one reads these operands (``a``/``b`` = (element offset from a 16-byte
-    aligned base, strides)); :data:`~polymm.kernels.planner.RELAYOUT` when one would read them
-    after :func:`repack` (a product of ``relayout.work`` multiply-adds or more); else None."""
-    from polymm.kernels.planner import RELAYOUT, Choice
-
-    dtype = np.dtype(dtype)
-    if dtype.name == "float32":
-        return _tf32_entry(device, shape, a, b)
-    if dtype.name not in LAYOUTS:
-        return _dmma_entry(device, dtype, shape, a, b)
-    if shape_rule(dtype, device, shape) is not None:
-        return None  # no layout would let the tensor cores run it
-    (a_off, sa), (b_off, sb) = a, b
-    a_ptr, b_ptr = a_off * dtype.itemsize, b_off * dtype.itemsize
-    name, why = wgmma.choose(dtype, device.cc, shape, sa, sb, a_ptr, b_ptr)
-    if name is not None:  # wgmma reads them (or its plan copies B itself)
-        layout = name.rsplit("_", 1)[1]
-        external = wgmma.external_launch(shape, sa, sb, layout, dtype.itemsize, device)
-        return Choice(name, None, f"tensor cores (wgmma, copy engine): {why}", external=external)
-    name, why = layout_choice(dtype, shape, sa, sb, a_ptr, b_ptr)
-    if name is not None:
-        external = external_launch(mma_sync_params(device), shape)
-        return Choice(name, None, f"tensor cores (mma.sync): {why}", external=external)
-    bt, m, n, k = shape
-    return RELAYOUT if m * n * k >= settings_for(device)("relayout", "work") else None
-
-
-def _dmma_entry(device, dtype, shape, a, b):
-    """float64 and complex128 on the FP64 tensor cores (:func:`choose_dmma`), or None."""
-    from polymm.kernels.planner import Choice
-
-    if not dmma_in_auto(device):
-        return None
-    (_, sa), (_, sb) = a, b
-    bt, m, n, k = shape
-    splits = dmma_splits(fp64_shape(dtype, shape), device)
-    name, why = choose_dmma(dtype, device, shape, sa, sb, splits)
-    if name is None:
-        return None
-    if splits > 1:
-        why += f", K = {k} on few tiles: {splits} slices of K, added in order"
-    external = dmma_launch(name, device, (bt * splits, m, n, k), a, b)
-    shape = DMMA_SHAPE_NAMES[int(external["options"][0].split("=")[1])]
-    copies = "16-byte" if {"-DDM_VA=2", "-DDM_VB=2"} <= set(external["options"]) else "8-byte where unaligned"
-    wide = any(o.startswith("-DDM_WN=") for o in external["options"])
-    tiles = f"{DMMA_BM} x {settings_for(device)('dmma', 'wide_tile')['bn'] if wide else DMMA_BN} tiles"
-    why = f"FP64 tensor cores (mma.sync {shape}, {tiles}, {copies} copies): {why}"
-    return Choice(name, None, why, external=external, splits=splits)
-
-
 def tf32_min_work(mode: str, device) -> int:
     """Multiply-adds per matrix from which a float32 product in precision ``mode`` runs on the
     tensor cores of ``device``: ``tf32.min_work``, unless ``POLYMM_CUDA_TF32_MIN_WORK=N`` sets it for
@@ -496,26 +441,3 @@ def tf32_rule(mode: str, device, shape) -> str | None:
     if m * n * k < max(min_work, 1):
         return f"{m * n * k} multiply-adds per matrix < {min_work}: faster on the SIMT kernels"
     return _simt_shape(shape, device)
-
-
-def _tf32_entry(device, shape, a, b):
-    """float32 in the ``"tf32"``/``"tf32x3"`` precision modes (:func:`polymm_cuda.wgmma.tf32_launch`)."""
-    from polymm.kernels.planner import Choice
-    from polymm.precision import current
-
-    mode = current()
-    if tf32_rule(mode, device, shape) is not None:
-        return None
-    layout, external = wgmma.tf32_launch(mode, shape, a, b, device)
-    if mode == "tf32x3":
-        what = "split into hi and lo parts, three products"
-    elif layout == "kn":
-        what = "one product, C^T = B^T A^T with B^T from registers (B is N-contiguous)"
-    else:
-        what = "one product"
-    return Choice(
-        wgmma.kernel_name(mode, layout),
-        None,
-        f"TF32 tensor cores (wgmma), precision {mode!r}: {what}",
-        external=external,
-    )

@@ -259,7 +259,8 @@ def test_wgmma_is_planned_on_hopper_only():
     huge = (0, (8192 * 8192, 8192, 1))  # 64-wide tiles would cut the busiest SM's columns by 2% only
     made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 8192, 8192, 8192), huge, huge)
     assert made.choice.external["source"] == "wgmma-256"
-    ampere = planner.plan(dataclasses.replace(H100, cc=80), "float16", (1, 512, 512, 512), strides, strides)
+    square = (0, (1024 * 1024, 1024, 1))  # at 512, 8 tiles of mma.sync on 132 SMs: the SIMT tiles rank first
+    ampere = planner.plan(dataclasses.replace(H100, cc=80), "float16", (1, 1024, 1024, 1024), square, square)
     assert ampere.choice.kernel.startswith("polymm_tc_float16")
     odd = (0, (520 * 516, 516, 1))  # 1032-byte rows: not a multiple of 16 bytes
     made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 520, 512, 512), odd, strides)
@@ -359,21 +360,23 @@ def test_tf32_modes_plan_split_wgmma_and_repair():
 
 
 def test_tensor_cores_are_a_cuda_entry_of_the_planner():
-    """The tensor-core kernels plug into the shared planner as a CUDA-only entry: float16 on a
+    """The tensor-core kernels plug into the shared planner as CUDA-only families: float16 on a
     compute capability 8.0 device plans one external mma.sync launch; float32 and OpenCL devices do not."""
     import dataclasses
 
-    import polymm_cuda.backend  # noqa: F401  (registers the entry)
+    import polymm_cuda.backend  # noqa: F401  (registers the families)
 
     h100 = dataclasses.replace(H100, cc=80)
-    strides = (0, (256 * 256, 256, 1))
-    made = planner.plan(h100, "float16", (1, 256, 256, 256), strides, strides)
+    strides = (0, (1024 * 1024, 1024, 1))
+    shape = (1, 1024, 1024, 1024)
+    made = planner.plan(h100, "float16", shape, strides, strides)
     (launch,) = made.launches
     assert launch.kernel.startswith("polymm_tc_float16") and launch.external["source"] == "tensorcore"
     assert launch.global_size[2] == 1 and "tensor cores" in made.choice.reason
-    assert planner.plan(h100, "float32", (1, 256, 256, 256), strides, strides).choice.external is None
+    assert [c.family for c in made.ranking.candidates] == ["mma-sync", "tiles"]
+    assert planner.plan(h100, "float32", shape, strides, strides).choice.external is None
     opencl = dataclasses.replace(h100, dialect="opencl")
-    assert planner.plan(opencl, "float16", (1, 256, 256, 256), strides, strides).choice.external is None
+    assert planner.plan(opencl, "float16", shape, strides, strides).choice.external is None
 
 
 def test_dmma_is_planned_by_the_cuda_entry(monkeypatch):

@@ -45,6 +45,14 @@ SHAPES = [
 LAYOUTS = ("c", "at", "bt", "neg", "bcast", "slice", "misaligned", "padded", "padded-t")
 
 
+@pytest.fixture(autouse=True)
+def _tensor_cores_preferred(monkeypatch):
+    """These tests prove the tensor-core kernels at tile edges, small products included: wherever a
+    tensor-core family offers a candidate it runs (``POLYMM_PREFER``), whatever the cost model says
+    of so small a product (tests/test_planner.py checks the ranking itself)."""
+    monkeypatch.setenv("POLYMM_PREFER", "wgmma,mma-sync,relayout,dmma,tf32")
+
+
 @pytest.fixture(scope="module")
 def backend():
     return CUDABackend()

@@ -1,0 +1,186 @@
+"""CUDA's own kernel families, registered with the shared planner (:mod:`polymm.kernels.families`).
+
+Each answers a product with a candidate -- the kernel it would launch and the
+:class:`~polymm.kernels.cost.Work` that costs -- or the rule the product breaks; the planner ranks
+them against the shared SIMT candidate with the one cost model, once per plan:
+
+- ``wgmma`` (Hopper): float16, bfloat16, int8, uint8 fed by the copy engine (:mod:`.wgmma`);
+- ``mma-sync`` (Ampere on): the same dtypes in 128-row tiles (``kernels/tensorcore.cu``);
+- ``relayout``: those kernels on operands copied first into the layout they read (:func:`.tensorcore.repack`);
+- ``dmma``: float64 and complex128 (as one float64 product) on the FP64 tensor cores;
+- ``tf32``: float32 in the ``"tf32"`` and ``"tf32x3"`` precision modes (Hopper, ``wgmma``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from polymm.kernels.cost import Work
+from polymm.kernels.devices import settings_for
+from polymm.kernels.families import Candidate, Choice, Family, Problem, Refusal, register
+
+from . import tensorcore as tc
+from . import wgmma
+
+__all__ = ["FAMILIES"]
+
+
+def _tiles(shape, bm: int, bn: int) -> int:
+    bt, m, n, _ = shape
+    return bt * -(-m // bm) * -(-n // bn)
+
+
+def _work(rate: str, p: Problem, shape, bm: int, bn: int, external=None, splits: int = 1) -> Work:
+    """A tensor-core kernel's work on ``shape`` (its own: swapped or real) in ``bm`` x ``bn``
+    tiles: padded multiply-adds, the operands and C moved, its scratch written and read back, its
+    launches."""
+    bt, m, n, k = shape
+    tiles = _tiles(shape, bm, bn)
+    size = np.dtype(p.dtype).itemsize
+    external = external or {}
+    launches = 1 + len(external.get("before", ())) + len(external.get("after", ())) + (splits > 1)
+    c_bytes = p.batch * p.M * p.N * size
+    return Work(
+        rate=rate,
+        macs=tiles * bm * bn * k,
+        groups=tiles * splits,
+        tile=(bm, bn),
+        bytes=(p.batch * p.M * p.K + p.batch * p.K * p.N) * size
+        + c_bytes * (2 * splits + 1 if splits > 1 else 1)
+        + 2 * sum(external.get("scratch", ())),
+        launches=launches,
+    )
+
+
+def _mma_kinds(p: Problem) -> Refusal | None:
+    """The rules every ``mma.sync``/``wgmma`` product of p's dtype and shape follows."""
+    why = tc.shape_rule(p.dtype, p.device, p.shape)
+    return Refusal("tensor cores", why) if why is not None else None
+
+
+def _pointers(p: Problem) -> tuple[int, int]:
+    size = p.dtype.itemsize
+    return p.a[0] * size, p.b[0] * size
+
+
+def _wgmma(p: Problem) -> Candidate | Refusal:
+    if p.device.cc != wgmma.CC:
+        return Refusal("wgmma", f"compute capability {p.device.cc / 10:.1f}: wgmma runs on 9.0 only")
+    refused = _mma_kinds(p)
+    if refused is not None:
+        return Refusal("wgmma", refused.reason)
+    name, why = wgmma.choose(p.dtype, p.device.cc, p.shape, p.a_strides, p.b_strides, *_pointers(p))
+    if name is None:
+        return Refusal("wgmma", why)
+    layout = name.rsplit("_", 1)[1]
+    external = wgmma.external_launch(p.shape, p.a_strides, p.b_strides, layout, p.dtype.itemsize, p.device)
+    swapped = layout == "kn" and p.dtype.itemsize == 1
+    shape = (p.batch, p.N, p.M, p.K) if swapped else p.shape
+    bn = wgmma.width(shape, p.device)
+    choice = Choice(name, None, f"tensor cores (wgmma, copy engine): {why}", external=external)
+    return Candidate("wgmma", choice, _work(f"wgmma:{p.dtype.name}", p, shape, wgmma.BM, bn, external=external))
+
+
+def _mma_sync(p: Problem) -> Candidate | Refusal:
+    refused = _mma_kinds(p)
+    if refused is not None:
+        return Refusal("mma-sync", refused.reason)
+    name, why = tc.layout_choice(p.dtype, p.shape, p.a_strides, p.b_strides, *_pointers(p))
+    if name is None:
+        return Refusal("mma-sync", why)
+    params = tc.mma_sync_params(p.device)
+    external = tc.external_launch(params, p.shape)
+    choice = Choice(name, None, f"tensor cores (mma.sync): {why}", external=external)
+    return Candidate("mma-sync", choice, _work(f"mma:{p.dtype.name}", p, p.shape, tc.BM, params.bn))
+
+
+def _relayout(p: Problem) -> Candidate | Refusal:
+    """The tensor cores on copies of the operands (A and B^T row-major), where no kernel reads
+    them as they lie; from ``relayout.work`` multiply-adds on (the copies then pay)."""
+    refused = _mma_kinds(p)
+    if refused is not None:
+        return Refusal("relayout", refused.reason)
+    pointers = _pointers(p)
+    if wgmma.choose(p.dtype, p.device.cc, p.shape, p.a_strides, p.b_strides, *pointers)[0] is not None:
+        return Refusal("relayout", "wgmma reads the operands as they lie")
+    if tc.layout_choice(p.dtype, p.shape, p.a_strides, p.b_strides, *pointers)[0] is not None:
+        return Refusal("relayout", "mma.sync reads the operands as they lie")
+    work = settings_for(p.device)("relayout", "work")
+    if p.M * p.N * p.K < work:
+        return Refusal("relayout", f"{p.M * p.N * p.K} multiply-adds per matrix < relayout.work = {work}")
+    size = p.dtype.itemsize
+    a_copied = p.a_strides[2] != 1
+    b_copied = p.b_strides[1] != 1
+    copies = size * (p.batch * p.M * p.K * a_copied + p.batch * p.K * p.N * b_copied)
+    if p.device.cc == wgmma.CC:
+        rate, bn = f"wgmma:{p.dtype.name}", wgmma.width(p.shape, p.device)
+    else:
+        rate, bn = f"mma:{p.dtype.name}", tc.mma_sync_params(p.device).bn
+    work = _work(rate, p, p.shape, tc.BM, bn)
+    work = dataclasses.replace(work, launches=work.launches + a_copied + b_copied, bytes=work.bytes + 2 * copies)
+    choice = Choice("relayout", None, "tensor cores on operands copied into the layout their kernels read")
+    return Candidate("relayout", choice, work, relayout=True)
+
+
+def _dmma(p: Problem) -> Candidate | Refusal:
+    """float64 and complex128 on the FP64 tensor cores (:func:`.tensorcore.choose_dmma`)."""
+    if p.dtype.name not in ("float64", "complex128"):
+        return Refusal("dmma", "the FP64 tensor cores serve float64 (and complex128 as float64)")
+    if not tc.dmma_in_auto(p.device):
+        return Refusal("dmma", "off on this device (dmma.in_auto, POLYMM_CUDA_DMMA)")
+    real = tc.fp64_shape(p.dtype, p.shape)
+    splits = tc.dmma_splits(real, p.device)
+    name, why = tc.choose_dmma(p.dtype, p.device, p.shape, p.a_strides, p.b_strides, splits)
+    if name is None:
+        return Refusal("dmma", why)
+    bt, m, n, k = p.shape
+    if splits > 1:
+        why += f", K = {k} on few tiles: {splits} slices of K, added in order"
+    external = tc.dmma_launch(name, p.device, (bt * splits, m, n, k), p.a, p.b)
+    mma = tc.DMMA_SHAPE_NAMES[int(external["options"][0].split("=")[1])]
+    copies = "16-byte" if {"-DDM_VA=2", "-DDM_VB=2"} <= set(external["options"]) else "8-byte where unaligned"
+    wide = any(o.startswith("-DDM_WN=") for o in external["options"])
+    bn = settings_for(p.device)("dmma", "wide_tile")["bn"] if wide else tc.DMMA_BN
+    why = f"FP64 tensor cores (mma.sync {mma}, {tc.DMMA_BM} x {bn} tiles, {copies} copies): {why}"
+    choice = Choice(name, None, why, external=external, splits=splits)
+    work = _work("dmma:float64", p, real, tc.DMMA_BM, bn, external, splits)
+    return Candidate("dmma", choice, work)
+
+
+def _tf32(p: Problem) -> Candidate | Refusal:
+    """float32 in the ``"tf32"``/``"tf32x3"`` precision modes (:func:`.wgmma.tf32_launch`)."""
+    if p.dtype.name != "float32":
+        return Refusal("tf32", "TF32 products take float32")
+    mode = p.precision
+    why = tc.tf32_rule(mode, p.device, p.shape)
+    if why is not None:
+        return Refusal("tf32", why)
+    layout, external = wgmma.tf32_launch(mode, p.shape, p.a, p.b, p.device)
+    if mode == "tf32x3":
+        what = "split into hi and lo parts, three products"
+    elif layout == "kn":
+        what = "one product, C^T = B^T A^T with B^T from registers (B is N-contiguous)"
+    else:
+        what = "one product"
+    reason = f"TF32 tensor cores (wgmma), precision {mode!r}: {what}"
+    choice = Choice(wgmma.kernel_name(mode, layout), None, reason, external=external)
+    shape = (p.batch, p.N, p.M, p.K) if layout == "kn" else p.shape
+    work = _work(f"wgmma:{mode}", p, shape, wgmma.BM, wgmma.width(shape, p.device), external=external)
+    return Candidate("tf32", choice, work)
+
+
+def _cuda(name: str, about: str, propose) -> Family:
+    return Family(name, about, propose, kinds=("gpu",), dialects=("cuda",), shared=False)
+
+
+FAMILIES = (
+    _cuda("wgmma", "float16, bfloat16, int8, uint8 on Hopper's wgmma, read by the copy engine", _wgmma),
+    _cuda("mma-sync", "float16, bfloat16, int8, uint8 on mma.sync in 128-row tiles (sm_80 on)", _mma_sync),
+    _cuda("relayout", "the tensor cores on operands copied into the layout they read", _relayout),
+    _cuda("dmma", "float64 and complex128 (as float64) on the FP64 tensor cores", _dmma),
+    _cuda("tf32", "float32 in precision 'tf32' and 'tf32x3' on wgmma", _tf32),
+)
+for _family in FAMILIES:
+    register(_family)
