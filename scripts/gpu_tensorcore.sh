@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The tensor-core kernels on the lent GPU machine: proof (device tests, the conformance suite on
-# `cuda` as "auto" plans it and with the FP64 tensor cores switched on, 100,000 fuzzed cases of
-# the tensor-core dtypes and 100,000 of float64 with the FP64 tensor cores) and the tensor-core
+# `cuda` as "auto" plans it and with every tensor-core family preferred wherever it offers a
+# candidate (POLYMM_PREFER: small products too), 100,000 fuzzed cases of the tensor-core dtypes
+# and 100,000 of float64 on the FP64 tensor cores, both preferred so) and the tensor-core
 # cells of the cliff suite (CUDA events around each whole call, interleaved with cupy.matmul, or
 # torch.matmul for bfloat16); and the same for float32 in the "tf32" and "tf32x3" precision
 # modes (precision-proof: device tests, the conformance suite in each mode; precision-fuzz:
-# up to 100,000 cases of float32 and complex64 per mode, both with POLYMM_CUDA_TF32_MIN_WORK=0 so
-# that small products take the tensor-core paths too; precision-bench: the "tf32*" cells).
+# up to 100,000 cases of float32 and complex64 per mode, both with POLYMM_CUDA_TF32_MIN_WORK=0 and
+# POLYMM_PREFER=tf32 so that small products take the tensor-core paths too; precision-bench: the "tf32*" cells).
 #
 #   . .device/setup.sh && bash scripts/gpu_tensorcore.sh OUT_DIR LABEL [proof|bench|all|precision-proof|precision-fuzz|precision-bench]
 #
@@ -20,6 +21,7 @@ dir="$out/tc-$label"
 mkdir -p "$dir"
 unset CUPY_TF32
 status=0
+tensor_cores=wgmma,mma-sync,relayout,dmma,tf32  # POLYMM_PREFER: these families win wherever they offer
 {
     date -u +%FT%TZ
     git log -1 --format='%H %s' 2>/dev/null || echo "(no git: tarball of a commit)"
@@ -44,25 +46,25 @@ fuzz() {  # fuzz TAG DTYPES [env... | fuzz options...]: 8 processes x 12,500 cas
 if [[ "$what" == proof || "$what" == all ]]; then
     python3 -m pytest -q -n 8 backends/polymm-cuda/tests/test_device.py > "$dir/device-tests.log" 2>&1 || status=1
     python3 -m pytest -q -n 8 --pyargs polymm.testing --polymm-backend=cuda > "$dir/conformance-cuda.log" 2>&1 || status=1
-    POLYMM_CUDA_DMMA=1 python3 -m pytest -q -n 8 --pyargs polymm.testing --polymm-backend=cuda \
-        > "$dir/conformance-cuda-dmma.log" 2>&1 || status=1
+    POLYMM_CUDA_DMMA=1 POLYMM_PREFER="$tensor_cores" python3 -m pytest -q -n 8 --pyargs polymm.testing \
+        --polymm-backend=cuda > "$dir/conformance-cuda-tensor-cores.log" 2>&1 || status=1
     tail -n 1 "$dir"/device-tests.log "$dir"/conformance-*.log
-    fuzz tensorcore float16,bfloat16,int8,uint8
-    fuzz dmma float64 POLYMM_CUDA_DMMA=1
+    fuzz tensorcore float16,bfloat16,int8,uint8 POLYMM_PREFER="$tensor_cores"
+    fuzz dmma float64 POLYMM_CUDA_DMMA=1 POLYMM_PREFER=dmma
 fi
 if [[ "$what" == precision-proof ]]; then
     python3 -m pytest -q -n 8 backends/polymm-cuda/tests/test_device.py -k "tf32 or wgmma" \
         > "$dir/device-tests-precision.log" 2>&1 || status=1
     for mode in tf32 tf32x3; do  # every product the tensor cores can take, however small
-        POLYMM_CUDA_TF32_MIN_WORK=0 python3 -m pytest -q -n 8 --pyargs polymm.testing --polymm-backend=cuda \
+        POLYMM_CUDA_TF32_MIN_WORK=0 POLYMM_PREFER=tf32 python3 -m pytest -q -n 8 --pyargs polymm.testing --polymm-backend=cuda \
             --polymm-precision=$mode \
             > "$dir/conformance-cuda-$mode.log" 2>&1 || status=1
     done
     tail -n 1 "$dir"/device-tests-precision.log "$dir"/conformance-cuda-tf32*.log
 fi
 if [[ "$what" == precision-fuzz ]]; then
-    fuzz tf32 float32,complex64 --precision tf32 POLYMM_CUDA_TF32_MIN_WORK=0
-    fuzz tf32x3 float32,complex64 --precision tf32x3 POLYMM_CUDA_TF32_MIN_WORK=0
+    fuzz tf32 float32,complex64 --precision tf32 POLYMM_CUDA_TF32_MIN_WORK=0 POLYMM_PREFER=tf32
+    fuzz tf32x3 float32,complex64 --precision tf32x3 POLYMM_CUDA_TF32_MIN_WORK=0 POLYMM_PREFER=tf32
 fi
 if [[ "$what" == precision-bench ]]; then
     polymm bench --suite cliffs --backend cuda --cases 'tf32*' \

@@ -1,10 +1,11 @@
 """Worst relative error against K of each precision mode on this GPU, as JSON (the measured points
 of docs/figures/precision.png, over the NumPy emulation and the documented bounds).
 
-    POLYMM_CUDA_TF32_MIN_WORK=0 python scripts/precision_error.py OUT.json
+    POLYMM_CUDA_TF32_MIN_WORK=0 POLYMM_PREFER=tf32 python scripts/precision_error.py OUT.json
 
-``POLYMM_CUDA_TF32_MIN_WORK=0`` lets the tensor-core paths take the small-K products too (by
-default those run on the SIMT kernels in float32, which says nothing about TF32).
+``POLYMM_CUDA_TF32_MIN_WORK=0`` lets the tensor-core paths offer the small-K products too and
+``POLYMM_PREFER=tf32`` makes them win (by default those run on the SIMT kernels in float32, which
+says nothing about TF32).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def main(path: str) -> None:
     doc = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "device": impl.devices()[0],
-        "command": "POLYMM_CUDA_TF32_MIN_WORK=0 python scripts/precision_error.py OUT.json",
+        "command": "POLYMM_CUDA_TF32_MIN_WORK=0 POLYMM_PREFER=tf32 python scripts/precision_error.py OUT.json",
         "shape": "(256, K) @ (K, 256), standard normal float32",
         "k": ks,
         "worst_relative_error": rows,

@@ -128,9 +128,9 @@ def test_explain_names_the_entries_behind_a_plan():
 
 
 def test_tensor_core_plans_name_their_entries(monkeypatch):
-    """The CUDA tensor-core entry reads its tiles and thresholds from the database too (the
+    """The CUDA tensor-core families read their tiles and thresholds from the database too (the
     H200 from ``NVIDIA GPU``, as the H100), and explain names them; change one and the plan follows."""
-    pytest.importorskip("polymm_cuda.backend")  # registers the CUDA planner entry
+    pytest.importorskip("polymm_cuda.backend")  # registers CUDA's kernel families
     hopper = dataclasses.replace(H100, cc=90)
     report = explain((1024, 1024), (1024, 1024), "float64", backend="cuda", device="H200")
     cites = [s.cite for s in report.settings]
@@ -148,6 +148,10 @@ def test_tensor_core_plans_name_their_entries(monkeypatch):
 #: (the .cu file hard-codes it too), not a tuning choice: the tuning is in the database.
 HARDWARE_AND_SOURCE_FACTS = {
     "polymm/kernels/planner.py": set(),
+    "polymm/kernels/simt.py": set(),
+    "polymm/kernels/cost.py": set(),
+    "polymm/kernels/families.py": set(),
+    "backends/polymm-cuda/polymm_cuda/families.py": set(),
     "backends/polymm-numba/polymm_numba/params.py": set(),
     "backends/polymm-cuda/polymm_cuda/tensorcore.py": {
         "BM",  # kernels/tensorcore.cu's TC_BM: its tile's rows

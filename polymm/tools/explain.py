@@ -291,9 +291,25 @@ def _gpu_lines(report, dtype) -> tuple[list, list, str, str, bool]:
                 )
                 entry.update(occupancy=share, limited_by=factor, groups_per_cu=per_cu)
         launches.append(entry)
+    lines += _ranking_lines(plan.ranking)
     lines += _database_lines(plan.settings)
     where = f"{device.name}, {device.compute_units} compute units"
     return lines, launches, where, plan.choice.reason, tensor
+
+
+def _ranking_lines(ranking) -> list[str]:
+    """The kernel families' answers behind an ``auto`` plan: the candidates best first, with the
+    cost model's estimate and the terms behind it, then each family that declined and why."""
+    if ranking is None:
+        return []
+    lines = []
+    for i, candidate in enumerate(ranking.candidates):
+        lines.append(
+            f"{'ranked' if i == 0 else '':<10}{i + 1}. {candidate.family}: {candidate.work.describe(ranking.problem.device)}"
+        )
+    for i, refusal in enumerate(ranking.refusals):
+        lines.append(f"{'declined' if i == 0 else '':<10}{refusal.family}: {refusal.reason}")
+    return lines
 
 
 def _database_lines(settings) -> list[str]:

@@ -1,5 +1,5 @@
 """polymm-cuda: the CUDA backend of polymm (entry point ``cuda``), the shared GPU kernel layer
-through CuPy with the tensor cores as a CUDA-only planner entry.
+through CuPy with the tensor cores as CUDA-only kernel families of the shared planner.
 
 Importing this package needs neither CuPy nor a GPU; instantiating
 :class:`CUDABackend` does, and raises :class:`polymm.BackendUnavailable` with

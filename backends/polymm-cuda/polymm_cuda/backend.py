@@ -189,7 +189,7 @@ class CUDABackend(Backend):
 
     # ---- kernels -------------------------------------------------------------
     def compiled(self, dev: int, kernel: str, dtype, params, flags, external=None):
-        """The CuPy function for one rendered kernel, or a planner entry's ``external``
+        """The CuPy function for one rendered kernel, or a kernel family's ``external``
         kernel (tensor cores), compiled once per device."""
         if external is not None:
             key = (dev, kernel, external["source"], external["options"])
@@ -449,7 +449,7 @@ class CUDABackend(Backend):
 
 
 def _external_source(name: str) -> str:
-    """The text of a planner entry's CUDA-only kernel: ``wgmma-<tile width>`` (with its rendered
+    """The text of a CUDA-only family's kernel: ``wgmma-<tile width>`` (with its rendered
     wrappers), or a file of ``kernels/`` (``tensorcore``, ``dmma``, ``tf32_split``)."""
     if name.startswith("wgmma-"):
         return _wgmma.source(int(name.split("-")[1]))

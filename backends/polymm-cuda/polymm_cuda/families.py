@@ -97,8 +97,9 @@ def _mma_sync(p: Problem) -> Candidate | Refusal:
 
 
 def _relayout(p: Problem) -> Candidate | Refusal:
-    """The tensor cores on copies of the operands (A and B^T row-major), where no kernel reads
-    them as they lie; from ``relayout.work`` multiply-adds on (the copies then pay)."""
+    """The tensor cores on copies of the operands (A and B^T row-major, as :func:`.tensorcore.repack`
+    makes them), where no kernel reads them as they lie but one reads the copies; from
+    ``relayout.work`` multiply-adds on."""
     refused = _mma_kinds(p)
     if refused is not None:
         return Refusal("relayout", refused.reason)
@@ -110,9 +111,17 @@ def _relayout(p: Problem) -> Candidate | Refusal:
     work = settings_for(p.device)("relayout", "work")
     if p.M * p.N * p.K < work:
         return Refusal("relayout", f"{p.M * p.N * p.K} multiply-adds per matrix < relayout.work = {work}")
-    size = p.dtype.itemsize
-    a_copied = p.a_strides[2] != 1
-    b_copied = p.b_strides[1] != 1
+    size, (sa, sb) = p.dtype.itemsize, (p.a_strides, p.b_strides)
+    a_copied, b_copied = sa[2] != 1, sb[1] != 1  # repack keeps an operand already K-contiguous
+    if a_copied:
+        sa, pointers = (p.M * p.K if sa[0] else 0, p.K, 1), (0, pointers[1])
+    if b_copied:
+        sb, pointers = (p.K * p.N if sb[0] else 0, 1, p.K), (pointers[0], 0)
+    read = wgmma.choose(p.dtype, p.device.cc, p.shape, sa, sb, *pointers)
+    if read[0] is None:
+        read = tc.layout_choice(p.dtype, p.shape, sa, sb, *pointers)
+    if read[0] is None:
+        return Refusal("relayout", f"no kernel would read the copies either: {read[1]}")
     copies = size * (p.batch * p.M * p.K * a_copied + p.batch * p.K * p.N * b_copied)
     if p.device.cc == wgmma.CC:
         rate, bn = f"wgmma:{p.dtype.name}", wgmma.width(p.shape, p.device)

@@ -419,9 +419,10 @@ def external_launch(p: Params, shape) -> dict:
 
 
 def tf32_min_work(mode: str, device) -> int:
-    """Multiply-adds per matrix from which a float32 product in precision ``mode`` runs on the
-    tensor cores of ``device``: ``tf32.min_work``, unless ``POLYMM_CUDA_TF32_MIN_WORK=N`` sets it for
-    both modes (the proof runs take 0: the suite's small products then exercise those paths too)."""
+    """Multiply-adds per matrix from which the ``tf32`` family offers a float32 product in precision
+    ``mode`` on ``device``: ``tf32.min_work``, unless ``POLYMM_CUDA_TF32_MIN_WORK=N`` sets it for both
+    modes (the proof runs take 0 with ``POLYMM_PREFER=tf32``: the suite's small products then
+    exercise those paths too)."""
     forced = os.environ.get("POLYMM_CUDA_TF32_MIN_WORK")
     return int(forced) if forced else settings_for(device)("tf32", "min_work")[mode]
 

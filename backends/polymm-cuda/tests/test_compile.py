@@ -244,7 +244,7 @@ def test_wgmma_is_planned_on_hopper_only():
     backend to encode); 8.0 plans mma.sync; a misaligned row stride falls back to it too."""
     import dataclasses
 
-    import polymm_cuda.backend  # noqa: F401  (registers the entry)
+    import polymm_cuda.backend  # noqa: F401  (registers the families)
 
     strides = (0, (512 * 512, 512, 1))
     made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 512, 512, 512), strides, strides)
@@ -313,7 +313,7 @@ def test_tf32_modes_plan_split_wgmma_and_repair():
     import dataclasses
 
     import polymm
-    import polymm_cuda.backend  # noqa: F401  (registers the entry)
+    import polymm_cuda.backend  # noqa: F401  (registers the families)
 
     hopper = dataclasses.replace(H100, cc=90)
     n = 2048
@@ -380,11 +380,11 @@ def test_tensor_cores_are_a_cuda_entry_of_the_planner():
 
 
 def test_dmma_is_planned_by_the_cuda_entry(monkeypatch):
-    """float64 reaches the FP64 tensor cores through the same planner entry, once they are on for
+    """float64 reaches the FP64 tensor cores through its kernel family, once they are on for
     "auto"; a batch beyond CUDA's grid is split into launches it can hold."""
     import dataclasses
 
-    import polymm_cuda.backend  # noqa: F401  (registers the entry)
+    import polymm_cuda.backend  # noqa: F401  (registers the families)
 
     h100 = dataclasses.replace(H100, cc=90)
     strides = (0, (256 * 256, 256, 1))
@@ -416,7 +416,7 @@ def test_deep_float64_is_split_on_the_fp64_tensor_cores():
     quarter of a wave of tiles or less."""
     import dataclasses
 
-    import polymm_cuda.backend  # noqa: F401  (registers the entry)
+    import polymm_cuda.backend  # noqa: F401  (registers the families)
 
     hopper = dataclasses.replace(H100, cc=90)
     m, n, k = 128, 128, 65536 + 40
@@ -494,7 +494,7 @@ def test_complex128_runs_as_one_float64_product_on_the_fp64_tensor_cores(shape, 
     run in NumPy by its argument lists, computes the complex product (poisoned outputs and scratch)."""
     import dataclasses
 
-    import polymm_cuda.backend  # noqa: F401  (registers the entry)
+    import polymm_cuda.backend  # noqa: F401  (registers the families)
 
     ampere = dataclasses.replace(H100, cc=80)
     bt, m, n, k = shape
@@ -544,7 +544,7 @@ def test_complex128_reads_b_realified_on_hopper(shape, b_layout):
     NumPy by its argument lists, computes the complex product (poisoned outputs and scratch)."""
     import dataclasses
 
-    import polymm_cuda.backend  # noqa: F401  (registers the entry)
+    import polymm_cuda.backend  # noqa: F401  (registers the families)
     from polymm_cuda import tensorcore
 
     hopper = dataclasses.replace(H100, cc=90)

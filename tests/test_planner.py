@@ -1,0 +1,145 @@
+"""The planner as kernel families ranked by one cost model (polymm.kernels.families, cost, planner).
+
+Model devices only: no GPU is needed to ask which candidate wins and why.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from polymm.kernels import KernelParams, families, planner
+from polymm.kernels.cost import Work, wave_fill
+from polymm.kernels.families import Candidate, Choice, Family, Problem, Refusal
+from polymm.kernels.params import DeviceInfo
+from polymm.tools.explain import explain
+
+H100 = DeviceInfo(
+    "NVIDIA H100 80GB HBM3", "NVIDIA", "gpu", "cuda", 132, 1024, 48 * 1024, key="model-h100", max_batch=65535, cc=90
+)
+AMD = DeviceInfo("gfx1100", "Advanced Micro Devices, Inc.", "gpu", "opencl", 48, 256, 64 * 1024, key="model-amd")
+
+
+def _row(m, k, batch=1):
+    return (0, (m * k if batch > 1 else 0, k, 1))
+
+
+def _rank(device, dtype, shape, a=None, b=None, precision="default"):
+    bt, m, n, k = shape
+    a = a or _row(m, k, bt)
+    b = b or _row(k, n, bt)
+    return planner.rank(Problem(device, np.dtype(dtype), shape, a, b, precision))
+
+
+def test_wave_fill_counts_the_last_wave():
+    assert wave_fill(132, 132) == 1.0
+    assert wave_fill(133, 132) == pytest.approx(133 / 264)
+    assert wave_fill(66, 132) == 0.5
+    assert wave_fill(0, 132) == pytest.approx(1 / 132)  # an empty launch still takes a slot
+
+
+def test_estimate_grows_with_work_and_shrinks_with_fill():
+    one = Work("simt:float32", 1e9, groups=132, tile=(64, 64), bytes=1e6)
+    assert one.seconds(AMD) < dataclasses.replace(one, macs=2e9).seconds(AMD)
+    assert one.seconds(AMD) < dataclasses.replace(one, groups=24).seconds(AMD)  # half the waves idle
+    assert one.seconds(AMD) < dataclasses.replace(one, tile=(16, 16)).seconds(AMD)  # more loads per multiply-add
+    assert one.seconds(AMD) < dataclasses.replace(one, copied=1e8).seconds(AMD)
+    with pytest.raises(KeyError, match="no cost.rates entry for 'wgmma:float16' on gfx1100"):
+        Work("wgmma:float16", 1e9, groups=1).seconds(AMD)
+
+
+def test_every_auto_plan_runs_its_best_candidate():
+    """The plan is the ranking's first candidate (or, for a relayout, the shared one), on every
+    device model and a spread of shapes, and the candidates are in the order of their estimates."""
+    pytest.importorskip("polymm_cuda.backend")  # registers CUDA's families
+    shapes = [(1, 1, 4096, 4096), (1, 4096, 2, 4096), (1, 4, 4096, 4096), (1, 128, 128, 65536), (64, 16, 16, 16)]
+    shapes += [(1, 1024, 1024, 1024), (1, 100, 300, 700), (2, 2048, 2048, 64)]
+    for device in (H100, dataclasses.replace(H100, cc=80), AMD):
+        for dtype in ("float32", "float64", "float16", "complex128", "int8"):
+            for shape in shapes:
+                ranking = _rank(device, dtype, shape)
+                made = planner.plan(
+                    device, dtype, shape, _row(shape[1], shape[3], shape[0]), _row(shape[3], shape[2], shape[0])
+                )
+                estimates = [c.work.seconds(device) for c in ranking.candidates]
+                assert estimates == sorted(estimates), ranking.lines()
+                best = ranking.best
+                expected = ranking.shared if best.relayout else best
+                assert made.ranking.best.family == best.family
+                assert made.relayout == best.relayout
+                if best.build is None:
+                    assert made.choice == expected.choice, (device.name, dtype, shape)
+
+
+def test_the_first_shared_family_that_takes_a_product_is_the_only_shared_candidate():
+    """The database's switch points divide the shapes between the shared families: a matrix-vector
+    product is matvec's, never also the tiles'; the families behind it are not asked."""
+    ranking = _rank(AMD, "float32", (1, 4096, 2, 4096))
+    assert [c.family for c in ranking.candidates] == ["matvec"]
+    assert ranking.shared is ranking.best
+    assert "tiles" not in {r.family for r in ranking.refusals}  # not asked
+    ranking = _rank(AMD, "float32", (1, 1000, 1000, 1000))
+    assert [c.family for c in ranking.candidates] == ["tiles"]
+    assert {r.family for r in ranking.refusals} >= {"matvec", "vecmat", "row-strip", "split-k", "small-batched"}
+    assert all(r.reason for r in ranking.refusals)
+
+
+def test_a_new_family_is_one_descriptor(monkeypatch):
+    """A backend adds a kernel family by registering its descriptor: where its estimate is the
+    lowest, "auto" plans it and says why; elsewhere it is ranked and loses; where it declines, it
+    says why."""
+    monkeypatch.setattr(families, "_FAMILIES", list(families._FAMILIES))
+    tile = KernelParams(mwg=64, nwg=64, kwg=16, mdimc=16, ndimc=16)
+
+    def propose(p: Problem):
+        if p.dtype.name != "float32":
+            return Refusal("fast-float32", "float32 only")
+        work = Work("simt:float32", p.M * p.N * p.K / 100, groups=10**4, tile=(64, 64))  # a hundred times faster
+        return Candidate("fast-float32", Choice("regblock", tile, "the new family's tiles"), work)
+
+    families.register(Family("fast-float32", "a hypothetical family", propose, dialects=("opencl",), shared=False))
+    strides = (0, (512 * 512, 512, 1))
+    made = planner.plan(AMD, "float32", (1, 512, 512, 512), strides, strides)
+    assert made.choice.reason == "the new family's tiles" and made.product.params == tile
+    assert [c.family for c in made.ranking.candidates] == ["fast-float32", "tiles"]
+    made = planner.plan(AMD, "float64", (1, 512, 512, 512), strides, strides)
+    assert made.ranking.best.family == "tiles"
+    assert Refusal("fast-float32", "float32 only") in made.ranking.refusals
+    cuda = dataclasses.replace(AMD, dialect="cuda")  # the family serves OpenCL devices only
+    assert "fast-float32" not in {c.family for c in _rank(cuda, "float32", (1, 512, 512, 512)).candidates}
+
+
+def test_preferred_families_rank_first(monkeypatch):
+    """``POLYMM_PREFER`` sends a product to a family wherever it offers a candidate (the proof runs
+    exercise the tensor-core kernels on small products so), whatever the estimates say."""
+    pytest.importorskip("polymm_cuda.backend")
+    shape = (1, 136, 100, 1032)  # 4 tiles of wgmma on 132 SMs: the SIMT tiles rank first
+    monkeypatch.delenv("POLYMM_PREFER", raising=False)
+    ranking = _rank(H100, "float16", shape)
+    assert [c.family for c in ranking.candidates] == ["tiles", "wgmma"]
+    monkeypatch.setenv("POLYMM_PREFER", "dmma, wgmma")
+    ranking = _rank(H100, "float16", shape)
+    assert [c.family for c in ranking.candidates] == ["wgmma", "tiles"]
+
+
+def test_relayout_is_offered_only_where_the_copies_would_be_read():
+    """The tensor cores on copies of the operands: for A along M (copied K-major), not for an A
+    that is K-contiguous but misaligned (the copy keeps it as it is, so no kernel would read it)."""
+    pytest.importorskip("polymm_cuda.backend")
+    m = n = k = 1024
+    column_a = (0, (m * k, 1, m))
+    ranking = _rank(H100, "float16", (1, m, n, k), a=column_a)
+    assert ranking.best.family == "relayout" and ranking.best.relayout
+    misaligned = (1, (m * (k + 1), k + 1, 1))  # rows one element longer, from the second element
+    ranking = _rank(H100, "float16", (1, m, n, k), a=misaligned)
+    why = {r.family: r.reason for r in ranking.refusals}["relayout"]
+    assert why.startswith("no kernel would read the copies either")
+    assert ranking.best.family == "tiles"
+
+
+def test_explain_shows_the_ranking():
+    pytest.importorskip("polymm_cuda.backend")
+    text = str(explain((1024, 1024), (1024, 1024), "float16", backend="cuda", device="H100"))
+    assert "ranked    1. wgmma: " in text and "us est., wgmma:float16, 128 groups" in text
+    assert "          3. tiles: " in text
+    assert "declined  matvec: N=1024 > matvec.most_columns=4" in text
