@@ -238,3 +238,30 @@ def test_the_cpu_backend_reads_its_numbers_from_the_database():
     assert "database  host CPU / cpu-threads.tiny_work = 4096" in str(report)
     narrow = explain((4000, 4000), (4000,), "float64", backend="cpu")
     assert "host CPU / cpu-narrow.most" in [s.cite for s in narrow.settings]
+
+
+def test_the_tuner_writes_the_database(tmp_path):
+    """``python -m polymm.tools.tune --database H100`` writes its winner into devices.json with its
+    evidence; the planner reads it from there (here: a copy of the file)."""
+    import shutil
+    from importlib import resources
+
+    from polymm.kernels import KernelParams
+    from polymm.tools import tune
+
+    copy = tmp_path / "devices.json"
+    shutil.copy(resources.files("polymm.kernels").joinpath("devices.json"), copy)
+    best = KernelParams(mwg=128, nwg=128, kwg=8, mdimc=16, ndimc=16, vw=4, gvw=4, pad=0, maxrreg=128)
+    table = table_params(H100, "float32")
+    n = 2048
+    path = tune.record("H100", H100, "float32", best, [(table, 2e-3), (best, 1e-3)], n, "tune --database H100", copy)
+    written = json.loads(copy.read_text())["settings"]["H100"]["regblock"]["float32"]
+    assert path == str(copy) and KernelParams(**written["value"]) == best
+    assert written["value"]["maxrreg"] == 128 and "use_local" not in written["value"]  # defaults left out
+    assert written["evidence"]["device"] == H100.name and written["evidence"]["command"] == "tune --database H100"
+    assert (
+        f"{2 * n**3 / 1e-3 / 1e9:.0f} GFLOP/s (the table's tiles: {2 * n**3 / 2e-3 / 1e9:.0f} GFLOP/s)"
+        in (written["evidence"]["result"])
+    )
+    with pytest.raises(KeyError, match="no device 'H300' in the database"):
+        tune.record("H300", H100, "float32", best, [(best, 1e-3)], n, "x", copy)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["Setting", "DeviceSettings", "settings_for", "recording", "database", "entry"]
+__all__ = ["Setting", "DeviceSettings", "settings_for", "recording", "database", "entry", "write"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,27 @@ def entry(device: str, family: str, name: str) -> dict:
     what the tuner writes into and a test changes for a while (``monkeypatch.setitem(entry(...),
     "value", v)``); plans made before keep what they read."""
     return database()["settings"][device][family][name]
+
+
+def write(device: str, family: str, name: str, value, why: str, evidence: dict, path=None) -> str:
+    """Store ``device / family.name`` (value, why, evidence) in ``devices.json`` (``path``: another
+    copy of it), as the tuners do with ``--database``; returns the path written.  The file is
+    written whole (its layout kept: one-space indents) and the cached database dropped."""
+    path = str(path or resources.files(__package__).joinpath("devices.json"))
+    with open(path) as f:
+        data = json.load(f)
+    if device not in data["devices"]:
+        raise KeyError(f"no device {device!r} in the database; known: {', '.join(data['devices'])}")
+    data["settings"].setdefault(device, {}).setdefault(family, {})[name] = {
+        "value": value,
+        "why": why,
+        "evidence": evidence,
+    }
+    with open(path, "w") as f:
+        f.write(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    database.cache_clear()
+    _settings.cache_clear()
+    return path
 
 
 def _chain(words: str) -> tuple[str, ...]:

@@ -1,25 +1,30 @@
 """Time candidate regblock parameters on a GPU backend's device and store the best.
 
     python -m polymm.tools.tune --backend cuda|opencl [--size 2048] [--dtype float32] [--dry-run]
+                                [--database DEVICE]
 
 One tuner for both GPU backends (and the OpenCL CPU shape): each candidate
 runs through the backend's ``launch(a, b, out, kernel, params)``, is timed by
 wall clock around ``synchronize()`` (median after a warm-up), checked against
 a float64 product, and the fastest is stored in the tuning file
 (:func:`polymm.kernels.params.tuning_path`) under the device's key, where the
-planner finds it before the device database (``polymm/kernels/devices.json``).
+planner finds it before the device database (``polymm/kernels/devices.json``); with
+``--database DEVICE`` (a node of that database, e.g. ``H100``) it is written into the database
+itself as ``regblock.<dtype>``, with its evidence (date, device, command, measured rate).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import datetime
 import math
 import sys
 
 import numpy as np
 
 from . import timing
-from ..kernels import KernelParams
+from ..kernels import KernelParams, devices
 from ..kernels import params as _params
 
 #: CPU shape candidates: (rows per work-item, mr, columns, vw, mdimc, kwg[, nr, pack_b]),
@@ -143,6 +148,27 @@ def tune(backend_name="opencl", dtype="float32", n=2048, repeats=10, log=print):
     return device, best, results
 
 
+_TILE = ("mwg", "nwg", "kwg", "mdimc", "ndimc", "vw", "gvw", "pad")  # written even where they are the defaults
+
+
+def record(node: str, device, dtype, best: KernelParams, results, n: int, command: str, path=None) -> str:
+    """Write ``best`` into the device database as ``node / regblock.<dtype>`` with the evidence
+    of this run (the table's tiles and the winner's rate); returns the path written."""
+    seconds = dict(results)
+    table = _params.table_params(device, dtype)
+    rate = lambda p: f"{2 * n**3 / seconds[p] / 1e9:.0f} GFLOP/s" if p in seconds else "not run"  # noqa: E731
+    defaults = KernelParams()
+    value = {k: v for k, v in dataclasses.asdict(best).items() if v != getattr(defaults, k) or k in _TILE}
+    evidence = {
+        "date": datetime.date.today().isoformat(),
+        "device": device.name,
+        "command": command,
+        "result": f"{np.dtype(dtype).name} {n}^3 squares, kernel alone: {rate(best)} (the table's tiles: {rate(table)})",
+    }
+    why = f"regblock tiles for {np.dtype(dtype).name}: the fastest of the tuner's {len(results)} candidates"
+    return devices.write(node, "regblock", np.dtype(dtype).name, value, why, evidence, path)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="opencl", choices=["opencl", "cuda"])
@@ -150,11 +176,19 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--dry-run", action="store_true", help="time, but do not store the result")
+    parser.add_argument(
+        "--database", metavar="DEVICE", help="write the result into polymm/kernels/devices.json under this device node"
+    )
     args = parser.parse_args(argv)
     print(f"tuning regblock for {args.dtype} at n={args.size} on backend {args.backend}")
-    device, best, _ = tune(args.backend, args.dtype, args.size, args.repeats)
+    device, best, results = tune(args.backend, args.dtype, args.size, args.repeats)
     print(f"best on {device.name}: {best}")
-    if not args.dry_run:
+    if args.dry_run:
+        return 0
+    if args.database:
+        command = "python -m polymm.tools.tune " + " ".join(argv if argv is not None else sys.argv[1:])
+        print(f"written to {record(args.database, device, args.dtype, best, results, args.size, command)}")
+    else:
         print(f"stored in {_params.save_tuned(device, args.dtype, best)}")
     return 0
 
