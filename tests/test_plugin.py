@@ -95,7 +95,7 @@ def test_the_ini_option_names_the_backend(pytester):
 def test_declared_failures_are_strict_visible_xfails(pytester):
     result = _run(
         pytester,
-        HALF_WRONG.replace("{XFAIL}", '{"test_every_dtype*float16*": "rounds float16 wrong"}'),
+        HALF_WRONG.replace("{XFAIL}", '{"test_every_dtype[*-float16]": "rounds float16 wrong"}'),
         "--polymm-backend=halfwrong",
         "-rx",
     )
@@ -107,11 +107,11 @@ def test_declared_failures_are_strict_visible_xfails(pytester):
 def test_a_declared_failure_that_passes_fails_the_run(pytester):
     result = _run(
         pytester,
-        HALF_WRONG.replace("{XFAIL}", '{"test_every_dtype*int8*": "stale declaration"}'),
+        HALF_WRONG.replace("{XFAIL}", '{"test_every_dtype[*-int8]": "stale declaration"}'),
         "--polymm-backend=halfwrong",
     )
     # float16 really wrong; int8 passes: strict XPASS (optional dtypes it does not offer: skipped)
-    result.assert_outcomes(passed=11, failed=3, skipped=len(optional_dtypes()))
+    result.assert_outcomes(passed=12, failed=2, skipped=len(optional_dtypes()))
 
 
 def test_unrelated_pytest_runs_load_no_backend(pytester):
@@ -226,3 +226,15 @@ def test_the_one_line_import_brings_the_whole_suite(pytester):
         counts.append(int(re.search(r"(\d+) tests? collected", _output(result)).group(1)))
         assert "test_path_shapes[" in _output(result) and "test_own_out[" in _output(result)
     assert counts[0] == counts[1], counts
+
+
+def test_declared_patterns_take_test_ids_as_printed():
+    """Brackets are literal, so a pattern written from an id picks that dtype only."""
+    from polymm.testing.plugin import declared_match
+
+    pattern = "test_every_dtype[*-float16]"
+    assert declared_match(pattern, "test_every_dtype[mine-auto-float16]")
+    for other in ("test_every_dtype[mine-auto-bfloat16]", "test_every_dtype_batched_odd[mine-auto-float16]"):
+        assert not declared_match(pattern, other)
+    assert not declared_match(pattern, "test_mixed_dtypes_promote_like_numpy[numpy-mine-float16-float32]")
+    assert declared_match("*::test_every_dtype*", "test_conformance.py::test_every_dtype[mine-auto-int8]")

@@ -18,8 +18,9 @@ turn into failures the day they pass.
 
 from __future__ import annotations
 
-import fnmatch
+import functools
 import os
+import re
 
 import pytest
 
@@ -165,8 +166,20 @@ def pytest_collection_modifyitems(config, items):
         callspec = getattr(item, "callspec", None)
         backend = callspec.params.get("polymm_backend") if callspec else None
         for pattern, reason in declared.get(backend, {}).items():
-            if fnmatch.fnmatchcase(item.name, pattern) or fnmatch.fnmatchcase(item.nodeid, pattern):
+            if declared_match(pattern, item.name) or declared_match(pattern, item.nodeid):
                 item.add_marker(pytest.mark.xfail(reason=f"declared by backend {backend!r}: {reason}", strict=True))
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern:
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern), re.S)
+
+
+def declared_match(pattern: str, test_id: str) -> bool:
+    """Does a ``conformance_xfail`` pattern match a test's name or node id?  ``*`` and ``?`` as in
+    the shell; everything else literal, brackets included, so an id is written as pytest prints
+    it: ``test_every_dtype[*-float16]`` is float16 alone (``[cpu-auto-float16]``), not bfloat16."""
+    return _compiled(pattern).fullmatch(test_id) is not None
 
 
 def pytest_report_collectionfinish(config, start_path, items):
