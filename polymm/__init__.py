@@ -11,7 +11,7 @@ from .backend import Backend, BackendUnavailable, Operand
 from . import dispatch
 from .dispatch import matmul
 from .precision import use_precision
-from .registry import BackendInfo, backends, get_backend, register_backend, use_backend
+from .registry import BackendInfo, backends, get_backend, register_backend, set_default_backend, use_backend
 
 __all__ = [
     "Backend",
@@ -22,6 +22,7 @@ __all__ = [
     "matmul",
     "Operand",
     "register_backend",
+    "set_default_backend",
     "use_backend",
     "use_precision",
 ]

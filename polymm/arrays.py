@@ -23,7 +23,16 @@ import numpy as np
 
 from .backend import Operand
 
-__all__ = ["ArrayKind", "DLPACK", "as_operand", "is_dask_array", "kind_of", "kind_named", "kind_for_dlpack_device"]
+__all__ = [
+    "ArrayKind",
+    "DLPACK",
+    "as_operand",
+    "is_dask_array",
+    "kind_of",
+    "kind_named",
+    "kind_for_dlpack_device",
+    "register_array_kind",
+]
 
 ENTRY_POINT_GROUP = "polymm.arrays"
 
@@ -31,13 +40,30 @@ ENTRY_POINT_GROUP = "polymm.arrays"
 class ArrayKind:
     """Adapter for one array library: the primitives the core needs.
 
-    A plugin's adapter subclasses this, sets :attr:`modules` (and
-    :attr:`dlpack_devices` if its arrays can be made from DLPack capsules) and
-    implements :meth:`owns`, :meth:`origin`, :meth:`empty`, :meth:`zeros`,
-    :meth:`contiguous` and :meth:`shares_memory`; its arrays must have
-    ``shape``, ``dtype`` (a NumPy dtype), byte ``strides`` and ``astype``.
-    Its module must import its library only in ``__init__``: the core imports
-    every adapter's module to read :attr:`modules`.
+    A plugin's adapter subclasses this and sets :attr:`modules`. Its module must import its
+    library only in ``__init__``: the core imports every adapter's module to read
+    :attr:`modules`. Its arrays must have ``shape``, ``ndim``, ``dtype`` (a NumPy dtype),
+    ``strides`` (in bytes) and ``astype(dtype)``.
+
+    Required (no default): :meth:`owns`, :meth:`origin`, :meth:`empty`, :meth:`zeros`,
+    :meth:`contiguous`, :meth:`shares_memory`.
+
+    Required unless the default fits your arrays -- each default needs what it names:
+
+    * :meth:`assign` -- ``dst[...] = src``: needs ``__setitem__`` with an Ellipsis taking an
+      array of the library; used for ``out=`` that is not C-contiguous or aliases an input
+      (the core computes into a temporary, then assigns), and for K = 0 (zeros assigned);
+    * :meth:`is_c_contiguous` -- needs ``x.flags.c_contiguous`` (NumPy-like flags);
+    * :meth:`writeable` -- ``True``: override it if the library has read-only arrays;
+    * :meth:`elem_strides` -- needs ``x.strides`` in bytes;
+    * :meth:`astype` -- needs ``x.astype(dtype)``; :meth:`result_type` -- NumPy's promotion
+      of ``x.dtype``; :meth:`device` -- ``"cpu"`` (used in messages).
+
+    Optional: :attr:`dlpack_devices` and :meth:`from_dlpack` (to view other libraries'
+    arrays), :meth:`broadcast_copy` (one launch over a broadcast batch), :meth:`call_key` and
+    :meth:`replay` (the short path's replays), and :meth:`view`, with which the conformance
+    suite makes transposed, strided, reversed and read-only arrays of the library to prove
+    the adapter on them (without it, those cases are skipped, saying so).
     """
 
     #: the library's name (set from the entry-point name)
@@ -109,6 +135,12 @@ class ArrayKind:
     def device(self, x) -> str:
         return "cpu"
 
+    def view(self, x, shape, elem_strides, offset=0, writeable=True):
+        """A view (no copy) of ``x``'s memory as ``shape`` with ``elem_strides`` from element
+        ``offset``, read-only unless ``writeable`` -- for the conformance suite's layouts, never
+        used by the core. None (the default): the library cannot make one."""
+        return None
+
     def call_key(self, x1, x2):
         """What decides the plan of ``x1 @ x2`` besides the operands' addresses (hashable: dtype,
         shapes, strides, devices, alignment), for the core's short path to replay a device
@@ -155,6 +187,11 @@ class NumpyKind(ArrayKind):
 
     def writeable(self, x):
         return bool(x.flags.writeable)
+
+    def view(self, x, shape, elem_strides, offset=0, writeable=True):
+        size = x.dtype.itemsize
+        start = np.lib.stride_tricks.as_strided(x, (offset + 1,), (size,))[offset:] if offset else x
+        return np.lib.stride_tricks.as_strided(start, shape, [s * size for s in elem_strides], writeable=writeable)
 
     def shares_memory(self, x, y):
         return np.may_share_memory(x, y)
@@ -205,6 +242,24 @@ def _adapter_classes() -> dict[str, type]:
                         _failed[ep.name] = _describe_error(exc)
                 _classes = found
     return _classes
+
+
+def register_array_kind(name: str, adapter: type, *, replace: bool = False) -> None:
+    """Register an adapter class for array library ``name`` at run time, besides the entry-point
+    group (a quick experiment, a test with a deliberately broken adapter); like
+    :func:`polymm.register_backend`, refusing to replace one silently."""
+    if name == "numpy":
+        raise ValueError("the NumPy adapter is the core's own and cannot be replaced")
+    classes = _adapter_classes()
+    with _lock:
+        if (name in classes or name in _kinds) and not replace:
+            raise ValueError(f"an adapter for {name!r} arrays is registered; pass replace=True to replace it")
+        classes[name] = adapter
+        _kinds.pop(name, None)
+        _failed.pop(name, None)
+        for known in (PLAIN_TYPES, _other_types):  # types seen before are classified again
+            for t in [t for t, kind in known.items() if kind is not _NUMPY]:
+                del known[t]
 
 
 def _describe_error(exc) -> str:

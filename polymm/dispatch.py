@@ -29,7 +29,7 @@ from .arrays import (
 from .backend import is_bfloat16
 from .precision import current as current_precision
 from .precision import use_precision
-from .registry import _replays, check_algorithm, get_backend, plain_entry, selected_backend
+from .registry import _replays, check_algorithm, get_backend, plain_entry, plugin_of, selected_backend
 from .shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
 
 __all__ = ["matmul"]
@@ -155,11 +155,16 @@ def _matmul_plain(kind, x1, x2, backend, algorithm):
         s1, s2 = x1.strides, x2.strides
         if (s1[0] | s1[1] | s2[0] | s2[1]) % dtype.itemsize:
             return None
-        compute = plain_entry(selected_backend(backend, kind.name), kind, algorithm, dtype, x1)
+        name = selected_backend(backend, kind.name)
+        compute = plain_entry(name, kind, algorithm, dtype, x1)
         if compute is None:
             return None
         result = kind.empty((m, n), dtype, like=x1)
-        compute(x1, x2, result, algorithm)
+        try:  # free unless raised (3.11+)
+            compute(x1, x2, result, algorithm)
+        except Exception as exc:
+            _label(exc, name, x1, x2, algorithm)
+            raise
         return result
     key = _replay_key(kind, x1, x2, backend, algorithm)
     if key is not None:
@@ -221,7 +226,7 @@ def _plain_device(kind, x1, x2, backend, algorithm, out):
         kind.operand(x2, (count, k, n), sb),
         kind.operand(result, (count, m, n), (m * n, n, 1)),
     )
-    impl.matmul(*operands, algorithm)
+    _call(impl, *operands, algorithm)
     return result, impl, operands
 
 
@@ -244,6 +249,26 @@ def _plain_operand(x, size, is_x1):
     if len(st) == 1 and st[0] % size == 0:
         return (None, 1, x.shape[0], (0, 0, st[0] // size)) if is_x1 else (None, x.shape[0], 1, (0, st[0] // size, 0))
     return None
+
+
+def _call(impl, a, b, out, algorithm) -> None:
+    """``impl.matmul(a, b, out, algorithm)``, an exception it raises labelled with the backend."""
+    try:
+        impl.matmul(a, b, out, algorithm)
+    except Exception as exc:
+        _label(exc, impl.name, a, b, algorithm)
+        raise
+
+
+def _label(exc, name, a, b, algorithm) -> None:
+    """Add a note naming the backend (and its plugin) to an exception raised inside it: a
+    backend's own error (a broadcast error, say) must not read as the caller's mistake."""
+    note = (
+        f"raised inside {plugin_of(name)}, computing {tuple(a.shape)} @ {tuple(b.shape)} "
+        f"{getattr(a, 'dtype', '?')} with algorithm {algorithm!r}"
+    )
+    if hasattr(exc, "add_note") and note not in getattr(exc, "__notes__", ()):
+        exc.add_note(note)
 
 
 def _check_out(out, kind, result_shape, dtype):
@@ -300,18 +325,20 @@ def _compute(impl, kind, x1, x2, shape, dtype, algorithm, out):
                 va = kind.operand(a, tuple(groups) + (m, k), ba + sa[-2:])
                 vb = kind.operand(b, tuple(groups) + (k, n), bb + sb[-2:])
                 vr = kind.operand(result, tuple(groups) + (m, n), bc + (n, 1))
+                # one call per outer index: each writes its own slice of the result, none twice
                 for index in itertools.product(*(range(g) for g in groups[:-1])):
-                    impl.matmul(va[index], vb[index], vr[index], algorithm)
-                groups = ()
-            outer_strides = (ba[:-1], bb[:-1], bc[:-1])
-            for index in itertools.product(*(range(g) for g in groups[:-1])):
-                oa, ob, oc = (sum(i * s for i, s in zip(index, st)) for st in outer_strides)
-                impl.matmul(
-                    kind.operand(a, (inner, m, k), (ba[-1] if ba else 0,) + sa[-2:], oa),
-                    kind.operand(b, (inner, k, n), (bb[-1] if bb else 0,) + sb[-2:], ob),
-                    kind.operand(result, (inner, m, n), (bc[-1] if bc else 0, n, 1), oc),
-                    algorithm,
-                )
+                    _call(impl, va[index], vb[index], vr[index], algorithm)
+            else:
+                outer_strides = (ba[:-1], bb[:-1], bc[:-1])
+                for index in itertools.product(*(range(g) for g in groups[:-1])):
+                    oa, ob, oc = (sum(i * s for i, s in zip(index, st)) for st in outer_strides)
+                    _call(
+                        impl,
+                        kind.operand(a, (inner, m, k), (ba[-1] if ba else 0,) + sa[-2:], oa),
+                        kind.operand(b, (inner, k, n), (bb[-1] if bb else 0,) + sb[-2:], ob),
+                        kind.operand(result, (inner, m, n), (bc[-1] if bc else 0, n, 1), oc),
+                        algorithm,
+                    )
     if out is not None and not direct:
         kind.assign(out, result)
         return out
@@ -355,7 +382,7 @@ def _crossed(kind, impl, a, b, sa, sb, batch, m, k, n, dtype, algorithm):
         return None
     blocks = kind.empty((ga * m, gb * n), dtype, like=a)
     columns = kind.operand(beside, (1, k, gb * n), (0, gb * n, 1))
-    impl.matmul(rows, columns, kind.operand(blocks, (1, ga * m, gb * n), (0, gb * n, 1)), algorithm)
+    _call(impl, rows, columns, kind.operand(blocks, (1, ga * m, gb * n), (0, gb * n, 1)), algorithm)
     # block (iA, iB) of the product is C[iA, iB] (A along axis 0) or C[iB, iA]
     step_a, step_b = m * gb * n, n
     strides = (step_a, step_b) if along == 0 else (step_b, step_a)

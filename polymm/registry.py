@@ -4,18 +4,30 @@ Built-in backends and third-party ones arrive the same way, through the
 entry-point group ``polymm.backends``.  Nothing is imported until a backend is
 needed or listed (listing reads ``polymm.backend_info`` entry points, else the
 factory's attributes, and makes no backend); a plugin that fails to import or
-to initialise is recorded as unavailable with its error and never breaks
-``import polymm``.  Which backend computes an array library by default is
-declared by the backends themselves (``default_for``, ``priority``).
+to initialise is recorded as unavailable with its error, named by its
+distribution and entry point, and never breaks ``import polymm``.
+
+Which backend computes an array library by default is declared by the backends
+(``default_for``, ``priority``), but installing a plugin never silently changes who
+computes your arrays: a declaration counts only from a first-party backend
+(:data:`FIRST_PARTY`) or from the distribution that brings that library's adapter.
+Any other backend becomes a default only when the user opts in
+(:func:`set_default_backend`, or ``POLYMM_DEFAULT_BACKENDS=numpy=mine``), or, where
+no trusted backend can serve the library at all, with a one-time
+:class:`DefaultBackendWarning` that says how to make the choice explicit or undo it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import inspect
 import os
+import re
+import sys
 import threading
 import traceback
+import warnings
 from importlib.metadata import entry_points
 
 import numpy as np
@@ -24,8 +36,12 @@ from .backend import Backend, BackendUnavailable
 
 __all__ = [
     "BackendInfo",
+    "DefaultBackendWarning",
     "backends",
     "default_backend",
+    "defaults_in_use",
+    "plugin_of",
+    "set_default_backend",
     "get_backend",
     "register_backend",
     "use_backend",
@@ -37,6 +53,24 @@ ENTRY_POINT_GROUP = "polymm.backends"
 #: listing attributes as a dict, so listing need not import a heavy package.
 INFO_ENTRY_POINT_GROUP = "polymm.backend_info"
 ENV_VAR = "POLYMM_BACKEND"
+#: The user's opt-in to third-party defaults: ``numpy=mine,cupy=theirs`` (read when polymm first
+#: picks the default for a library; :func:`set_default_backend` does the same at run time).
+DEFAULTS_ENV_VAR = "POLYMM_DEFAULT_BACKENDS"
+
+#: The project's own backend packages, by the backend name each registers: their ``default_for``
+#: counts without the user's opt-in, and an unknown name is told which package to install.
+FIRST_PARTY = {"cpu": "polymm", "opencl": "polymm-opencl", "cuda": "polymm-cuda"}
+
+
+class DefaultBackendWarning(UserWarning):
+    """A third-party backend computes an array library's arrays by default (no trusted backend
+    serves them) without the user having opted in: said once per library, with how to undo it."""
+
+
+def _normalized(dist: str | None) -> str | None:
+    """A distribution's name as packaging compares them (``polymm_opencl`` is ``polymm-opencl``)."""
+    return None if dist is None else re.sub(r"[-_.]+", "-", dist).lower()
+
 
 #: What a backend's listing says, read without making it, and the defaults of :class:`Backend`.
 _META_DEFAULTS = {
@@ -51,7 +85,9 @@ class BackendInfo:
     """What :func:`polymm.backends` reports about one backend.
 
     ``name``, ``origin``, ``array_library``, ``default_for``, ``priority`` and
-    ``algorithms`` come from the backend's listing, without making it.
+    ``algorithms`` come from the backend's listing, without making it; ``distribution``,
+    ``version`` and ``entry_point`` name the plugin that brings it (None for a backend
+    registered at run time), ``first_party`` whether polymm ships it.
     ``available``, ``reason``, ``devices``, ``dtypes``, ``algorithm_dtypes`` (algorithms
     that serve fewer dtypes than ``dtypes``, with theirs: ``image`` has no 64-bit texels, and
     none on a device without images) and ``precisions`` (the precision modes the backend
@@ -73,8 +109,14 @@ class BackendInfo:
         default_for=(),
         priority=0,
         probe=None,
+        distribution=None,
+        version=None,
+        entry_point=None,
+        first_party=False,
     ):
         self.name, self.origin, self.algorithms = name, origin, tuple(algorithms)
+        self.distribution, self.version, self.entry_point = distribution, version, entry_point
+        self.first_party = first_party
         self.array_library, self.default_for, self.priority = array_library, tuple(default_for), priority
         self._probed = None if available is None else (available, reason, list(devices or []), tuple(dtypes), {}, ())
         self._probe = probe
@@ -113,6 +155,7 @@ class BackendInfo:
 
     def as_dict(self) -> dict:
         keys = ("name", "available", "reason", "origin", "array_library", "priority")
+        keys += ("distribution", "version", "entry_point", "first_party")
         return {k: getattr(self, k) for k in keys} | {
             "default_for": list(self.default_for),
             "algorithms": list(self.algorithms),
@@ -129,18 +172,37 @@ class BackendInfo:
         return f"BackendInfo({self.name!r}, {state}, array_library={self.array_library!r})"
 
 
+#: Frames of the machinery that loads a plugin, never where its fault lies.
+_LOADERS = (os.sep + "importlib" + os.sep, os.path.join("polymm", "registry.py"))
+
+
 def _describe_error(exc) -> str:
-    where = traceback.extract_tb(exc.__traceback__)[-1]
-    return f"{type(exc).__name__}: {exc} (in {where.filename}:{where.lineno})"
+    """``Type: message (in file:line)``, the line being the last one of the plugin's own code:
+    frames of the registry and of importlib (a bad entry-point attribute) are passed over."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not any(x in f.filename for x in _LOADERS)]
+    where = f" (in {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def _defined_at(obj) -> str:
+    """``file:line`` where ``obj``'s class is defined, or ''."""
+    try:
+        cls = obj if inspect.isclass(obj) else type(obj)
+        return f"{inspect.getsourcefile(cls)}:{inspect.getsourcelines(cls)[1]}"
+    except (TypeError, OSError):
+        return ""
 
 
 class _Entry:
     """One registered backend: how to make it and list it, and the outcomes once known."""
 
-    __slots__ = ("name", "load", "origin", "info", "instance", "error", "meta", "probed", "lock")
+    __slots__ = ("name", "load", "origin", "info", "instance", "error", "meta", "probed", "lock", "dist", "version")
+    __slots__ += ("spec",)
 
-    def __init__(self, name, load, origin, info=None):
+    def __init__(self, name, load, origin, info=None, dist=None, version=None, spec=None):
         self.name, self.load, self.origin, self.info = name, load, origin, info
+        #: the distribution and version that bring it, and its entry point (``name = module:attr``)
+        self.dist, self.version, self.spec = dist, version, spec
         self.instance = None
         self.error: str | None = None
         self.meta: dict | None = None
@@ -155,9 +217,12 @@ class _Entry:
                         factory = self.load()
                         instance = factory() if callable(factory) else factory
                         if "auto" not in instance.algorithms:
-                            raise TypeError(
-                                f"its algorithms {tuple(instance.algorithms)} lack 'auto', which every backend must offer"
+                            where = _defined_at(instance)
+                            self.error = (
+                                f"its algorithms {tuple(instance.algorithms)} lack 'auto', which every backend must "
+                                f"offer (class {type(instance).__qualname__}" + (f" at {where})" if where else ")")
                             )
+                            return None
                         instance.name = self.name
                         self.instance = instance
                     except BackendUnavailable as exc:
@@ -165,6 +230,19 @@ class _Entry:
                     except Exception as exc:  # a broken plugin must not break polymm
                         self.error = _describe_error(exc)
         return self.instance
+
+    def source(self) -> str:
+        """Who brings this backend, for messages: its entry point and distribution."""
+        if self.spec is None:
+            return self.origin
+        return f"entry point '{self.spec}'" + (f" of distribution {self.dist} {self.version}" if self.dist else "")
+
+    def plugin(self) -> str:
+        return f"polymm backend {self.name!r} ({self.source()})"
+
+    def first_party(self) -> bool:
+        """Is this the project's own backend of that name (by name *and* distribution)?"""
+        return self.dist is not None and _normalized(FIRST_PARTY.get(self.name)) == _normalized(self.dist)
 
     def listing(self) -> dict:
         """The listing attributes: from the info entry point, else the factory's attributes."""
@@ -180,6 +258,8 @@ class _Entry:
                     found = {k: getattr(source, k, v) for k, v in _META_DEFAULTS.items()}
             except Exception as exc:  # reported as the reason once the backend is probed
                 found = dict(_META_DEFAULTS, error=_describe_error(exc))
+            if not isinstance(found["default_for"], (tuple, list)):  # ("numpy") is a string, not a tuple
+                found["default_for"] = ()
             found["default_for"] = tuple(found["default_for"])
             self.meta = found
         return self.meta
@@ -200,7 +280,7 @@ class _Entry:
                     precisions = tuple(getattr(backend, "precisions", ()))
                     self.probed = (True, None, list(backend.devices()), dtypes, served, precisions)
                 except Exception as exc:
-                    self.probed = (False, f"{type(exc).__name__}: {exc}", [], (), {}, ())
+                    self.probed = (False, _describe_error(exc), [], (), {}, ())
         return self.probed
 
     def describe(self) -> BackendInfo:
@@ -213,6 +293,10 @@ class _Entry:
             default_for=meta["default_for"],
             priority=meta["priority"],
             probe=self.probe,
+            distribution=self.dist,
+            version=self.version,
+            entry_point=self.spec,
+            first_party=self.first_party(),
         )
 
 
@@ -231,8 +315,10 @@ def _registry() -> dict[str, _Entry]:
                 found = {}
                 for ep in entry_points(group=ENTRY_POINT_GROUP):
                     dist = getattr(ep, "dist", None)
-                    origin = f"entry point {ep.value}" + (f" ({dist.name} {dist.version})" if dist else "")
-                    found.setdefault(ep.name, _Entry(ep.name, ep.load, origin, infos.get(ep.name)))
+                    name, version = (dist.name, dist.version) if dist else (None, None)
+                    origin = f"entry point {ep.value}" + (f" ({name} {version})" if dist else "")
+                    spec = f"{ep.name} = {ep.value}"
+                    found.setdefault(ep.name, _Entry(ep.name, ep.load, origin, infos.get(ep.name), name, version, spec))
                 _entries = found
     return _entries
 
@@ -248,7 +334,9 @@ def register_backend(name: str, factory, *, replace: bool = False) -> None:
     registry = _registry()
     if name in registry and not replace:
         raise ValueError(f"a backend named {name!r} is already registered; pass replace=True to replace it")
-    registry[name] = _Entry(name, lambda: factory, "register_backend()")
+    caller = sys._getframe(1)
+    origin = f"registered at run time by register_backend() in {caller.f_code.co_filename}:{caller.f_lineno}"
+    registry[name] = _Entry(name, lambda: factory, origin)
     _defaults.clear()
     _plain_entries.clear()
     _replays.clear()
@@ -286,9 +374,10 @@ def _known() -> str:
     return ", ".join(sorted(_registry())) or "(none)"
 
 
-#: The project's own backend packages, by the backend name each registers: what an unknown
-#: name is told to install (a core-only install knows only ``cpu``).
-FIRST_PARTY = {"opencl": "polymm-opencl", "cuda": "polymm-cuda"}
+def plugin_of(name: str) -> str:
+    """``polymm backend 'x' (entry point 'x = pkg:Cls' of distribution pkg 1.0)``: who to blame."""
+    entry = (_entries or _registry()).get(name)
+    return entry.plugin() if entry is not None else f"polymm backend {name!r}"
 
 
 def get_backend(name: str):
@@ -304,7 +393,7 @@ def get_backend(name: str):
         raise ValueError(f"unknown polymm backend {name!r}; known backends: {_known()}{hint}")
     backend = entry.resolve()
     if backend is None:
-        raise BackendUnavailable(f"polymm backend {name!r} is unavailable: {entry.error}")
+        raise BackendUnavailable(f"polymm backend {name!r} is unavailable: {entry.error} [{entry.source()}]")
     return backend
 
 
@@ -330,23 +419,157 @@ def backends() -> list[BackendInfo]:
 
 
 def default_backend(library: str) -> str:
-    """The backend for arrays of ``library`` when none was chosen: the available one of
-    highest ``priority`` among those whose ``default_for`` names the library."""
+    """The backend for arrays of ``library`` when none was chosen (chosen once, then cached):
+
+    1. the user's opt-in, :func:`set_default_backend` or ``POLYMM_DEFAULT_BACKENDS``;
+    2. the available *trusted* backend of highest ``priority`` whose ``default_for`` names the
+       library: a first-party one (:data:`FIRST_PARTY`), or one from the distribution that
+       brings the library's adapter (a plugin's own array type);
+    3. only where no trusted one is available, an untrusted declaration, announced once
+       (:class:`DefaultBackendWarning`).
+    """
     name = _defaults.get(library)
     if name is not None:
         return name
+    name = _opted_in().get(library)
+    if name is not None:
+        if name not in _registry():
+            raise ValueError(
+                f"{DEFAULTS_ENV_VAR} or set_default_backend() makes unknown backend {name!r} the default for "
+                f"{library} arrays; known backends: {_known()}"
+            )
+    else:
+        name = _declared_default(library)
+    _defaults[library] = name
+    return name
+
+
+def _declared_default(library: str) -> str:
+    """Step 2 and 3 of :func:`default_backend`."""
     registry = _registry()
-    candidates = sorted(
-        (-entry.listing()["priority"], n) for n, entry in registry.items() if library in entry.listing()["default_for"]
-    )
-    if not candidates:
+    declared = [
+        n
+        for _, n in sorted(
+            (-e.listing()["priority"], n) for n, e in registry.items() if library in e.listing()["default_for"]
+        )
+    ]
+    if not declared:
         raise TypeError(
             f"polymm.matmul: no installed backend computes on {library} arrays by default "
             f"(known backends: {_known()}); name one with backend=... or install one for {library}"
         )
-    name = next((n for _, n in candidates if registry[n].resolve() is not None), candidates[0][1])
-    _defaults[library] = name
-    return name
+    trusted = [n for n in declared if _trusted(registry[n], library)]
+    for name in trusted:
+        if registry[name].resolve() is not None:
+            return name
+    for name in declared:
+        if name not in trusted and registry[name].resolve() is not None:
+            _announce(registry[name], library, trusted)
+            return name
+    return declared[0]  # none available: using it raises with its reason
+
+
+def _trusted(entry: _Entry, library: str) -> bool:
+    """May ``entry``'s ``default_for`` claim ``library`` without the user's opt-in?"""
+    if entry.first_party():
+        return True
+    return entry.dist is not None and _adapter_dists().get(library) == _normalized(entry.dist)
+
+
+_adapter_dist_cache: dict | None = None
+
+
+def _adapter_dists() -> dict[str, str]:
+    """The distribution that brings each array library's adapter (group ``polymm.arrays``), read once."""
+    global _adapter_dist_cache
+    if _adapter_dist_cache is None:
+        found = {}
+        for ep in entry_points(group="polymm.arrays"):
+            dist = getattr(ep, "dist", None)
+            found.setdefault(ep.name, _normalized(dist.name) if dist else None)
+        _adapter_dist_cache = found
+    return _adapter_dist_cache
+
+
+def _announce(entry: _Entry, library: str, trusted: list[str]) -> None:
+    """Say, once per library, that an untrusted backend now computes its arrays, and how to undo it."""
+    why = (
+        f"the trusted backend(s) {', '.join(map(repr, trusted))} are unavailable"
+        if trusted
+        else f"no first-party backend computes {library} arrays"
+    )
+    undo = f" or uninstall {entry.dist}" if entry.dist else ""
+    warnings.warn(
+        f"polymm: {library} arrays are computed by {entry.plugin()}, which declares itself their default "
+        f"({why}). To make this choice explicit and silence this warning, set "
+        f"{DEFAULTS_ENV_VAR}={library}={entry.name} or call polymm.set_default_backend({library!r}, "
+        f"{entry.name!r}); to undo it, choose another backend with backend=..., polymm.use_backend(...) or "
+        f"POLYMM_BACKEND{undo}.",
+        DefaultBackendWarning,
+        stacklevel=2,
+    )
+
+
+#: Defaults the user chose with :func:`set_default_backend` (library -> backend name).
+_chosen_defaults: dict[str, str] = {}
+
+
+def _opted_in() -> dict[str, str]:
+    """The user's choices: :func:`set_default_backend`'s, over ``POLYMM_DEFAULT_BACKENDS``'s."""
+    text = os.environ.get(DEFAULTS_ENV_VAR, "")
+    found = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        library, sep, name = (s.strip() for s in item.partition("="))
+        if not (sep and library and name):
+            raise ValueError(f"{DEFAULTS_ENV_VAR}={text!r}: expected library=backend pairs, e.g. numpy=mine,cupy=cuda")
+        found[library] = name
+    return found | _chosen_defaults
+
+
+def set_default_backend(library: str, name: str | None) -> None:
+    """Make backend ``name`` the default for ``library``'s arrays (``"numpy"``, ``"cupy"``, ...),
+    over what the backends declare: the opt-in a third-party backend needs to take over NumPy's
+    products.  ``None`` forgets the choice.  Process-wide; :func:`use_backend` scopes instead."""
+    if name is None:
+        _chosen_defaults.pop(library, None)
+    else:
+        if name not in _registry():
+            raise ValueError(f"unknown polymm backend {name!r}; known backends: {_known()}")
+        _chosen_defaults[library] = name
+    _defaults.clear()
+
+
+def defaults_in_use() -> dict[str, tuple[str | None, str]]:
+    """Which backend computes each array library's arrays when a call names none, and why:
+    ``{library: (backend name or None, reason)}`` over every library some backend declares
+    (this makes the candidates, to know which are available)."""
+    libraries = {"numpy"}
+    for entry in _registry().values():
+        libraries.update(entry.listing()["default_for"])
+    found = {}
+    for library in sorted(libraries):
+        scoped, env = _scoped.get(), _env_backend()
+        if scoped or env:
+            found[library] = (scoped or env, "use_backend()" if scoped else f"{ENV_VAR}={env}")
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DefaultBackendWarning)
+                name = default_backend(library)
+        except (TypeError, ValueError) as exc:
+            found[library] = (None, str(exc))
+            continue
+        entry = _registry()[name]
+        if library in _opted_in():
+            why = f"opted in ({DEFAULTS_ENV_VAR} or set_default_backend)"
+        elif _trusted(entry, library):
+            why = "first-party default" if entry.first_party() else "the plugin that brings these arrays"
+        else:
+            why = "declared by a third-party plugin, unconfirmed (see DefaultBackendWarning)"
+        if entry.resolve() is None:
+            why += "; unavailable (see its reason)"
+        found[library] = (name, why)
+    return found
 
 
 _scoped: contextvars.ContextVar[str | None] = contextvars.ContextVar("polymm_backend", default=None)

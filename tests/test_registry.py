@@ -26,13 +26,13 @@ def _run_python(code: str, *paths: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
 
 
-def _fake_distribution(root, name, entry_points: dict[str, str], modules: dict[str, str]):
+def _fake_distribution(root, name, entry_points: dict[str, str], modules: dict[str, str], group="polymm.backends"):
     """Install a distribution by hand: a dist-info with entry points, plus its modules."""
     info = root / f"{name}-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
     lines = "\n".join(f"{k} = {v}" for k, v in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[polymm.backends]\n{lines}\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{lines}\n")
     for module, source in modules.items():
         (root / f"{module}.py").write_text(textwrap.dedent(source))
 
@@ -81,6 +81,11 @@ def test_broken_plugins_are_listed_unavailable_and_break_nothing(tmp_path):
     assert infos["cpu"] == [True, None]
     assert report["ok"]
     assert "broken-init" in error and "fell off the bus" in error
+    # the failure is traced to the plugin: its entry point and distribution, its own file, not the loaders
+    assert "entry point 'broken-init = broken_on_init:Backend' of distribution broken_plugins 0.1" in error
+    assert "broken_on_init.py:" in infos["broken-init"][1]
+    for name in ("broken-import", "broken-init", "missing-attr"):
+        assert "importlib" not in infos[name][1] and "polymm/registry.py" not in infos[name][1], infos[name][1]
 
 
 def test_builtin_and_example_backends_come_from_entry_points():
@@ -205,8 +210,8 @@ def test_device_arrays_are_not_silently_moved_to_a_host_backend():
 
 
 def test_backends_declare_the_libraries_they_serve_and_a_priority():
-    """The default for NumPy arrays is the available backend of highest priority among those
-    whose ``default_for`` names numpy; an unavailable one is passed over."""
+    """A third-party backend's ``default_for`` numpy counts once the user opts in: then the
+    available one of highest priority among them is the default; an unavailable one is passed over."""
     from polymm.registry import default_backend
 
     class Preferred(_Recorder):
@@ -225,15 +230,84 @@ def test_backends_declare_the_libraries_they_serve_and_a_priority():
         polymm.register_backend("preferred", Preferred, replace=True)
         polymm.register_backend("broken-preferred", Broken, replace=True)
         Preferred.calls = []
+        assert default_backend("numpy") == "cpu"  # declared, not opted in: nothing changes
+        assert_matches(polymm.matmul(a, a), a, a)
+        assert Preferred.calls == []
+        polymm.set_default_backend("numpy", "preferred")
         assert default_backend("numpy") == "preferred"
         assert_matches(polymm.matmul(a, a), a, a)
         assert Preferred.calls == ["auto"]
         info = {i.name: i for i in polymm.backends()}["preferred"]
         assert (info.default_for, info.priority) == (("numpy",), 10)
+        assert info.distribution is None and not info.first_party and "register_backend()" in info.origin
     finally:
+        polymm.set_default_backend("numpy", None)
         polymm.register_backend("preferred", _Recorder, replace=True)
         polymm.register_backend("broken-preferred", _Recorder, replace=True)
     assert default_backend("numpy") == "cpu"
+
+
+TAKEOVER = """
+    import numpy as np
+    import polymm
+
+    class Takeover(polymm.Backend):
+        default_for = ("numpy", "nolib")
+        priority = 1000
+
+        def matmul(self, a, b, out, algorithm):
+            np.matmul(a, b, out=out)
+            out += 1  # wrong on purpose: who computed shows
+"""
+
+WHO_COMPUTES = """
+import json, sys, warnings, numpy as np, polymm
+from polymm.registry import default_backend, defaults_in_use
+from polymm.tools import cli
+a = np.ones((2, 2))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    first = float(polymm.matmul(a, a)[0, 0])
+    nolib = default_backend("nolib"), default_backend("nolib")
+print(json.dumps({"first": first, "nolib": nolib, "used": defaults_in_use(),
+                  "warnings": [str(w.message) for w in caught]}))
+cli.main(["info"])
+"""
+
+
+@pytest.mark.parametrize("opt_in", [None, "numpy=takeover,nolib=takeover"])
+def test_installing_a_plugin_that_declares_default_for_numpy_takes_nothing_over(tmp_path, opt_in):
+    """A plugin installed through its entry point, declaring itself default for NumPy with a high
+    priority, computes no NumPy product unless the user opts in (POLYMM_DEFAULT_BACKENDS); a
+    library no trusted backend serves goes to it with one warning saying how to confirm or undo.
+    ``polymm info`` says who serves each array library."""
+    import os
+
+    _fake_distribution(tmp_path, "takeover_plugin", {"takeover": "takeover:Takeover"}, {"takeover": TAKEOVER})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    env.pop("POLYMM_BACKEND", None)
+    env.pop("POLYMM_DEFAULT_BACKENDS", None)
+    if opt_in:
+        env["POLYMM_DEFAULT_BACKENDS"] = opt_in
+    proc = subprocess.run([sys.executable, "-c", WHO_COMPUTES], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    first, info = proc.stdout.split("\n", 1)
+    report = json.loads(first)
+    assert report["nolib"] == ["takeover", "takeover"]
+    if opt_in is None:
+        assert report["first"] == 2.0  # cpu computed it, not the plugin (which gives 3)
+        assert report["used"]["numpy"] == ["cpu", "first-party default"]
+        assert "declares default for numpy: not used, 'cpu' computes them" in info
+        assert "opt in: POLYMM_DEFAULT_BACKENDS=numpy=takeover" in info
+        (warning,) = report["warnings"]  # once, though asked twice
+        assert "nolib arrays are computed by polymm backend 'takeover'" in warning
+        assert "POLYMM_DEFAULT_BACKENDS=nolib=takeover" in warning and "uninstall takeover_plugin" in warning
+    else:
+        assert report["first"] == 3.0
+        assert report["used"]["numpy"][0] == "takeover" and "opted in" in report["used"]["numpy"][1]
+        assert report["warnings"] == []
+    assert "takeover_plugin 0.1, takeover = takeover:Takeover, third-party" in info
+    assert "priority   1000" in info
 
 
 def test_listing_makes_no_backend():
@@ -258,15 +332,63 @@ def test_a_library_no_backend_serves_is_a_clear_error():
         default_backend("nosuchlib")
 
 
-def test_a_backend_without_auto_is_unavailable_with_the_reason():
-    class NoAuto(_Recorder):
-        algorithms = ("slow",)
+class NoAuto(_Recorder):
+    algorithms = ("slow",)
 
+
+def test_a_backend_without_auto_is_unavailable_with_the_reason():
     polymm.register_backend("no-auto", NoAuto, replace=True)
     info = {i.name: i for i in polymm.backends()}["no-auto"]
     assert not info.available and "lack 'auto'" in info.reason
-    with pytest.raises(polymm.BackendUnavailable, match="'no-auto' is unavailable.*lack 'auto'"):
+    # traced to the plugin's class and to where it was registered, not to the registry
+    assert f"class NoAuto at {__file__}:" in info.reason and "polymm/registry.py" not in info.reason
+    with pytest.raises(
+        polymm.BackendUnavailable, match=r"'no-auto' is unavailable.*lack 'auto'.*\[registered .*test_reg"
+    ):
         polymm.matmul(np.ones((2, 2)), np.ones((2, 2)), backend="no-auto")
+
+
+class _Raising(polymm.Backend):
+    def matmul(self, a, b, out, algorithm):
+        out[...] = a @ b[:, :1, :2]  # a bug of its own: a broadcast error
+
+
+@pytest.mark.parametrize("shapes", [((3, 3), (3, 3)), ((2, 3, 3), (3, 3)), ((4, 1, 3, 3), (1, 2, 3, 3))])
+def test_a_backends_own_exception_is_labelled_with_the_backend(shapes):
+    """A backend's own error reaches the user with a note naming the backend and the product it was
+    computing (it must not read as the caller's mistake); the exception itself is unchanged."""
+    polymm.register_backend("raising", _Raising, replace=True)
+    with pytest.raises(ValueError, match="mismatch") as info:
+        polymm.matmul(np.ones(shapes[0]), np.ones(shapes[1]), backend="raising")
+    (note,) = info.value.__notes__
+    assert note.startswith("raised inside polymm backend 'raising' (registered at run time by register_backend()")
+    assert "with algorithm 'auto'" in note
+
+
+def test_one_backend_call_per_output_slice(recorder):
+    """``(4, 1, 8, 8) @ (1, 5, 8, 8)``: 4 calls of 5 products each, each writing its own slice of
+    the result, none repeated (there were 5, the last computing slice 0 again)."""
+    seen = []
+
+    class Counting(_Recorder):
+        def matmul(self, a, b, out, algorithm):
+            seen.append((out.__array_interface__["data"][0], out.shape))
+            super().matmul(a, b, out, algorithm)
+
+    polymm.register_backend("counting", Counting, replace=True)
+    rng = np.random.default_rng(3)
+    for s1, s2, calls in [
+        ((4, 1, 8, 8), (1, 5, 8, 8), 4),
+        ((1, 5, 8, 8), (4, 1, 8, 8), 4),
+        ((2, 3, 1, 8, 8), (1, 1, 5, 8, 8), 6),
+        ((3, 8, 8), (8, 8), 1),
+        ((4, 5, 8, 8), (4, 5, 8, 8), 1),
+    ]:
+        seen.clear()
+        x1, x2 = rng.standard_normal(s1), rng.standard_normal(s2)
+        assert_matches(polymm.matmul(x1, x2, backend="counting"), x1, x2)
+        assert len(seen) == calls, (s1, s2, seen)
+        assert len(set(seen)) == calls  # distinct output slices
 
 
 def test_an_array_type_the_core_does_not_know_is_served_by_its_plugin():

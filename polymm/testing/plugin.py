@@ -45,6 +45,15 @@ def pytest_addoption(parser):
     )
 
 
+def pytest_configure(config):
+    """A backend named for the run (option, environment or ini) is checked before collection: an
+    unknown or unusable one stops the run with one line saying why (exit code 4, a usage error),
+    not with a collection error per test module."""
+    config.addinivalue_line("markers", "polymm_adapter: a conformance test of the backend's array adapter")
+    if _requested(config) != _DEFAULT:
+        _chosen(config)
+
+
 def _requested(config) -> str:
     return (
         config.getoption("--polymm-backend")
@@ -72,7 +81,13 @@ def _chosen(config) -> list[str]:
             if name not in infos:
                 raise pytest.UsageError(f"--polymm-backend: unknown backend {name!r}; known: {', '.join(infos)}")
             if not infos[name].available:
-                raise pytest.UsageError(f"--polymm-backend: backend {name!r} is unavailable: {infos[name].reason}")
+                info = infos[name]
+                source = (
+                    info.entry_point and f" [entry point '{info.entry_point}' of {info.distribution} {info.version}]"
+                )
+                raise pytest.UsageError(
+                    f"--polymm-backend: backend {name!r} is unavailable: {info.reason}{source or ''}"
+                )
         config._polymm_left_out = {}
     if not names:
         reasons = "; ".join(f"{n}: {r}" for n, r in config._polymm_left_out.items()) or "none is installed"
@@ -82,6 +97,20 @@ def _chosen(config) -> list[str]:
         )
     config._polymm_chosen = names
     return names
+
+
+@pytest.fixture(autouse=True)
+def _polymm_checks(request):
+    """The suite's tests watch the backend (:func:`polymm.testing.checks.watching`): results the
+    core allocates are poisoned, and a ``matmul`` that returns a value or leaves ``out`` unwritten
+    fails saying so. Only while such a test runs: it costs nothing elsewhere."""
+    if "polymm_backend" not in request.fixturenames:
+        yield
+        return
+    from polymm.testing.checks import watching
+
+    with watching(request.getfixturevalue("polymm_backend")):
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -136,8 +165,19 @@ def pytest_collection_modifyitems(config, items):
         callspec = getattr(item, "callspec", None)
         backend = callspec.params.get("polymm_backend") if callspec else None
         for pattern, reason in declared.get(backend, {}).items():
-            if fnmatch.fnmatchcase(item.name, pattern) or fnmatch.fnmatchcase(item.nodeid, pattern):
+            if declared_match(pattern, item.name) or declared_match(pattern, item.nodeid):
                 item.add_marker(pytest.mark.xfail(reason=f"declared by backend {backend!r}: {reason}", strict=True))
+
+
+#: ``[`` and ``]`` as one-character classes: literal in a shell-style pattern (one pass, no rewrite of a rewrite)
+_LITERAL_BRACKETS = str.maketrans({"[": "[[]", "]": "[]]"})
+
+
+def declared_match(pattern: str, test_id: str) -> bool:
+    """Does a ``conformance_xfail`` pattern match a test's name or node id?  ``*`` and ``?`` as in
+    the shell; everything else literal, brackets included, so an id is written as pytest prints
+    it: ``test_every_dtype[*-float16]`` is float16 alone (``[cpu-auto-float16]``), not bfloat16."""
+    return fnmatch.fnmatchcase(test_id, pattern.translate(_LITERAL_BRACKETS))
 
 
 def pytest_report_collectionfinish(config, start_path, items):

@@ -16,19 +16,39 @@ def _info(args) -> int:
 
     import polymm
 
+    from polymm.registry import DEFAULTS_ENV_VAR, defaults_in_use
+
     infos = polymm.backends()
+    used = defaults_in_use()
     if args.json:
-        print(json.dumps([i.as_dict() for i in infos], indent=2))
+        document = [i.as_dict() | {"used_for": [lib for lib, (n, _) in used.items() if n == i.name]} for i in infos]
+        print(json.dumps(document, indent=2))
         return 0
     width = max(60, shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80)
-    lines = [f"polymm {polymm.__version__} backends"]
+    lines = [f"polymm {polymm.__version__} backends", "", "used when a call names no backend:"]
+    pad = max(map(len, used)) + 9
+    lines += [f"  {lib + ' arrays':<{pad}}{name or '-'} ({why})" for lib, (name, why) in used.items()]
     for info in infos:
-        served = f" (default for {', '.join(info.default_for)})" if info.default_for else ""
+        claims = []
+        for lib in info.default_for:
+            who = used.get(lib, (None,))[0]
+            if who == info.name:
+                claims.append(f"default for {lib}: used")
+            else:
+                hint = f"; opt in: {DEFAULTS_ENV_VAR}={lib}={info.name}" if not info.first_party else ""
+                claims.append(f"declares default for {lib}: not used, {who!r} computes them{hint}")
+        served = f" ({'; '.join(claims)})" if claims else ""
         algorithms = ", ".join(
             f"{a} ({', '.join(info.algorithm_dtypes[a]) or 'not on this device'})" if a in info.algorithm_dtypes else a
             for a in info.algorithms
         )
-        fields = [("arrays", info.array_library + served), ("algorithms", algorithms)]
+        plugin = (
+            (f"{info.distribution} {info.version}" if info.distribution else "no distribution")
+            + f", {info.entry_point or info.origin}"
+            + (", first-party" if info.first_party else ", third-party")
+        )
+        fields = [("from", plugin), ("priority", str(info.priority))]
+        fields += [("arrays", info.array_library + served), ("algorithms", algorithms)]
         if info.available:
             fields += [("dtypes", ", ".join(info.dtypes)), ("precisions", ", ".join(info.precisions) or "-")]
             fields += [("device", device) for device in info.devices]
@@ -502,7 +522,9 @@ def main(argv=None) -> int:
     ex.add_argument("x1", type=_shape, help="shape of x1, e.g. 4096x4096 (a vector: 4096; a batch: 8x64x64)")
     ex.add_argument("x2", type=_shape, help="shape of x2")
     ex.add_argument("--dtype", default="float32")
-    ex.add_argument("--backend", default="cpu")
+    ex.add_argument(
+        "--backend", default=None, help="default: the backend polymm.matmul would choose for NumPy arrays here"
+    )
     ex.add_argument("--algorithm", default="auto")
     ex.add_argument("--run", action="store_true", help="also time the call (median of several)")
     ex.add_argument(

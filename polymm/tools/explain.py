@@ -334,13 +334,14 @@ def explain(
     shape1,
     shape2,
     dtype="float32",
-    backend: str = "cpu",
+    backend: str | None = None,
     algorithm: str = "auto",
     run: bool = False,
     device: str | None = None,
 ):
     """What ``polymm.matmul`` of C-contiguous operands shaped ``shape1`` and ``shape2``
-    would run on ``backend``, and why; ``run=True`` also times it.  ``device`` (``"H100"``,
+    would run on ``backend``, and why; ``run=True`` also times it.  Without ``backend``, the one
+    ``polymm.matmul`` would choose for NumPy arrays here (scope, ``POLYMM_BACKEND``, defaults).  ``device`` (``"H100"``,
     see :data:`MODEL_DEVICES`; ``backend`` ``"cuda"`` or ``"opencl"``) asks the shared
     planner about a GPU that is not here (registers from ``nvcc`` where it is installed).
     Returns an :class:`Explanation` (``print`` it for the report ``polymm explain`` shows)."""
@@ -351,6 +352,10 @@ def explain(
         optional_dtypes()  # importing ml_dtypes makes "bfloat16" a NumPy name
     dtype = np.dtype(dtype)
     batch, m, n, k = _shapes(shape1, shape2)
+    if backend is None:
+        from ..registry import selected_backend
+
+        backend = selected_backend(None, "numpy")  # the real selection, not a guess
     if device is not None:
         if backend not in ("cuda", "opencl"):
             raise ValueError(

@@ -27,11 +27,12 @@ __all__ = ["TinyArray", "TinyKind", "TinyBackend"]
 class TinyArray:
     """``shape`` elements of ``storage`` (a flat NumPy buffer) from ``offset``, ``elem_strides`` apart."""
 
-    def __init__(self, storage: np.ndarray, shape, elem_strides, offset: int = 0):
+    def __init__(self, storage: np.ndarray, shape, elem_strides, offset: int = 0, writeable: bool = True):
         self.storage = storage
         self.shape = tuple(shape)
         self.elem_strides = tuple(elem_strides)
         self.offset = offset
+        self.writeable = writeable
 
     @classmethod
     def empty(cls, shape, dtype):
@@ -106,8 +107,14 @@ class TinyKind(ArrayKind):
     def is_c_contiguous(self, x):
         return x.elem_strides == TinyArray.empty(x.shape, x.dtype).elem_strides
 
+    def writeable(self, x):
+        return x.writeable
+
     def shares_memory(self, x, y):
         return x.storage is y.storage
+
+    def view(self, x, shape, elem_strides, offset=0, writeable=True):
+        return TinyArray(x.storage, shape, elem_strides, x.offset + offset, writeable)
 
     def device(self, x):
         return "host (TinyArray)"
