@@ -1,10 +1,14 @@
 #!/usr/bin/env python
 """Scaling of ``polymm.matmul`` on Dask arrays, against Dask's own ``a @ b``, on one cluster per worker count.
 
-On a machine with N GPUs: for w = 1..N, a dask-cuda ``LocalCUDACluster(protocol="tcp")`` of w
-workers (one GPU each), float32 operands of random CuPy chunks made and persisted on the workers,
-then, interleaved, ``polymm.matmul(a, b).persist()`` and ``(a @ b).persist()`` (cuBLAS per block)
-timed to ``wait``.  Strong scaling: one ``n x n @ n x n`` problem per size, every w.  Weak scaling:
+On a machine with N GPUs: for w = 1..N, a dask-cuda ``LocalCUDACluster`` of w workers (one GPU
+each; ``--protocol ucx`` by default where ``distributed-ucxx`` is installed: NVLink between the GPUs
+of one host; ``tcp`` otherwise, said loudly), float32 operands of random CuPy chunks made and
+persisted on the workers, then, interleaved, ``polymm.matmul(a, b).persist()`` and ``(a @ b).persist()``
+(cuBLAS per block) timed until every worker's device has finished (a CuPy task returns when its
+kernels are queued: ``wait`` alone stops the clock early), with the bytes the workers received
+from each other during the run beside each time.  A throughput above the devices' peak for the
+dtype is recorded as an error, not a figure.  Strong scaling: one ``n x n @ n x n`` problem per size, every w.  Weak scaling:
 ``(w n0) x n0 @ n0 x n0``, the work per worker constant.  A sample of every polymm result is checked
 against the higher-precision reference (and compared with the chunk library's own matmul).  Writes
 JSON (date, device, command, versions, every timing) and a plot; ``docs/scaling.md`` explains both.
@@ -51,6 +55,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--algorithm", default="auto", help="polymm algorithm= for the block products")
     p.add_argument("--reduction", default="auto", choices=["auto", "panel", "tree"], help="polymm's K-reduction")
     p.add_argument("--skip-dask", action="store_true", help="time polymm only (no Dask a @ b reference)")
+    p.add_argument(
+        "--protocol", choices=["auto", "ucx", "tcp"], default="auto", help="GPU transport (auto: ucx where installed)"
+    )
     p.add_argument("--json", type=Path, default=None, help="write the record here")
     p.add_argument("--plot", type=Path, default=None, help="write a plot here (matplotlib)")
     p.add_argument("--seed", type=int, default=20261123)
@@ -120,7 +127,35 @@ def versions() -> dict:
     return out
 
 
-def start_cluster(workers: int, cpu: bool):
+#: float32 peak of one device without tensor cores (TFLOP/s), by a word of its name: a measured
+#: throughput above ``workers`` times this is a clock stopped before the devices finished.
+PEAK_FLOAT32 = {"H100": 67.0, "H200": 67.0, "A100": 19.5, "L40": 91.6, "cpu": 10.0}
+
+
+def peak(device: str, workers: int) -> float | None:
+    """The summed float32 peak of ``workers`` devices described by ``device`` (None: unknown)."""
+    found = [v for k, v in PEAK_FLOAT32.items() if k.lower() in device.lower()]
+    return workers * found[0] if found else None
+
+
+def transport(protocol: str) -> str:
+    """``ucx`` or ``tcp`` for a GPU cluster: ``auto`` is ucx where ``distributed-ucxx`` imports, else
+    tcp with a warning (every block then crosses host memory and a socket)."""
+    if protocol != "auto":
+        return protocol
+    try:
+        import distributed_ucxx  # noqa: F401
+    except ImportError:
+        print(
+            "dask_scaling: distributed-ucxx is not installed: the GPUs talk over tcp, through host memory "
+            "(pip install 'polymm[dask-gpu]'; see docs/scaling.md)",
+            file=sys.stderr,
+        )
+        return "tcp"
+    return "ucx"
+
+
+def start_cluster(workers: int, cpu: bool, protocol: str = "tcp"):
     """A cluster of ``workers`` workers, one thread each: CPU processes, or one dask-cuda worker per GPU."""
     import distributed
 
@@ -134,7 +169,7 @@ def start_cluster(workers: int, cpu: bool):
         cluster = LocalCUDACluster(
             n_workers=workers,
             CUDA_VISIBLE_DEVICES=list(range(workers)),
-            protocol="tcp",
+            protocol=protocol,
             threads_per_worker=1,
             dashboard_address=":0",
             env=WORKER_ENV,
@@ -164,14 +199,29 @@ def random_operand(shape, chunk: int, library: str, seed: int):
     return da.map_blocks(_random_block, library, seed, chunks=chunks, dtype="float32", meta=xp.empty((0, 0), "float32"))
 
 
-def timed(lazy) -> tuple[float, object]:
-    """Seconds to persist ``lazy`` on the cluster and wait for it; and the persisted array."""
+def _device_sync() -> None:
+    """Wait for every kernel queued on this worker's GPU (a no-op without CuPy)."""
+    if "cupy" in sys.modules:
+        sys.modules["cupy"].cuda.runtime.deviceSynchronize()
+
+
+def _received(dask_worker) -> int:
+    """Bytes this worker has received from other workers so far (its transfer log)."""
+    return sum(entry.get("total", 0) for entry in dask_worker.transfer_incoming_log)
+
+
+def timed(client, lazy) -> tuple[float, int, object]:
+    """Seconds to persist ``lazy`` on the cluster until every worker's device has finished, the
+    bytes the workers received from each other meanwhile, and the persisted array."""
     import distributed
 
+    before = sum(client.run(_received).values())
     start = time.perf_counter()
     result = lazy.persist()
     distributed.wait(result)
-    return time.perf_counter() - start, result
+    client.run(_device_sync)
+    seconds = time.perf_counter() - start
+    return seconds, sum(client.run(_received).values()) - before, result
 
 
 def check_sample(c, a, b, library: str, seed: int, size: int = 64) -> dict:
@@ -198,7 +248,7 @@ def check_sample(c, a, b, library: str, seed: int, size: int = 64) -> dict:
     }
 
 
-def measure(client, shape1, shape2, args, library: str, seed: int) -> list[dict]:
+def measure(client, shape1, shape2, args, library: str, seed: int, device: str = "") -> list[dict]:
     """Interleaved timings of polymm and Dask's ``a @ b`` on one pair of persisted operands."""
     import distributed
 
@@ -216,12 +266,14 @@ def measure(client, shape1, shape2, args, library: str, seed: int) -> list[dict]
         graphs["dask"] = lambda x, y: x @ y
     reduction = "panel" if graphs["polymm"](a, b).name.startswith("polymm-matmul-panel") else "tree"
     seconds = {name: [] for name in graphs}
+    moved = {name: [] for name in graphs}
     check = None
     for repeat in range(args.repeats + 1):  # the first round warms up (kernels, cuBLAS, pools) and is not kept
         for name, graph in graphs.items():
-            elapsed, result = timed(graph(a, b))
+            elapsed, received, result = timed(client, graph(a, b))
             if repeat:
                 seconds[name].append(elapsed)
+                moved[name].append(received)
             if name == "polymm" and check is None:
                 check = check_sample(result, a, b, library, seed)
             del result
@@ -230,19 +282,27 @@ def measure(client, shape1, shape2, args, library: str, seed: int) -> list[dict]
     rows = []
     for name, values in seconds.items():
         median = statistics.median(values)
-        rows.append(
-            {
-                "impl": name,
-                "shape": [list(shape1), list(shape2)],
-                "chunk": args.chunk,
-                "seconds": values,
-                "median_s": median,
-                "tflops": flops / median / 1e12,
-                "reduction": reduction if name == "polymm" else "dask",
-                "check": check if name == "polymm" else None,
-            }
-        )
+        row = {
+            "impl": name,
+            "shape": [list(shape1), list(shape2)],
+            "chunk": args.chunk,
+            "seconds": values,
+            "median_s": median,
+            "tflops": flops / median / 1e12,
+            "bytes_moved": moved[name],
+            "reduction": reduction if name == "polymm" else "dask",
+            "check": check if name == "polymm" else None,
+        }
+        rows.append(_above_peak(row, device, len(client.scheduler_info()["workers"])))
     return rows
+
+
+def _above_peak(row: dict, device: str, workers: int) -> dict:
+    """``row``, made an error where its throughput exceeds the devices' peak (a clock stopped early)."""
+    most = peak(device, workers)
+    if most is not None and row["tflops"] > most:
+        return {**row, "error": f"{row['tflops']:.1f} TFLOP/s is above the peak of {workers} x {device} ({most:.1f})"}
+    return row
 
 
 def _free_pools():
@@ -261,16 +321,19 @@ def run(args) -> dict:
     worker_counts = args.workers or (list(range(1, gpus + 1)) if gpus else [1, 2])
     if gpus and max(worker_counts) > gpus:
         raise NoGPU(f"--workers asks for {max(worker_counts)} workers, this machine has {gpus} GPU(s)")
+    protocol = "tcp" if args.cpu else transport(args.protocol)
+    device = describe_device(args.cpu, gpus)
     record = {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "device": describe_device(args.cpu, gpus),
+        "device": device,
+        "protocol": protocol,
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "versions": versions(),
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "figures": [],
     }
     for workers in worker_counts:
-        cluster, client = start_cluster(workers, args.cpu)
+        cluster, client = start_cluster(workers, args.cpu, protocol)
         try:
             env = client.run(lambda: {k: os.environ.get(k) for k in WORKER_ENV})
             assert all(e == WORKER_ENV for e in env.values()), f"worker environment: {env}"
@@ -279,7 +342,7 @@ def run(args) -> dict:
             for mode, shape1, shape2 in problems:
                 base = {"mode": mode, "workers": workers, "n": shape2[0]}
                 try:
-                    rows = measure(client, shape1, shape2, args, library, args.seed + workers)
+                    rows = measure(client, shape1, shape2, args, library, args.seed + workers, device)
                 except Exception as exc:
                     rows = [{"impl": "polymm", "shape": [list(shape1), list(shape2)], "error": f"{exc!r}"}]
                     client.run(_free_pools)
@@ -298,7 +361,8 @@ def _line(row: dict) -> str:
     if "error" in row:
         return f"{head} FAILED {row['error']}"
     rate = f"{row['tflops']:.2f} TFLOP/s" if row["tflops"] >= 1 else f"{row['tflops'] * 1e3:.2f} GFLOP/s"
-    return f"{head} {row['median_s']:.3f} s {rate} ({row['reduction']})"
+    moved = statistics.median(row["bytes_moved"]) / 1e9
+    return f"{head} {row['median_s']:.3f} s {rate}, {moved:.2f} GB between workers ({row['reduction']})"
 
 
 def summary(figures: list[dict]) -> dict:
@@ -350,7 +414,9 @@ def plot(record: dict, path: Path) -> None:
         ax.grid(alpha=0.3)
         if rows:
             ax.legend(fontsize=8)
-    fig.suptitle(f"polymm on Dask: {record['device']}, {record['date'][:10]}", fontsize=10)
+    fig.suptitle(
+        f"polymm on Dask: {record['device']} ({record.get('protocol', 'tcp')}), {record['date'][:10]}", fontsize=10
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
