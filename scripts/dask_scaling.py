@@ -148,7 +148,7 @@ def transport(protocol: str) -> str:
     except ImportError:
         print(
             "dask_scaling: distributed-ucxx is not installed: the GPUs talk over tcp, through host memory "
-            "(pip install 'polymm[dask-gpu]'; see docs/scaling.md)",
+            "(pip install 'polymm[dask-gpu-cu13]' or '-cu12'; see docs/scaling.md)",
             file=sys.stderr,
         )
         return "tcp"

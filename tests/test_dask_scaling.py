@@ -95,8 +95,53 @@ def test_cpu_run_writes_json_and_plot(tmp_path):
     for f in figures:
         assert "error" not in f, f
         assert len(f["seconds"]) == 1 and f["median_s"] > 0 and f["tflops"] > 0
+        assert len(f["bytes_moved"]) == 1 and f["bytes_moved"][0] == 0  # one worker: nothing moves
         if f["impl"] == "polymm":
             assert f["check"]["passed"] and f["check"]["max_rel_diff_vs_library"] < 1e-4
             assert f["reduction"] in ("panel", "tree")
     assert [f["shape"] for f in figures if f["mode"] == "weak"][0] == [[40, 40], [40, 40]]
     assert png.stat().st_size > 10_000
+
+
+def test_a_throughput_above_the_peak_is_an_error(script):
+    """A clock stopped before the devices finished shows as an impossible rate: recorded as an error."""
+    row = {"impl": "polymm", "tflops": 297.0, "median_s": 0.1}
+    flagged = script._above_peak(row, "1 x NVIDIA H200", 1)
+    assert flagged["error"] == "297.0 TFLOP/s is above the peak of 1 x 1 x NVIDIA H200 (67.0)"
+    assert "error" not in script._above_peak({**row, "tflops": 120.0}, "2 x NVIDIA H200", 2)
+    assert "error" not in script._above_peak(row, "1 x Some Future GPU", 1)  # unknown peak: kept
+
+
+def test_gpu_transport_says_when_it_falls_back_to_tcp(script, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed_ucxx", None)  # as if not installed
+    assert script.transport("auto") == "tcp"
+    assert "distributed-ucxx is not installed" in capsys.readouterr().err
+    assert script.transport("ucx") == "ucx" and script.transport("tcp") == "tcp"
+
+
+def test_the_clock_waits_for_the_devices_and_counts_transfers(script):
+    """``timed`` synchronizes every worker after ``wait`` and reports the bytes the workers received
+    from each other: on a two-worker CPU cluster, a product whose blocks live on both moves some."""
+    import cloudpickle
+    import dask.array as da
+    import distributed
+
+    cloudpickle.register_pickle_by_value(script)  # the workers cannot import the script by name
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        with distributed.Client(cluster) as client:
+            client.wait_for_workers(2)
+            a = da.ones((256, 256), chunks=64).persist()
+            b = da.ones((256, 256), chunks=64).persist()
+            distributed.wait([a, b])
+            synced = []
+            real_run = client.run
+
+            def run(fn, *args, **kwargs):
+                synced.append(fn.__name__)
+                return real_run(fn, *args, **kwargs)
+
+            client.run = run
+            seconds, moved, result = script.timed(client, a @ b)
+            assert seconds > 0 and moved > 0
+            assert synced == ["_received", "_device_sync", "_received"]
+            assert float(result[0, 0].compute()) == 256.0
