@@ -32,6 +32,33 @@ def test_matrix_covers_the_issue():
     assert all(c.gpu_only for c in tc) and {"float16", "int8", "float64"} <= {d for c in tc for d in c.dtypes}
 
 
+def test_the_gpu_grid_crosses_every_class_with_every_dtype_and_mode():
+    """Issue 30: no dtype timed on a subset chosen by hand: every class of the grid runs every
+    contract dtype (bfloat16 too) and float32 in every reduced precision mode, GPU backends only."""
+    grid = [c for c in cliffs.CASES if c.name.startswith("grid-")]
+    assert all(c.gpu_only for c in grid)
+    every = {str(d) for d in polymm.backend.CONTRACT_DTYPES} | {"bfloat16"}
+    for name, *_ in cliffs.GRID_CLASSES:
+        cells = {(d, c.precision) for c in grid if c.name.endswith(f"-{name}") for d in c.dtypes}
+        assert {d for d, mode in cells if mode == "default"} == every, name
+        assert {("float32", mode) for mode in cliffs.GRID_MODES} <= cells, name
+    classes = {c.group for c in grid}
+    assert {"square", "tall-wide", "deep-k", "batched", "broadcast", "matvec", "outer", "views"} <= classes
+    views = {c.layout for c in grid if c.group == "views"}
+    assert views == {"at", "bt", "transposed", "fortran", "negative", "step"}
+    odd = [c.x1[0] for c in grid if c.name.endswith("square-odd")]
+    assert all(n % 8 and n % 16 for n in odd)
+    for case in grid:  # the fast dtypes' cells are larger: at ten times the rate, as long a call
+        if "-fast-" in case.name or case.precision != "default":
+            slow = next(c for c in grid if c.name == "grid-" + case.name.split("-", 2)[2])
+            assert case.multiply_adds() >= slow.multiply_adds()
+
+
+def test_a_transposed_first_operand_is_a_layout():
+    case = cliffs.Case("x", "views", (3, 4), (4, 5), "at")
+    assert case.operand_layouts == ("transposed", "c")
+
+
 def test_gpu_only_cases_skip_host_backends():
     cells = cliffs.run(["cpu"], cases="tc-square-1024,square-32", dtypes=["float16", "float32"])
     assert [(c.case, c.dtype) for c in cells] == [("square-32", "float32")]

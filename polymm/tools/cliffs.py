@@ -49,8 +49,8 @@ class Case:
 
     ``layout`` is ``"c"``, ``"transposed"`` (both operands are ``.T`` of C arrays),
     ``"fortran"``, ``"negative"`` (rows reversed: negative strides), ``"step"``
-    (every other column of a twice-as-wide array) or ``"bt"`` (``x1 @ y.T``: only the
-    second operand transposed).
+    (every other column of a twice-as-wide array), ``"bt"`` (``x1 @ y.T``: only the
+    second operand transposed) or ``"at"`` (``y.T @ x2``: only the first).
     """
 
     name: str
@@ -66,7 +66,8 @@ class Case:
 
     @property
     def operand_layouts(self) -> tuple[str, str]:
-        return ("c", "transposed") if self.layout == "bt" else (self.layout, self.layout)
+        """The views of x1 and x2: ``"bt"`` and ``"at"`` transpose one operand, the others both."""
+        return {"bt": ("c", "transposed"), "at": ("transposed", "c")}.get(self.layout, (self.layout, self.layout))
 
     def multiply_adds(self) -> int:
         shape = matmul_shape(self.x1, self.x2)
@@ -120,6 +121,52 @@ CASES: tuple[Case, ...] = (
         for mode in ("tf32", "tf32x3")
     ),
 )
+
+
+#: The GPU grid (issue 30): every shape class crossed with every dtype of the contract and every
+#: precision mode, none chosen by hand. A class has two sizes, so that every call takes some 50 us
+#: or more of the reference on an H100: one for the dtypes cuBLAS computes on its SIMT cores or
+#: its FP64 tensor cores (or CuPy without BLAS: the integer dtypes), one, larger, for those its
+#: tensor cores run at ten times that rate (float16, bfloat16, int8, uint8, float32 in "tf32" and
+#: "tf32x3"). ``(class, group, layout, (x1, x2) of the first size, (x1, x2) of the second)``.
+GRID_CLASSES = (
+    ("square", "square", "c", ((2048, 2048), (2048, 2048)), ((4096, 4096), (4096, 4096))),
+    ("square-odd", "square", "c", ((2043, 2043), (2043, 2043)), ((4093, 4093), (4093, 4093))),
+    ("square-4mod8", "square", "c", ((2044, 2044), (2044, 2044)), ((4092, 4092), (4092, 4092))),
+    ("tall", "tall-wide", "c", ((32768, 1024), (1024, 256)), ((65536, 2048), (2048, 512))),
+    ("wide", "tall-wide", "c", ((256, 1024), (1024, 32768)), ((512, 2048), (2048, 65536))),
+    ("deep-k", "deep-k", "c", ((256, 65536), (65536, 256)), ((256, 524288), (524288, 256))),
+    ("batch-tiny", "batched", "c", ((65536, 8, 8), (65536, 8, 8)), ((65536, 8, 8), (65536, 8, 8))),
+    ("batch-small", "batched", "c", ((4096, 32, 32), (4096, 32, 32)), ((8192, 64, 64), (8192, 64, 64))),
+    ("batch-mid", "batched", "c", ((64, 512, 512), (64, 512, 512)), ((64, 1024, 1024), (64, 1024, 1024))),
+    ("broadcast", "broadcast", "c", ((64, 512, 512), (512, 512)), ((64, 1024, 1024), (1024, 1024))),
+    ("matvec", "matvec", "c", ((8192, 8192), (8192,)), ((16384, 16384), (16384,))),
+    ("vecmat", "matvec", "c", ((8192,), (8192, 8192)), ((16384,), (16384, 16384))),
+    ("outer", "outer", "c", ((8192, 32), (32, 8192)), ((16384, 64), (64, 16384))),
+    *(
+        (f"view-{layout}", "views", layout, ((2048, 2048), (2048, 2048)), ((4096, 4096), (4096, 4096)))
+        for layout in ("at", "bt", "transposed", "fortran", "negative", "step")
+    ),
+)
+#: The dtypes (and precision modes) the grid runs at the second, larger size of each class.
+GRID_FAST = ("float16", "bfloat16", "int8", "uint8")
+GRID_MODES = ("tf32", "tf32x3")
+
+
+def _grid() -> tuple[Case, ...]:
+    """``grid-<class>`` (every contract dtype not in :data:`GRID_FAST`), ``grid-fast-<class>``
+    (those) and ``grid-<mode>-<class>`` (float32 in each precision mode), GPU backends only."""
+    slow = tuple(str(d) for d in CONTRACT_DTYPES if str(d) not in GRID_FAST)
+    cases = []
+    for name, group, layout, (s1, s2), (f1, f2) in GRID_CLASSES:
+        cases.append(Case(f"grid-{name}", group, s1, s2, layout, slow, True))
+        cases.append(Case(f"grid-fast-{name}", group, f1, f2, layout, GRID_FAST, True))
+        for mode in GRID_MODES:
+            cases.append(Case(f"grid-{mode}-{name}", group, f1, f2, layout, ("float32",), True, mode))
+    return tuple(cases)
+
+
+CASES += _grid()
 
 
 @dataclass(frozen=True)
@@ -290,7 +337,11 @@ class _Backend:
     def reference_name(self, dtype, precision="default") -> str:
         if precision == "tf32":
             return "cupy.matmul (TF32)"
-        return "torch.matmul" if self._torch_for(dtype) else self.ref_name
+        if self._torch_for(dtype):
+            return "torch.matmul"
+        if self.ref_xp is not np and np.dtype(dtype).kind in "biu":
+            return f"{self.ref_name} (no BLAS: CuPy's own integer kernel)"  # marked: a slow reference
+        return self.ref_name
 
     def reference_call(self, dtype, precision, a, b):
         """The reference product of ``a`` and ``b``: for precision ``"tf32"`` cuBLAS with TF32
