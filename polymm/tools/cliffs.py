@@ -7,7 +7,8 @@ end (``polymm.matmul`` as a user calls it, operands already on the device)
 against the backend's reference library, interleaved in the same process, and
 summarises each backend by its **worst cell** and the **geometric mean** of its
 ratios.  :data:`FLOORS` holds the floors the issues set, so the summary can say
-whether they hold; they are benchmark results, never test assertions.
+whether they hold; they are benchmark results, never test assertions.  GPU backends also run the
+grid (:data:`GRID_CLASSES`: every shape class crossed with every dtype and precision mode).
 
 References: NumPy on host backends (``cpu``, OpenCL on a CPU device),
 ``cupy.matmul`` (cuBLAS, TF32 off) on the same GPU for CuPy backends and for
