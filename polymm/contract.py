@@ -34,6 +34,8 @@ def tensordot(x1, x2, /, *, axes=2, backend=None, algorithm="auto", out=None, pr
     ``x1``'s free axes then ``x2``'s.  Keywords as :func:`polymm.matmul`."""
     name = "polymm.tensordot"
     _check_arrays(name, x1, x2)
+    if viewless((x1, x2)):
+        return via_host(tensordot, (x1, x2), {"axes": axes}, _options(backend, algorithm, precision), out)
     shape1, shape2 = tuple(x1.shape), tuple(x2.shape)
     if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
         count = int(axes)
@@ -81,6 +83,8 @@ def vecdot(x1, x2, /, *, axis=-1, backend=None, algorithm="auto", out=None, prec
     vectors' axis counted from the end, and not broadcast).  Keywords as :func:`polymm.matmul`."""
     name = "polymm.vecdot"
     _check_arrays(name, x1, x2)
+    if viewless((x1, x2)):
+        return via_host(vecdot, (x1, x2), {"axis": axis}, _options(backend, algorithm, precision), out)
     shape1, shape2 = tuple(x1.shape), tuple(x2.shape)
     if not shape1 or not shape2:
         raise ValueError(f"{name}: operands must have at least one dimension, got shapes {shape1} and {shape2}")
@@ -111,6 +115,10 @@ def vecdot(x1, x2, /, *, axis=-1, backend=None, algorithm="auto", out=None, prec
         x1 = namespace(x1).conj(x1)
     options = _options(backend, algorithm, precision)
     return deliver(name, contract_pair(x1, labels1, x2, labels2, kept, options), out)
+
+
+#: The product's own two axes, named so no caller's label (a letter, a place, an operand's axis) is the same.
+_ROWS, _COLS = ("rows",), ("cols",)
 
 
 def contract_pair(x1, labels1, x2, labels2, kept, options):
@@ -156,7 +164,8 @@ def _pair(x1, labels1, x2, labels2, wanted, options, preferred=None):
     product = dispatch.matmul(a, b, **options)
     split = batch + rows + cols
     if tuple(product.shape) != tuple(sizes[a] for a in split):  # (batch, M, N) split: a view of the new array
-        product = namespace(product).reshape(product, tuple(sizes[a] for a in split))
+        matrix = batch + [_ROWS, _COLS]
+        product = _grouped(product, matrix, matrix, [sizes[a] for a in split])
     return product, split
 
 
@@ -164,6 +173,8 @@ def _grouped(x, labels, order, shape):
     """``x`` with its axes (``labels``) permuted to ``order`` and reshaped to ``shape``: views
     wherever the strides allow."""
     xp = namespace(x)
+    if is_dask_array(x) and 0 in tuple(x.shape):  # Dask cannot reshape empty arrays; no element to keep
+        return xp.zeros(tuple(shape), dtype=x.dtype)
     perm = [labels.index(a) for a in order]
     if perm != list(range(len(perm))):
         x = xp.permute_dims(x, tuple(perm))
@@ -193,6 +204,8 @@ def sum_out(x, labels, wanted):
         summed = xp.astype(xp.sum(xp.astype(x, xp.float32), axis=axes), x.dtype)
     else:
         summed = xp.sum(x, axis=axes, dtype=x.dtype)
+    if isinstance(summed, np.generic):  # NumPy's full reduction is a scalar: polymm returns arrays (a 0-d one)
+        summed = np.asarray(summed)
     return summed, [a for i, a in enumerate(labels) if i not in axes]
 
 
@@ -273,8 +286,9 @@ class StridedArrays:
     def reshape(self, x, shape):
         try:
             return x.reshape(shape)
-        except ValueError:  # the strides do not merge: a C-contiguous copy does
-            return self.kind.contiguous(x).reshape(shape)
+        except ValueError:  # the strides do not merge: a C-contiguous copy does, on the device where it can
+            copy = self.kind.broadcast_copy(x, tuple(x.shape), self.kind.elem_strides(x))
+            return (copy if copy is not None else self._on_host(x, np.ascontiguousarray)).reshape(shape)
 
     def conj(self, x):
         return x.conj()
@@ -315,6 +329,25 @@ def check_options(options, x) -> None:
         kind = kind_of(x)
         name = selected_backend(options["backend"], "numpy" if kind in (None, DLPACK) else kind.name)
         check_algorithm(get_backend(name), name, options["algorithm"])
+
+
+def viewless(operands) -> bool:
+    """Whether the operands are of an adapter's library with no array API and no ``transpose``
+    (the example's TinyArray): the core computes on them, but cannot view them anew."""
+    x = operands[0]
+    if type(x).__module__.partition(".")[0] in ("numpy", "dask") or hasattr(x, "transpose"):
+        return False
+    kind = kind_of(x)
+    return kind is not None and kind is not DLPACK and not hasattr(x, "__array_namespace__")
+
+
+def via_host(function, operands, keywords, options, out):
+    """``function`` of such operands computed on NumPy copies (moved by the chosen backend) and moved back."""
+    kind = kind_of(operands[0])
+    name = selected_backend(options["backend"], kind.name)
+    impl = get_backend(name)
+    result = function(*(impl.to_numpy(x) for x in operands), **keywords, **(options | {"backend": name}))
+    return deliver(f"polymm.{function.__name__}", impl.from_numpy(np.asarray(result)), out)
 
 
 def _check_arrays(name, *operands):

@@ -23,6 +23,8 @@ from .contract import (
     deliver,
     namespace,
     sum_out,
+    via_host,
+    viewless,
 )
 
 __all__ = ["einsum", "parse", "contraction_path"]
@@ -38,6 +40,8 @@ def einsum(subscripts, /, *operands, backend=None, algorithm="auto", out=None, p
     if not operands:
         raise ValueError(f"{_NAME}: no operands given for subscripts {subscripts!r}")
     _check_arrays(_NAME, *operands)
+    if viewless(operands):
+        return via_host(_einsum_of(subscripts), operands, {}, _options(backend, algorithm, precision), out)
     inputs, output = parse(subscripts, [tuple(x.shape) for x in operands])
     terms = [diagonal(x, labels, f"operand {i}") for i, (x, labels) in enumerate(zip(operands, inputs))]
     _check_sizes(_NAME, [tuple(x.shape) for x, _ in terms], [labels for _, labels in terms])
@@ -56,6 +60,14 @@ def einsum(subscripts, /, *operands, backend=None, algorithm="auto", out=None, p
         wanted = set(output).union(*(labels for _, labels in terms))
         terms.append(_pair(x1, labels1, x2, labels2, wanted, options))
     raise AssertionError("a contraction path left more than one operand")
+
+
+def _einsum_of(subscripts):
+    def einsum_(*operands, **keywords):
+        return einsum(subscripts, *operands, **keywords)
+
+    einsum_.__name__ = "einsum"
+    return einsum_
 
 
 def parse(subscripts: str, shapes) -> tuple[list[list], list]:

@@ -5,3 +5,4 @@
 
 from polymm.testing.test_conformance import *  # noqa: F401,F403
 from polymm.testing.test_paths import *  # noqa: F401,F403,E402
+from polymm.testing.test_contractions import *  # noqa: F401,F403,E402
