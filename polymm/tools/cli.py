@@ -267,7 +267,7 @@ def _fuzz(args) -> int:
 
     import polymm
     from polymm.backend import CONTRACT_DTYPES, optional_dtypes
-    from polymm.tools import fuzz
+    from polymm.tools import fuzz, fuzz_contractions
 
     err = Console(stderr=True)
     report = Console(stderr=args.json, highlight=False, soft_wrap=True)  # never wrap a reproducer
@@ -328,6 +328,10 @@ def _fuzz(args) -> int:
             report.print(f"case {args.case} of seed {args.seed} on {name}: {drawn.describe()}", markup=False)
             code = fuzz.case_code(drawn, name, polymm.get_backend(name).algorithms, precision=args.precision)
             report.print(code, markup=False)
+            contraction = fuzz_contractions.draw(args.seed, args.case, dtypes)
+            if contraction is not None:
+                report.print(f"and beside it: {contraction.describe()}", markup=False)
+                report.print(fuzz_contractions.code(contraction, name), markup=False)
     for f in summary.failures:
         report.print(f"[red]FAIL[/] {f.backend} case {f.index} (seed {f.seed}): {f.check}: ", end="")
         report.print(f.message, markup=False)
@@ -346,7 +350,7 @@ def _fuzz(args) -> int:
         f"in {summary.seconds:.1f} s; {state}" + (f" (stopped early: {summary.stopped})" if summary.stopped else "")
     )
     report.print(f"  valid, by result dtype: {per_dtype}", markup=False)
-    report.print(f"  invalid, by kind: {kinds}", markup=False)
+    report.print(f"  invalid, and contractions, by kind: {kinds}", markup=False)
     if args.json:
         print(json.dumps(summary.as_dict(), indent=2))
     return 1 if summary.failures else 0
