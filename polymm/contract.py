@@ -258,15 +258,26 @@ def _shared_order(group, sizes, strides1, strides2, size1, size2):
 def namespace(x):
     """The array-API namespace of ``x``'s library (array-api-compat's), or :class:`StridedArrays` for
     an adapter's arrays that have none (PyOpenCL)."""
+    xp = _NAMESPACES.get(type(x))
+    if xp is not None:
+        return xp
     import array_api_compat
 
     try:
-        return array_api_compat.array_namespace(x)
+        xp = array_api_compat.array_namespace(x)
     except TypeError:
         kind = kind_of(x)
         if kind is None or kind is DLPACK:
             raise
-        return StridedArrays(kind)
+        xp = StridedArrays(kind)
+    if type(x).__module__.partition(".")[0] in ("numpy", "cupy", "torch", "pyopencl"):  # one namespace per type
+        _NAMESPACES[type(x)] = xp
+    return xp
+
+
+#: Namespaces by array type, for the libraries whose arrays of one type share one (array-api-compat's
+#: look-up costs microseconds, and a contraction asks a few times).
+_NAMESPACES: dict = {}
 
 
 class StridedArrays:

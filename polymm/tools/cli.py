@@ -56,6 +56,48 @@ def _sizes(text: str):
     return shapes
 
 
+def _contractions(names, args, console) -> int:
+    """``polymm bench --suite contractions``: the table of :func:`polymm.tools.contractions.run`."""
+    from rich.table import Table
+
+    from polymm.tools import contractions
+
+    cases = args.cases.split(",") if args.cases else None
+    results = contractions.run(names, cases, quick=args.quick, budget=args.budget)
+    if args.json:
+        _write_json([r.as_dict() for r in results], args.json)
+    if args.json != "-":
+        table = Table(title="polymm contractions (best of samples; x library = its time / polymm's)")
+        for column in (
+            "backend",
+            "case",
+            "dtype",
+            "polymm us",
+            "library",
+            "library us",
+            "x library",
+            "matmul us",
+            "/ matmul",
+            "check",
+        ):
+            table.add_column(column)
+        for r in results:
+            table.add_row(
+                r.backend,
+                r.case,
+                r.dtype,
+                f"{r.polymm_us:.1f}",
+                r.library or "-",
+                f"{r.library_us:.1f}" if r.library_us else "-",
+                f"{r.vs_library:.2f}" if r.vs_library else "-",
+                f"{r.matmul_us:.1f} ({r.products})",
+                f"{r.vs_matmul:.2f}",
+                r.check,
+            )
+        console.print(table)
+    return 0 if all(r.check == "ok" for r in results) else 1
+
+
 def _bench(args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -77,6 +119,8 @@ def _bench(args) -> int:
         return _overhead(names, args, console)
     if args.suite == "cliffs":
         return _cliffs(names, args, console)
+    if args.suite == "contractions":
+        return _contractions(names, args, console)
     algorithms = args.algorithm.split(",") if args.algorithm else None
     dtypes = args.dtype.split(",")
     with Progress(
@@ -347,6 +391,7 @@ def _fuzz(args) -> int:
     report.print(
         f"polymm fuzz: seed {args.seed}, {', '.join(names)}: {summary.cases} cases "
         f"({summary.valid} valid, {summary.invalid} invalid, {summary.refused} refused dtypes) "
+        f"and {summary.contractions} contractions "
         f"in {summary.seconds:.1f} s; {state}" + (f" (stopped early: {summary.stopped})" if summary.stopped else "")
     )
     report.print(f"  valid, by result dtype: {per_dtype}", markup=False)
@@ -474,9 +519,14 @@ def main(argv=None) -> int:
     )
     b.add_argument(
         "--suite",
-        choices=["cliffs"],
+        choices=["cliffs", "contractions"],
         help="run a fixed matrix of cases instead of --sizes: 'cliffs' (squares, batches, broadcasts, "
-        "matrix-vector, deep K, outer products, views; see polymm.tools.cliffs)",
+        "matrix-vector, deep K, outer products, views; see polymm.tools.cliffs), 'contractions' "
+        "(einsum, tensordot, vecdot against the input library's own and the matmul they reduce to; "
+        "see polymm.tools.contractions)",
+    )
+    b.add_argument(
+        "--quick", action="store_true", help="with --suite contractions: tiny shapes, to check the tool works"
     )
     b.add_argument(
         "--cases",

@@ -826,6 +826,7 @@ class Summary:
     seconds: float = 0.0
     stopped: str = ""  # why the run ended early ("time budget", "max failures"), if it did
     precision: str = "default"  # the mode every case was computed and checked in
+    contractions: int = 0  # contraction cases, drawn beside the matmul cases (not among ``cases``)
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -919,7 +920,7 @@ def _run(backends, cases, seed, dtypes, case, time_budget, max_failures, shrink_
                 failed += 1
             contraction = fuzz_contractions.draw(seed, index, dtypes)
             if contraction is not None:  # drawn beside the matmul case of the same index
-                summary.cases += 1
+                summary.contractions += 1
                 summary.per_kind[contraction.kind] = summary.per_kind.get(contraction.kind, 0) + 1
                 checked = fuzz_contractions.check(contraction, name)
                 summary.refused += checked.status == "refused"
