@@ -11,6 +11,7 @@ in an order chosen by cost: ``opt_einsum``'s path when it is installed, else a g
 from __future__ import annotations
 
 import math
+import sys
 
 from .contract import (
     _check_arrays,
@@ -152,9 +153,10 @@ def contraction_path(label_lists, output, sizes) -> list[tuple[int, int]]:
     """The pairs to contract, in order, as positions in the list of operands left (each pair's
     result appended at its end): ``opt_einsum``'s path when it is installed, else the greedy one
     (:func:`greedy_path`)."""
-    try:
-        import opt_einsum
-    except ImportError:
+    if len(label_lists) == 2:
+        return [(0, 1)]
+    opt_einsum = _opt_einsum()
+    if opt_einsum is None:
         return greedy_path(label_lists, output, sizes)
     symbols: dict = {}
     for labels in [*label_lists, output]:
@@ -165,6 +167,23 @@ def contraction_path(label_lists, output, sizes) -> list[tuple[int, int]]:
     shapes = [tuple(sizes.get(a, 1) for a in labels) for labels in label_lists]
     path, _ = opt_einsum.contract_path(equation, *shapes, shapes=True, optimize="auto")
     return [tuple(sorted(pair)) for pair in path]
+
+
+def _opt_einsum():
+    """The ``opt_einsum`` module, or None where it is not installed (an import that failed is not
+    tried again: it searches the whole path each time)."""
+    module = sys.modules.get("opt_einsum")
+    if module is not None or _OPT_EINSUM_MISSING:
+        return module
+    try:
+        import opt_einsum
+    except ImportError:
+        globals()["_OPT_EINSUM_MISSING"] = True
+        return None
+    return opt_einsum
+
+
+_OPT_EINSUM_MISSING = False
 
 
 def greedy_path(label_lists, output, sizes) -> list[tuple[int, int]]:
