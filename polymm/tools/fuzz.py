@@ -922,7 +922,7 @@ def _run(backends, cases, seed, dtypes, case, time_budget, max_failures, shrink_
             if contraction is not None:  # drawn beside the matmul case of the same index
                 summary.contractions += 1
                 summary.per_kind[contraction.kind] = summary.per_kind.get(contraction.kind, 0) + 1
-                checked = fuzz_contractions.check(contraction, name)
+                checked = Outcome(*fuzz_contractions.check(contraction, name))
                 summary.refused += checked.status == "refused"
                 if checked.status == "fail":
                     summary.failures.append(

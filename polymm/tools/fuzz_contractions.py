@@ -138,11 +138,10 @@ def code(case: ContractionCase, backend: str) -> str:
 
 @np.errstate(all="ignore")
 def check(case: ContractionCase, backend: str):
-    """Run the case on ``backend``: a :class:`~polymm.tools.fuzz.Outcome`, "refused" where the backend
-    does not compute the dtype and says so with a ``TypeError`` naming it."""
+    """Run the case on ``backend``: ``(status, check, message)`` as the fields of the fuzzer's
+    ``Outcome`` ("refused" where the backend does not compute the dtype and says so with a
+    ``TypeError`` naming it)."""
     import polymm
-
-    from .fuzz import Outcome
 
     impl = polymm.get_backend(backend)
     dtype = np.dtype(case.dtype)
@@ -155,12 +154,12 @@ def check(case: ContractionCase, backend: str):
         exec(compile(code(case, backend), f"<contraction case {case.index}>", "exec"), {})
     except TypeError as exc:
         if not served and str(dtype) in str(exc):
-            return Outcome("refused")
-        return Outcome("fail", "contraction raised", f"{type(exc).__name__}: {exc}")
+            return "refused", "", ""
+        return ("fail", "contraction raised", f"{type(exc).__name__}: {exc}")
     except AssertionError as exc:
-        return Outcome("fail", "contraction value", str(exc))
+        return ("fail", "contraction value", str(exc))
     except Exception:
-        return Outcome("fail", "contraction raised", traceback.format_exc(limit=3))
+        return ("fail", "contraction raised", traceback.format_exc(limit=3))
     if not served and 0 not in [n for shape in case.shapes for n in shape]:
-        return Outcome("fail", "contraction refusal", f"{backend} computed {dtype}, which it says it does not")
-    return Outcome("ok")
+        return ("fail", "contraction refusal", f"{backend} computed {dtype}, which it says it does not")
+    return "ok", "", ""
