@@ -285,6 +285,16 @@ def test_out_is_checked(polymm_backend, rng):  # noqa: F811
 
 # -- errors -----------------------------------------------------------------------------------
 
+
+def assert_names(exc, message):
+    """``message``'s parts (literal text, ``.*`` between them) appear in ``exc``'s message, in order."""
+    text, at = str(exc), 0
+    for part in message.split(".*"):
+        found = text.find(part, at)
+        assert found >= 0, f"{part!r} not in the message (after position {at}): {text}"
+        at = found + len(part)
+
+
 BAD_EINSUMS = [
     ("ij,jk->ik", [(3, 4), (5, 6)], "'j'.*4 and 5"),
     ("ij,jk,kl->il", [(3, 4), (4, 5)], "3 operand.*2 were given"),
@@ -294,7 +304,7 @@ BAD_EINSUMS = [
     ("i1,jk", [(3, 4), (4, 5)], "invalid subscript '1'"),
     ("ijk,jk", [(3, 4), (4, 5)], "operand 0 has 2 dimension"),
     ("ii->i", [(3, 4)], "'i' repeats in operand 0.*3 and 4"),
-    ("...ij->ij", [(2, 3, 4)], r"no '\.\.\.'"),
+    ("...ij->ij", [(2, 3, 4)], "no '...'"),
     ("ij->->ij", [(3, 4)], "at most one '->'"),
 ]
 
@@ -302,8 +312,9 @@ BAD_EINSUMS = [
 @pytest.mark.parametrize("subscripts,shapes,message", BAD_EINSUMS, ids=[s for s, _, _ in BAD_EINSUMS])
 def test_einsum_errors_name_the_problem(polymm_backend, subscripts, shapes, message, polymm_inputs):
     operands = [given(polymm_inputs, np.ones(shape, np.float32)) for shape in shapes]
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError) as caught:
         polymm.einsum(subscripts, *operands, backend=polymm_backend)
+    assert_names(caught.value, message)
 
 
 BAD_TENSORDOTS = [
@@ -320,8 +331,9 @@ BAD_TENSORDOTS = [
 @pytest.mark.parametrize("s1,s2,axes,error,message", BAD_TENSORDOTS, ids=[str(c[2]) for c in BAD_TENSORDOTS])
 def test_tensordot_errors(polymm_backend, s1, s2, axes, error, message, polymm_inputs):
     x1, x2 = (given(polymm_inputs, np.ones(s, np.float32)) for s in (s1, s2))
-    with pytest.raises(error, match=message):
+    with pytest.raises(error) as caught:
         polymm.tensordot(x1, x2, axes=axes, backend=polymm_backend)
+    assert_names(caught.value, message)
 
 
 BAD_VECDOTS = [
@@ -336,8 +348,9 @@ BAD_VECDOTS = [
 @pytest.mark.parametrize("s1,s2,axis,error,message", BAD_VECDOTS, ids=[f"{c[0]}.{c[1]}-{c[2]}" for c in BAD_VECDOTS])
 def test_vecdot_errors(polymm_backend, s1, s2, axis, error, message, polymm_inputs):
     x1, x2 = (given(polymm_inputs, np.ones(s, np.float32)) for s in (s1, s2))
-    with pytest.raises(error, match=message):
+    with pytest.raises(error) as caught:
         polymm.vecdot(x1, x2, axis=axis, backend=polymm_backend)
+    assert_names(caught.value, message)
 
 
 def test_bad_operands_and_keywords(polymm_backend):
