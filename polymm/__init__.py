@@ -2,7 +2,8 @@
 
 ``polymm.matmul(x1, x2)`` computes ``x1 @ x2`` with the array API standard's
 semantics on a backend chosen by name, scope, environment or the inputs'
-device; backends are plugins found through the entry-point group
+device; ``tensordot``, ``vecdot``, ``einsum`` (and the namespace ``polymm.linalg``)
+reduce to the same batched products; backends are plugins found through the entry-point group
 ``polymm.backends``.  The tools (the ``polymm`` command, explain, bench, the cliff
 suite, tuner, fuzzer) sit on top of this runtime in :mod:`polymm.tools`.
 """
@@ -10,6 +11,9 @@ suite, tuner, fuzzer) sit on top of this runtime in :mod:`polymm.tools`.
 from .backend import Backend, BackendUnavailable, Operand
 from . import dispatch
 from .dispatch import matmul
+from .contract import tensordot, vecdot
+from .notation import einsum
+from . import linalg
 from .precision import use_precision
 from .registry import BackendInfo, backends, get_backend, register_backend, set_default_backend, use_backend
 
@@ -18,13 +22,17 @@ __all__ = [
     "BackendInfo",
     "BackendUnavailable",
     "backends",
+    "einsum",
     "get_backend",
+    "linalg",
     "matmul",
     "Operand",
     "register_backend",
     "set_default_backend",
+    "tensordot",
     "use_backend",
     "use_precision",
+    "vecdot",
 ]
 
 __version__ = "0.1.0"

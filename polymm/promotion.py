@@ -10,15 +10,15 @@ SUPPORTED = frozenset(CONTRACT_DTYPES)
 _NAMES = ", ".join(str(d) for d in CONTRACT_DTYPES) + " (and bfloat16 where ml_dtypes is installed)"
 
 
-def check_operand_dtype(dtype, which: str) -> np.dtype:
-    """The operand's dtype as a NumPy dtype, or a ``TypeError`` naming it."""
+def check_operand_dtype(dtype, which: str, function: str = "polymm.matmul") -> np.dtype:
+    """The operand's dtype as a NumPy dtype, or a ``TypeError`` naming it (and ``function``)."""
     try:
         dtype = np.dtype(dtype)
     except TypeError:
-        raise TypeError(f"polymm.matmul: {which} has unsupported dtype {dtype}; supported: {_NAMES}") from None
+        raise TypeError(f"{function}: {which} has unsupported dtype {dtype}; supported: {_NAMES}") from None
     native = dtype.newbyteorder("=")  # byte-swapped data is cast to native order on the way in
     if native not in SUPPORTED and not (is_bfloat16(native) and native in optional_dtypes()):
-        raise TypeError(f"polymm.matmul: {which} has unsupported dtype {dtype}; supported: {_NAMES}")
+        raise TypeError(f"{function}: {which} has unsupported dtype {dtype}; supported: {_NAMES}")
     return dtype
 
 

@@ -76,6 +76,48 @@ def _sizes(text: str):
     return shapes
 
 
+def _contractions(names, args, console) -> int:
+    """``polymm bench --suite contractions``: the table of :func:`polymm.tools.contractions.run`."""
+    from rich.table import Table
+
+    from polymm.tools import contractions
+
+    cases = args.cases.split(",") if args.cases else None
+    results = contractions.run(names, cases, quick=args.quick, budget=args.budget)
+    if args.json:
+        _write_json([r.as_dict() for r in results], args.json)
+    if args.json != "-":
+        table = Table(title="polymm contractions (best of samples; x library = its time / polymm's)")
+        for column in (
+            "backend",
+            "case",
+            "dtype",
+            "polymm us",
+            "library",
+            "library us",
+            "x library",
+            "matmul us",
+            "/ matmul",
+            "check",
+        ):
+            table.add_column(column)
+        for r in results:
+            table.add_row(
+                r.backend,
+                r.case,
+                r.dtype,
+                f"{r.polymm_us:.1f}",
+                r.library or "-",
+                f"{r.library_us:.1f}" if r.library_us else "-",
+                f"{r.vs_library:.2f}" if r.vs_library else "-",
+                f"{r.matmul_us:.1f} ({r.products})",
+                f"{r.vs_matmul:.2f}",
+                r.check,
+            )
+        console.print(table)
+    return 0 if all(r.check == "ok" for r in results) else 1
+
+
 def _bench(args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -97,6 +139,8 @@ def _bench(args) -> int:
         return _overhead(names, args, console)
     if args.suite == "cliffs":
         return _cliffs(names, args, console)
+    if args.suite == "contractions":
+        return _contractions(names, args, console)
     algorithms = args.algorithm.split(",") if args.algorithm else None
     dtypes = args.dtype.split(",")
     with Progress(
@@ -287,7 +331,7 @@ def _fuzz(args) -> int:
 
     import polymm
     from polymm.backend import CONTRACT_DTYPES, optional_dtypes
-    from polymm.tools import fuzz
+    from polymm.tools import fuzz, fuzz_contractions
 
     err = Console(stderr=True)
     report = Console(stderr=args.json, highlight=False, soft_wrap=True)  # never wrap a reproducer
@@ -348,6 +392,10 @@ def _fuzz(args) -> int:
             report.print(f"case {args.case} of seed {args.seed} on {name}: {drawn.describe()}", markup=False)
             code = fuzz.case_code(drawn, name, polymm.get_backend(name).algorithms, precision=args.precision)
             report.print(code, markup=False)
+            contraction = fuzz_contractions.draw(args.seed, args.case, dtypes)
+            if contraction is not None:
+                report.print(f"and beside it: {contraction.describe()}", markup=False)
+                report.print(fuzz_contractions.code(contraction, name), markup=False)
     for f in summary.failures:
         report.print(f"[red]FAIL[/] {f.backend} case {f.index} (seed {f.seed}): {f.check}: ", end="")
         report.print(f.message, markup=False)
@@ -363,10 +411,11 @@ def _fuzz(args) -> int:
     report.print(
         f"polymm fuzz: seed {args.seed}, {', '.join(names)}: {summary.cases} cases "
         f"({summary.valid} valid, {summary.invalid} invalid, {summary.refused} refused dtypes) "
+        f"and {summary.contractions} contractions "
         f"in {summary.seconds:.1f} s; {state}" + (f" (stopped early: {summary.stopped})" if summary.stopped else "")
     )
     report.print(f"  valid, by result dtype: {per_dtype}", markup=False)
-    report.print(f"  invalid, by kind: {kinds}", markup=False)
+    report.print(f"  invalid, and contractions, by kind: {kinds}", markup=False)
     if args.json:
         print(json.dumps(summary.as_dict(), indent=2))
     return 1 if summary.failures else 0
@@ -490,9 +539,14 @@ def main(argv=None) -> int:
     )
     b.add_argument(
         "--suite",
-        choices=["cliffs"],
+        choices=["cliffs", "contractions"],
         help="run a fixed matrix of cases instead of --sizes: 'cliffs' (squares, batches, broadcasts, "
-        "matrix-vector, deep K, outer products, views; see polymm.tools.cliffs)",
+        "matrix-vector, deep K, outer products, views; see polymm.tools.cliffs), 'contractions' "
+        "(einsum, tensordot, vecdot against the input library's own and the matmul they reduce to; "
+        "see polymm.tools.contractions)",
+    )
+    b.add_argument(
+        "--quick", action="store_true", help="with --suite contractions: tiny shapes, to check the tool works"
     )
     b.add_argument(
         "--cases",

@@ -8,6 +8,8 @@ running that source, so the reproducer printed for a failure is the very code th
 Valid problems are checked with :func:`polymm.testing.assert_matches` (values, dtype,
 shape), ``out`` identity, untouched inputs and untouched neighbours of a strided ``out``;
 invalid ones must raise the contract's exception type with a message naming what was wrong.
+A quarter of the indices also draw a contraction (``einsum``, ``tensordot``, ``vecdot``:
+:mod:`polymm.tools.fuzz_contractions`), counted by kind beside the invalid ones.
 
 Use it from Python (no pytest needed)::
 
@@ -27,6 +29,7 @@ import numpy as np
 
 from ..backend import CONTRACT_DTYPES, algorithm_serves, is_bfloat16, optional_dtypes
 from ..testing.reference import assert_matches, poison, random_array
+from . import fuzz_contractions
 
 __all__ = ["Case", "Failure", "Outcome", "Summary", "case_code", "check_case", "draw_case", "run", "shrink"]
 
@@ -823,6 +826,7 @@ class Summary:
     seconds: float = 0.0
     stopped: str = ""  # why the run ended early ("time budget", "max failures"), if it did
     precision: str = "default"  # the mode every case was computed and checked in
+    contractions: int = 0  # contraction cases, drawn beside the matmul cases (not among ``cases``)
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -914,6 +918,26 @@ def _run(backends, cases, seed, dtypes, case, time_budget, max_failures, shrink_
                     failure.replays = replays(failure.reproducer)
                 summary.failures.append(failure)
                 failed += 1
+            contraction = fuzz_contractions.draw(seed, index, dtypes)
+            if contraction is not None:  # drawn beside the matmul case of the same index
+                summary.contractions += 1
+                summary.per_kind[contraction.kind] = summary.per_kind.get(contraction.kind, 0) + 1
+                checked = Outcome(*fuzz_contractions.check(contraction, name))
+                summary.refused += checked.status == "refused"
+                if checked.status == "fail":
+                    summary.failures.append(
+                        Failure(
+                            name,
+                            seed,
+                            index,
+                            checked.check,
+                            checked.message,
+                            contraction.describe(),
+                            reproducer=fuzz_contractions.code(contraction, name),
+                            replay=_replay_command(name, seed, index, dtypes, precision),
+                        )
+                    )
+                    failed += 1
             if on_case is not None:
                 on_case(name, index, outcome)
     summary.seconds = time.perf_counter() - start

@@ -1,0 +1,109 @@
+"""The contractions' reduction itself: no copies where strides allow, the order of pairwise products,
+and the optional opt_einsum path (the conformance cases are in polymm/testing/test_contractions.py)."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import polymm
+from polymm import dispatch
+from polymm.notation import contraction_path, greedy_path, parse
+from polymm.testing.reference import assert_contraction_matches, random_array
+
+
+@pytest.fixture
+def products(monkeypatch):
+    """The operands of every product a contraction hands to polymm.matmul."""
+    seen = []
+    real = dispatch.matmul
+
+    def spy(a, b, **options):
+        seen.append((a, b))
+        return real(a, b, **options)
+
+    monkeypatch.setattr(dispatch, "matmul", spy)
+    return seen
+
+
+VIEWED = [
+    ("bhqd,bhkd->bhqk", [(2, 3, 5, 8), (2, 3, 7, 8)], None),
+    ("abij,ijc->cba", [(2, 3, 4, 5), (4, 5, 6)], None),  # the result permuted: a view of the product
+    ("abcd,cdef->abef", [(2, 3, 4, 5), (4, 5, 6, 7)], None),
+    ("ij,jk->ki", [(4, 5), (5, 6)], None),
+    ("bij,bkj->bik", [(3, 4, 6), (3, 5, 6)], "transpose-x2"),  # a transposed operand: read in place
+    ("ij,jk->ik", [(4, 10), (5, 6)], "slice-x1"),  # a sliced operand: strides, no copy
+]
+
+
+@pytest.mark.parametrize("subscripts,shapes,layout", VIEWED, ids=[c[0] + str(c[2]) for c in VIEWED])
+def test_two_operands_are_one_product_of_views(products, subscripts, shapes, layout):
+    rng = np.random.default_rng(0)
+    operands = [random_array(rng, s, "float64") for s in shapes]
+    if layout == "transpose-x2":
+        operands[1] = np.ascontiguousarray(operands[1].transpose(0, 2, 1)).transpose(0, 2, 1)
+    if layout == "slice-x1":
+        operands[0] = operands[0][:, ::2]
+    result = polymm.einsum(subscripts, *operands, backend="cpu")
+    assert_contraction_matches(result, subscripts, operands)
+    assert len(products) == 1
+    for given, handed in zip(operands, products[0]):
+        assert np.shares_memory(given, handed), "an operand was copied where its strides allow a view"
+
+
+def test_contracted_axes_that_cannot_merge_copy_the_smaller_operand(products):
+    rng = np.random.default_rng(1)
+    big = random_array(rng, (40, 3, 4), "float64")  # contracted (j, k) merge in the order j, k
+    small = random_array(rng, (4, 3), "float64")  # ... but only as k, j here
+    result = polymm.einsum("ijk,kj->i", big, small, backend="cpu")
+    assert_contraction_matches(result, "ijk,kj->i", [big, small])
+    ((a, b),) = products
+    assert np.shares_memory(a, big) and not np.shares_memory(b, small)
+
+
+def test_tensordot_and_vecdot_are_views_too(products):
+    rng = np.random.default_rng(2)
+    x1 = random_array(rng, (6, 5, 4), "float32")
+    x2 = random_array(rng, (5, 4, 3), "float32")
+    polymm.tensordot(x1, x2, axes=2, backend="cpu")
+    polymm.vecdot(x1, x1, axis=-2, backend="cpu")
+    assert all(np.shares_memory(a, x1) for a, _ in products)
+
+
+def test_greedy_path_contracts_the_small_pair_first():
+    # (a x b)(b x c)(c x d) with a tiny c: the product of the last two first keeps intermediates small
+    labels = [["a", "b"], ["b", "c"], ["c", "d"]]
+    sizes = {"a": 100, "b": 100, "c": 2, "d": 100}
+    path = greedy_path(labels, ["a", "d"], sizes)
+    assert len(path) == 2 and all(i < j for i, j in path)
+    first = labels[path[0][0]] + labels[path[0][1]]
+    assert "c" in first  # never the 100 x 100 x 100 product of the first two
+
+
+def test_opt_einsum_path_is_used_when_installed(monkeypatch):
+    asked = []
+
+    def contract_path(equation, *shapes, shapes_=None, **kw):
+        asked.append((equation, shapes, kw))
+        return [(1, 2), (0, 1)], None
+
+    fake = types.SimpleNamespace(
+        get_symbol=lambda i: "abcdefghij"[i],
+        contract_path=lambda equation, *shapes, **kw: contract_path(equation, *shapes, **kw),
+    )
+    monkeypatch.setitem(sys.modules, "opt_einsum", fake)
+    path = contraction_path([["i", "j"], ["j", "k"], ["k", "l"]], ["i", "l"], {"i": 2, "j": 3, "k": 4, "l": 5})
+    assert path == [(1, 2), (0, 1)]
+    assert asked[0][0] == "ab,bc,cd->ad" and asked[0][1] == ((2, 3), (3, 4), (4, 5))
+    rng = np.random.default_rng(3)
+    ops = [random_array(rng, s, "float64") for s in ((2, 3), (3, 4), (4, 5))]
+    assert_contraction_matches(polymm.einsum("ij,jk,kl->il", *ops), "ij,jk,kl->il", ops)
+
+
+def test_parse_labels():
+    inputs, output = parse("...ij,jk", [(2, 3, 4, 5), (5, 6)])
+    assert inputs == [[2, 1, "i", "j"], ["j", "k"]] and output == [2, 1, "i", "k"]
+    assert parse("ii", [(3, 3)]) == ([["i", "i"]], [])
