@@ -385,7 +385,7 @@ def test_scoped_choices_apply(polymm_backend, rng):  # noqa: F811
     assert_contraction_matches(exact, "ik,kj->ij", [x1, x2], precision="default")
 
 
-def test_native_arrays_in_native_arrays_out(polymm_backend, rng):  # noqa: F811
+def test_contractions_native_arrays_in_native_arrays_out(polymm_backend, rng):  # noqa: F811
     backend = polymm.get_backend(polymm_backend)
     a = random_array(rng, (2, 3, 9, 8), "float32")
     b = random_array(rng, (2, 3, 7, 8), "float32")
@@ -426,7 +426,7 @@ def test_torch_tensors_in_and_out(polymm_backend, rng):  # noqa: F811
     assert_contraction_matches(out.numpy(), "aqd,bkd->aqbk", [a, b])
 
 
-def test_array_api_strict_in_and_out(polymm_backend, rng):  # noqa: F811
+def test_contractions_array_api_strict_in_and_out(polymm_backend, rng):  # noqa: F811
     xp = pytest.importorskip("array_api_strict")
     a = random_array(rng, (3, 8, 5), "float64")
     b = random_array(rng, (5, 8), "float64")
