@@ -82,7 +82,7 @@ def _run_section(stem, doc):
     yield ""
     png = RUNS / f"{stem}.png"
     if png.exists():
-        yield f"```{{figure}} _static/cliffs/{stem}.png"  # relative to performance.md, which includes this page
+        yield f"```{{figure}} _static/cliffs/{stem}.png"  # relative to runs.md, which includes this page
         yield f":alt: cliff-suite heatmap of run {stem}"
         yield ""
         yield f"Run `{stem}`: ratio to the reference per case and dtype (green faster, red slower)."

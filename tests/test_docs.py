@@ -272,10 +272,10 @@ def test_quickstart_commands_are_the_readmes():
 # ---------------------------------------------------------------------------- generated pages
 
 
-@pytest.mark.parametrize("script", ["cliffs_page", "soak_page", "records_page"])
+@pytest.mark.parametrize("script", ["cliffs_page", "soak_page", "records_page", "performance_page"])
 def test_generated_pages_are_what_their_scripts_write_from_the_records(script):
-    """The cliff-suite, soak and records sections are generated from the recorded JSON: the
-    committed page and plots cannot drift from the data."""
+    """The cliff-suite, soak, records and today's-figures sections are generated from the recorded
+    JSON: the committed page and plots cannot drift from the data."""
     spec = importlib.util.spec_from_file_location(script, ROOT / "scripts" / f"{script}.py")
     page = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(page)

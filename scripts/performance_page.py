@@ -1,0 +1,204 @@
+#!/usr/bin/env python
+"""The top of the docs' performance page, generated from the recorded runs: today's figures per device.
+
+For every device and backend with a whole cliff-suite run in ``benchmarks/cliffs/`` (a run of
+60 cells or more, not a ``before`` baseline), the latest run gives one row: date, cells, worst
+cell, geometric mean, the floor and whether it holds, the record and the command. Then the
+latest heatmap per device, the scale-out records of ``benchmarks/dask/``, and the history of
+every device's geometric mean and worst cell over its whole runs as a plot. Writes
+``docs/_generated/today.md`` and ``docs/_static/history.png``; a test checks that the committed
+page is what this script writes.
+
+    python scripts/performance_page.py
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from pages import publish  # noqa: E402
+
+from polymm.tools.cliffs import format_ratio  # noqa: E402
+
+CLIFFS = ROOT / "benchmarks" / "cliffs"
+DASK = ROOT / "benchmarks" / "dask"
+PAGE = ROOT / "docs" / "_generated" / "today.md"
+HISTORY = ROOT / "docs" / "_static" / "history.png"
+RUNS, STATIC = DASK, ROOT / "docs" / "_static" / "dask"  # the scale-out plots, copied beside the docs
+#: Fewer cells than this: a run of some cases only (a dtype, the tensor-core cells), not a whole suite.
+WHOLE = 60
+
+
+def _short(name: str) -> str:
+    """A processor's name without trademarks and filler."""
+    for noise in ("(R)", "(TM)", " Processor", " CPU"):
+        name = name.replace(noise, "")
+    return " ".join(name.split())
+
+
+#: OpenCL platforms by the names readers know them.
+PLATFORMS = {"Portable Computing Language": "PoCL", "NVIDIA CUDA": "NVIDIA OpenCL"}
+
+
+def device_label(backend: str, doc: dict) -> str:
+    """Where a run ran, in a few words: the GPU's name, the OpenCL device and its platform, or the
+    host's processor and cores."""
+    m = doc["machine"]
+    first = (m.get("devices", {}).get(backend) or [""])[0]
+    if backend == "cuda":
+        found = re.match(r"cuda:\d+ (.+?) \(", first)
+        return found.group(1) if found else first
+    if backend == "opencl":
+        found = re.match(r"\d+:\d+ (.+?) \[(\w+)\] on (.+?):", first)
+        if found:
+            name, kind, platform = found.groups()
+            name = _short(name.removeprefix("pthread-").removeprefix("cpu-skylake-avx512-"))
+            platform = PLATFORMS.get(platform, platform)
+            return f"{name} ({platform})" if kind == "GPU" else f"{name}, {m.get('cpus')} cores ({platform})"
+        return first
+    return f"{_short(m.get('processor', '?'))}, {m.get('cpus')} cores"
+
+
+def whole_runs() -> dict:
+    """``(backend, device) -> [(date, stem, summary, doc)]`` of whole-suite runs, oldest first."""
+    found: dict = {}
+    for path in sorted(CLIFFS.glob("*.json")):
+        doc = json.loads(path.read_text())
+        if not isinstance(doc, dict) or doc.get("suite") != "cliffs" or "before" in path.stem:
+            continue
+        for backend, summary in doc["summary"].items():
+            if summary["cells"] >= WHOLE:
+                found.setdefault((backend, device_label(backend, doc)), []).append(
+                    (doc["date"], path.stem, summary, doc)
+                )
+    return {key: sorted(runs) for key, runs in sorted(found.items())}
+
+
+def _today_rows(runs: dict):
+    yield "| device | backend | date (UTC) | cells | worst cell | geomean | floor (its cells: worst / geomean) | record |"
+    yield "|---|---|---|---:|---|---:|---|---|"
+    for (backend, device), history in runs.items():
+        date, stem, s, _ = history[-1]
+        f = s.get("floor")
+        floor = "-"
+        if f:
+            verdict = "holds" if f["holds"] else "does not hold"
+            floor = (
+                f"{verdict}: {format_ratio(f['worst'])} / {format_ratio(f['geomean'])} "
+                f"(asks {f['floor']['worst']} / {f['floor']['geomean']})"
+            )
+        yield (
+            f"| {device} | `{backend}` | {date[:16].replace('T', ' ')} | {s['cells']} | "
+            f"{format_ratio(s['worst'])} ({s['worst_case']}) | {format_ratio(s['geomean'])} | {floor} | `{stem}` |"
+        )
+
+
+def _dask_rows():
+    yield "| machine | transport | date (UTC) | case | one GPU | two GPUs | polymm / Dask `a @ b` (two GPUs) | record |"
+    yield "|---|---|---|---|---|---|---|---|"
+    for path in sorted(DASK.glob("*.json")):
+        doc = json.loads(path.read_text())
+        rows = {(f["mode"], f["workers"], f["impl"]): f for f in doc["figures"] if "error" not in f}
+        for mode in ("strong", "weak"):
+            one, two = rows.get((mode, 1, "polymm")), rows.get((mode, 2, "polymm"))
+            dask_two = rows.get((mode, 2, "dask"))
+            if not (one and two):
+                continue
+            case = "x".join(map(str, one["shape"][0])) + " @ " + "x".join(map(str, one["shape"][1]))
+            scaled = f"{two['median_s']:.3f} s ({one['median_s'] / two['median_s']:.2f}x)"
+            if mode == "weak":
+                case = f"weak: {one['shape'][0][0]} rows per GPU"
+                scaled = f"{two['median_s']:.3f} s ({two['tflops'] / (2 * one['tflops']):.0%} efficient)"
+            versus = format_ratio(two["tflops"] / dask_two["tflops"]) if dask_two else "-"
+            yield (
+                f"| {doc['device']} | {doc.get('protocol', 'tcp')} | {doc['date'][:16].replace('T', ' ')} | {case} | "
+                f"{one['median_s']:.3f} s | {scaled} | {versus} | `{path.stem}` |"
+            )
+
+
+def render() -> str:
+    runs = whole_runs()
+    lines = [
+        "<!-- generated by scripts/performance_page.py from benchmarks/cliffs/ and benchmarks/dask/: do not edit -->",
+        "",
+        "Each row is the latest whole cliff-suite run of that device and backend (ratios against the",
+        "reference library on the same device: NumPy on a CPU, cuBLAS through `cupy.matmul` on a GPU;",
+        "above 1.00x polymm is faster). The floor is the one the issues set for that backend, over the",
+        "cells it covers.",
+        "",
+        *_today_rows(runs),
+        "",
+        "The commands:",
+        "",
+    ]
+    for (backend, device), history in runs.items():
+        lines.append(f"* {device}, `{backend}`: `{history[-1][3]['command']}`")
+    lines += ["", "### Latest heatmaps", ""]
+    for (backend, device), history in runs.items():
+        stem = history[-1][1]
+        lines += [
+            f"```{{figure}} _static/cliffs/{stem}.png",
+            f":alt: cliff-suite heatmap of {backend} on {device}",
+            "",
+            f"{device}, `{backend}`, {history[-1][0][:10]} (`{stem}`).",
+            "```",
+            "",
+        ]
+    lines += ["### Several GPUs (Dask)", "", *_dask_rows(), "", "More in {doc}`scaling`.", ""]
+    lines += [
+        "### History",
+        "",
+        "```{figure} _static/history.png",
+        ":alt: geometric mean and worst cell of every whole cliff-suite run, per device, over time",
+        "",
+        "Every whole run of the cliff suite, per device and backend: the geometric mean of its ratios",
+        "(left) and its worst cell (right). Every run, with its heatmap and table: {doc}`runs`.",
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def plot_history(runs: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.dates as mdates
+    import matplotlib.pyplot as plt
+    from datetime import datetime
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharex=True)
+    for (backend, device), history in runs.items():
+        dates = [datetime.fromisoformat(date.replace("Z", "+00:00")) for date, *_ in history]
+        label = f"{device} ({backend})"
+        axes[0].plot(dates, [s["geomean"] for _, _, s, _ in history], "-o", markersize=3, label=label)
+        axes[1].plot(dates, [s["worst"] for _, _, s, _ in history], "-o", markersize=3, label=label)
+    for ax, title in zip(axes, ("geometric mean of the ratios", "worst cell")):
+        ax.set_yscale("log")
+        ax.axhline(1.0, color="grey", linewidth=0.8)
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.xaxis.set_major_locator(mdates.DayLocator())
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d"))
+    axes[0].set_ylabel("polymm / reference (higher: faster)")
+    axes[1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> int:
+    publish(PAGE, render(), RUNS, STATIC)
+    plot_history(whole_runs(), HISTORY)
+    print(f"wrote {PAGE.relative_to(ROOT)} and {HISTORY.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
