@@ -36,6 +36,8 @@ advancing ``a_off``/``b_off``/``c_off``).
 
 from __future__ import annotations
 
+import functools
+
 import dataclasses
 from dataclasses import dataclass
 from importlib import resources
@@ -310,8 +312,10 @@ def _type_defines(dialect: str, dtype: np.dtype) -> dict[str, str]:
     return d
 
 
+@functools.lru_cache(maxsize=None)
 def value_itemsize(dtype) -> int:
-    """Bytes of one VAL_T (what local memory holds per element) for ``dtype``."""
+    """Bytes of one VAL_T (what local memory holds per element) for ``dtype`` (asked many times
+    per plan: a dtype's name costs microseconds)."""
     name = np.dtype(dtype).name
     kind = _DTYPES[name][0]
     if kind == "BOOL":

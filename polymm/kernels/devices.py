@@ -108,18 +108,19 @@ def _chain(words: str) -> tuple[str, ...]:
     return tuple(chain)
 
 
-_recorder: contextvars.ContextVar[list | None] = contextvars.ContextVar("polymm_settings_read", default=None)
+_recorder: contextvars.ContextVar[dict | None] = contextvars.ContextVar("polymm_settings_read", default=None)
 
 
 @contextmanager
 def recording():
-    """Collect every :class:`Setting` read in this context (in order, once each) into the list
-    it yields; the planner wraps each plan in one (nested, the outer list collects)."""
+    """Collect every :class:`Setting` read in this context (in order, once each) into the dict
+    it yields (``cite -> Setting``); the planner wraps each plan in one (nested, the outer one
+    collects)."""
     outer = _recorder.get()
     if outer is not None:  # a plan within a plan (a complex product as a real one): one record
         yield outer
         return
-    found: list = []
+    found: dict = {}
     token = _recorder.set(found)
     try:
         yield found
@@ -129,8 +130,8 @@ def recording():
 
 def _note(setting: Setting) -> None:
     found = _recorder.get()
-    if found is not None and setting not in found:
-        found.append(setting)
+    if found is not None:
+        found.setdefault((setting.device, setting.family, setting.name), setting)
 
 
 class DeviceSettings:
@@ -139,14 +140,23 @@ class DeviceSettings:
 
     def __init__(self, words: str):
         self.chain = _chain(words)
+        self._where: dict = {}  # (family, name, default) -> the node and key that hold it
 
     def setting(self, family: str, name: str, default_name: str | None = None) -> Setting:
         """The entry for ``name`` in ``family`` from the most specific device that has it (or,
-        at each device, ``default_name`` of the family: regblock's ``other`` dtype)."""
-        found = next(self.candidates(family, name, default_name), None)
-        if found is None:
-            raise KeyError(f"the device database has no {family}.{name} for {' -> '.join(self.chain)}")
-        return found
+        at each device, ``default_name`` of the family: regblock's ``other`` dtype).  Where it is
+        found is remembered (a plan asks some thirty times); its value is read live, so an entry
+        changed in place (:func:`entry`) is seen at once."""
+        where = self._where.get((family, name, default_name))
+        if where is None:
+            found = next(self.candidates(family, name, default_name), None)
+            if found is None:
+                raise KeyError(f"the device database has no {family}.{name} for {' -> '.join(self.chain)}")
+            self._where[family, name, default_name] = (found.device, found.name)
+            return found
+        node, key = where
+        e = database()["settings"][node][family][key]
+        return Setting(node, family, key, e["value"], e.get("why", ""), e.get("evidence", {}))
 
     def candidates(self, family: str, name: str, default_name: str | None = None):
         """Every entry for ``name`` along the chain, the most specific first (a caller that must

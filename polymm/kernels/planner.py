@@ -170,7 +170,7 @@ def plan(device: DeviceInfo, dtype, shape, a, b, c_off=0, algorithm="auto", choi
     """
     with recording() as read:
         made = _plan(device, dtype, shape, a, b, c_off, algorithm, choice)
-    made.settings = tuple(read)
+    made.settings = tuple(read.values())
     return made
 
 
