@@ -1,6 +1,7 @@
 """Time every candidate tile configuration of the tensor-core kernel against cuBLAS (needs a GPU).
 
     python backends/polymm-cuda/benchmarks/tune_tensorcore.py [--sizes 2048,4096,8192] [--dtype float16]
+                                                              [--database DEVICE]
 
 For each candidate tile (:func:`polymm_cuda.tensorcore.mma_sync_candidates`: the device database's
 ``mma-sync.candidates``): the answer at the first size is checked (against a float64 product;
@@ -8,18 +9,21 @@ exactly for integers), then each size is timed (CUDA events around the kernel la
 several; ``cupy.matmul``, cuBLAS, timed the same way beside it). Prints one row per candidate and,
 last, the fastest at the largest size as the value of an ``mma-sync.params`` entry: the tile
 ``"auto"`` runs is that entry of ``polymm/kernels/devices.json`` (``NVIDIA GPU``, or the device's
-own node where it differs), written there by hand with the run as its evidence.
+own node where it differs); ``--database DEVICE`` writes it there, with this run as its evidence.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import sys
 
 import cupy as cp
 import numpy as np
 
 from polymm.arrays import as_operand
+from polymm.kernels import devices
 from polymm.kernels.planner import Choice
 from polymm_cuda import CUDABackend, tensorcore
 
@@ -42,6 +46,7 @@ def main(argv=None):
     ap.add_argument("--sizes", default="2048,4096,8192")
     ap.add_argument("--dtype", default="float16")
     ap.add_argument("--json", help="write the table here")
+    ap.add_argument("--database", metavar="DEVICE", help="write the winner into devices.json under this device node")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     dtype = np.dtype(args.dtype)
@@ -88,6 +93,16 @@ def main(argv=None):
         print(p, "err %.1e" % row["error"], " ".join(f"{n}: {row['ratio'][n]:.2f}x" for n in sizes), flush=True)
     best = max(rows, key=lambda row: row["ratio"][sizes[-1]])
     print(f"fastest at {sizes[-1]}: mma-sync.params", json.dumps({"value": best["params"]}))
+    if args.database:
+        evidence = {
+            "date": datetime.date.today().isoformat(),
+            "device": backend.device_info(0).name,
+            "command": " ".join(["python", *sys.argv]),
+            "result": f"{dtype.name} {sizes[-1]}^3, kernel alone: {best['ratio'][sizes[-1]]:.2f}x cuBLAS "
+            f"({best['tflops'][sizes[-1]]:.0f} TFLOP/s), the fastest of {len(rows)} tiles",
+        }
+        why = 'the tile "auto" runs kernels/tensorcore.cu in: the fastest of mma-sync.candidates at the largest size'
+        print("written to", devices.write(args.database, "mma-sync", "params", best["params"], why, evidence))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"cublas_ms": ref, "rows": rows}, f, indent=1, default=str)
