@@ -4,7 +4,6 @@ and replays the faults of deliberately wrong ones registered at run time."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 
@@ -288,22 +287,22 @@ def broken_tiny_adapter():
     register_array_kind("tiny", tiny.TinyKind, replace=True)
 
 
-#: One adapter method broken at a time: what it does instead, the check that catches it, what the message says.
+#: One adapter method broken at a time: what it does instead, the check that catches it, what the message must say.
 BROKEN_METHODS = {
     "assign": (
         lambda self, dst, src: None,  # copies nothing
         "out-unwritten",
-        r"out= was not written at all: out= is a \w.* TinyArray \(adapter 'tiny'\).*assign\(dst, src\)",
+        ("out= was not written at all: out= is a ", "TinyArray (adapter 'tiny')", "assign(dst, src)"),
     ),
     "shares_memory": (
         lambda self, x, y: False,  # blind to aliasing
         "shares-memory",
-        r"adapter 'tiny': shares_memory\(out, x[12]\) is False for an out= that is x[12] itself",
+        ("adapter 'tiny': shares_memory(out, x", ") is False for an out= that is x", " itself: the core would let"),
     ),
     "writeable": (
         lambda self, x: True,  # blind to read-only arrays
         "no-exception",
-        r"no ValueError raised for a read-only TinyArray out= \(the adapter's writeable\(\)\)",
+        ("no ValueError raised for a read-only TinyArray out= (the adapter's writeable())",),
     ),
 }
 
@@ -315,4 +314,4 @@ def test_the_fuzzer_names_a_broken_adapter_method(broken_tiny_adapter, method):
     summary = fuzz.run(["tiny"], cases=400, seed=4, max_failures=40, shrink_failures=1)
     hits = [f for f in summary.failures if f.check == check and "as the backend's arrays" in f.case]
     assert hits, [f"{f.check}: {f.message}" for f in summary.failures]
-    assert re.search(named, hits[0].message), hits[0].message
+    assert all(part in hits[0].message for part in named), hits[0].message
