@@ -248,3 +248,70 @@ def test_float16_overflow_to_inf_passes_the_oracle():
     small = np.full((300, 2), 0.5, np.float16)  # 38,250: finite, so Inf there is wrong
     with pytest.raises(AssertionError):
         assert_matches(np.full((2, 2), np.inf, np.float16), x1, small)
+
+
+# -- the backend's own arrays as out= ---------------------------------------------------------
+
+
+def test_own_arrays_are_drawn_as_out_in_every_layout_and_made_with_them():
+    drawn = [fuzz.draw_case(7, i) for i in range(600)]
+    own = {c.out for c in drawn if c.native and c.kind == "valid"}
+    assert own >= {"none", "exact", "strided", "fortran", "reversed", "alias1", "alias2", "aliasboth"}, own
+    assert any(c.native and c.kind == "out-readonly" for c in drawn)
+    assert not any(c.native and "swap" in (c.layout1, c.layout2) for c in drawn)
+    # OwnArrays keeps layouts, aliasing and read-only: the TinyArrays share one copy of the holder's memory
+    holder = np.arange(24.0).reshape(4, 6)
+    made = fuzz.OwnArrays("tiny", x1=holder[:, ::2].T, out=holder[:, 1::2], holder=holder)
+    assert made.kept and made.kind.shares_memory(made.out, made.holder) and not made.kind.is_c_contiguous(made.x1)
+    assert np.array_equal(made.to_numpy(made.x1), holder[:, ::2].T)
+    holder.flags.writeable = False
+    assert not made.kind.writeable(fuzz.OwnArrays("tiny", out=holder).out)
+
+
+def test_a_tiny_fuzz_run_is_green_and_counts_its_own_out_cases():
+    summary = fuzz.run(["tiny"], cases=150, seed=2, max_failures=1)
+    assert not summary.failures, summary.failures[0].reproducer
+    assert summary.own_out > 10 and summary.own_arrays > summary.own_out
+
+
+@pytest.fixture
+def broken_tiny_adapter():
+    """Registers a TinyArray adapter with one method replaced, and the example's own again after."""
+    tiny = pytest.importorskip("polymm_example.tiny")
+    from polymm.arrays import register_array_kind
+
+    def broken(**methods):
+        register_array_kind("tiny", type("Broken", (tiny.TinyKind,), methods), replace=True)
+
+    yield broken
+    register_array_kind("tiny", tiny.TinyKind, replace=True)
+
+
+#: One adapter method broken at a time: what it does instead, the check that catches it, what the message must say.
+BROKEN_METHODS = {
+    "assign": (
+        lambda self, dst, src: None,  # copies nothing
+        "out-unwritten",
+        ("out= was not written at all: out= is a ", "TinyArray (adapter 'tiny')", "assign(dst, src)"),
+    ),
+    "shares_memory": (
+        lambda self, x, y: False,  # blind to aliasing
+        "shares-memory",
+        ("adapter 'tiny': shares_memory(out, x", ") is False for an out= that is x", " itself: the core would let"),
+    ),
+    "writeable": (
+        lambda self, x: True,  # blind to read-only arrays
+        "no-exception",
+        ("no ValueError raised for a read-only TinyArray out= (the adapter's writeable())",),
+    ),
+}
+
+
+@pytest.mark.parametrize("method", sorted(BROKEN_METHODS))
+def test_the_fuzzer_names_a_broken_adapter_method(broken_tiny_adapter, method):
+    replacement, check, named = BROKEN_METHODS[method]
+    broken_tiny_adapter(**{method: replacement})
+    summary = fuzz.run(["tiny"], cases=400, seed=4, max_failures=40, shrink_failures=1)
+    hits = [f for f in summary.failures if f.check == check and "as the backend's arrays" in f.case]
+    assert hits, [f"{f.check}: {f.message}" for f in summary.failures]
+    assert all(part in hits[0].message for part in named), hits[0].message

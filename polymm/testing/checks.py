@@ -22,7 +22,7 @@ from .. import registry
 from ..arrays import kind_named
 from .reference import poison
 
-__all__ = ["watching"]
+__all__ = ["unwritten", "watching"]
 
 _METHODS = ("matmul", "matmul_2d")
 
@@ -84,7 +84,7 @@ def _checked(name, method, compute):
                 f"backend {name!r}: {method}() returned a {type(returned).__name__} instead of None: it must "
                 "write the product into the `out` it is given (polymm ignores what it returns)"
             )
-        if _unwritten(out, a, b):
+        if unwritten(out, a, b):
             raise AssertionError(
                 f"backend {name!r}: {method}() left `out` unwritten: all {out.size} elements of the "
                 f"{out.shape} {out.dtype} output still hold the poison the suite filled it with; it must "
@@ -96,7 +96,7 @@ def _checked(name, method, compute):
 
 
 @np.errstate(all="ignore")
-def _unwritten(out, a, b) -> bool:
+def unwritten(out, a, b) -> bool:
     """Does the NumPy ``out`` still hold only poison, where no correct product could? (4 elements at
     least; not bool, whose products are often all True; floats only from finite inputs.)"""
     if not isinstance(out, np.ndarray) or out.size < 4 or out.dtype == np.bool_:

@@ -416,6 +416,11 @@ def _fuzz(args) -> int:
     )
     report.print(f"  valid, by result dtype: {per_dtype}", markup=False)
     report.print(f"  invalid, and contractions, by kind: {kinds}", markup=False)
+    if summary.own_arrays:
+        report.print(
+            f"  on the backends' own arrays: {summary.own_arrays} cases, {summary.own_out} with out= of that library",
+            markup=False,
+        )
     if args.json:
         print(json.dumps(summary.as_dict(), indent=2))
     return 1 if summary.failures else 0

@@ -20,6 +20,7 @@ Use it from Python (no pytest needed)::
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import time
 import traceback
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..backend import CONTRACT_DTYPES, algorithm_serves, is_bfloat16, optional_dtypes
+from ..testing.checks import unwritten
 from ..testing.reference import assert_matches, poison, random_array
 from . import fuzz_contractions
 
@@ -42,8 +44,10 @@ BIG_COST = 3_000_000
 #: How operands are laid out in memory (see :func:`_operand_code`).
 LAYOUTS = ("C", "F", "T", "neg", "negrow", "step2", "step3", "step-2", "bcast", "batchT", "swap")
 _LAYOUT_WEIGHTS = (40, 10, 12, 8, 4, 6, 4, 4, 5, 3, 4)
-#: Share of valid cases without ``out`` whose operands are the backend's own arrays (a device
-#: backend's short path for them is not the one NumPy operands take).
+#: Share of valid cases (and of read-only ``out=`` ones) whose arrays, ``out=`` included, are the
+#: backend's own (:class:`OwnArrays`): a device backend's short path for them is not the one NumPy
+#: operands take, and its array adapter's ``assign``, ``shares_memory``, ``is_c_contiguous`` and
+#: ``writeable`` decide what happens to an ``out=`` of its library.
 NATIVE_SHARE = 0.25
 #: How ``out=`` is given for valid problems.
 OUT_MODES = ("none", "exact", "strided", "fortran", "reversed", "alias1", "alias2", "aliasboth")
@@ -99,7 +103,7 @@ class Case:
     algorithm: str
     data_seed: int
     bad: str = ""  # what is wrong, for invalid kinds ("x1", a dtype name, ...)
-    native: bool = False  # valid, no out: operands copied to the backend's own arrays first (CuPy, PyOpenCL)
+    native: bool = False  # arrays (out= too) made the backend's own, layouts and aliasing kept (CuPy, PyOpenCL)
 
     def __post_init__(self):  # batches as tuples also when rebuilt from JSON lists
         object.__setattr__(self, "batch1", tuple(self.batch1))
@@ -279,9 +283,17 @@ def draw_case(seed: int, index: int, dtypes=None, algorithms=("auto",), large: b
         if case.out.startswith("alias"):
             case = _bound(_make_alias(case, rng), budget)
     if kind != "valid":
-        return _make_invalid(case, rng, algorithms)
-    native = case.out == "none" and "bfloat16" not in (case.dtype1, case.dtype2) and rng.random() < NATIVE_SHARE
-    return replace(case, native=native)
+        case = _make_invalid(case, rng, algorithms)
+        return _own(case) if case.kind == "out-readonly" and rng.random() < 0.5 else case
+    return _own(case) if rng.random() < NATIVE_SHARE else case
+
+
+def _own(case: Case) -> Case:
+    """``case`` with the backend's own arrays (not bfloat16, not byte-swapped: device libraries have neither)."""
+    if "bfloat16" in (case.dtype1, case.dtype2):
+        return case
+    native = {name: "C" for name in ("layout1", "layout2") if getattr(case, name) == "swap"}
+    return replace(case, native=True, **native)
 
 
 _TIED = {"alias1": ("n",), "alias2": ("m",), "aliasboth": ("m", "n")}
@@ -473,13 +485,32 @@ def build_code(case: Case) -> list[str]:
     return lines + _out_code(case)
 
 
-def _call(case: Case, backend: str) -> str:
+def _call(case: Case, backend: str, own: bool = False) -> str:
+    """The call, on ``own.x1``, ``own.x2`` (and ``own.out``) where the case takes the backend's own arrays."""
     algorithm = case.bad if case.kind == "algorithm" else case.algorithm
+    at = "own." if own else ""
     return (
-        f"polymm.matmul(x1, x2, backend={backend!r}, algorithm={algorithm!r}"
-        + (", out=out" if case.out != "none" or case.kind.startswith("out-") else "")
+        f"polymm.matmul({at}x1, {at}x2, backend={backend!r}, algorithm={algorithm!r}"
+        + (f", out={at}out" if _has_out(case) else "")
         + ")"
     )
+
+
+def _has_out(case: Case) -> bool:
+    return case.out != "none" or case.kind.startswith("out-")
+
+
+def _native(case: Case, backend: str) -> bool:
+    """Whether ``case`` runs on the backend's own arrays: drawn so, and not NumPy's (whose own arrays
+    every other case uses already)."""
+    import polymm
+
+    return case.native and polymm.get_backend(backend).array_library != "numpy"
+
+
+def _own_line(case: Case, backend: str) -> str:
+    names = ["x1", "x2"] + (["out"] if _has_out(case) else []) + (["holder"] if case.out == "strided" else [])
+    return f"own = OwnArrays({backend!r}, {', '.join(f'{n}={n}' for n in names)})  # the backend's own arrays"
 
 
 def expected_error(case: Case, algorithms=()) -> tuple[type, list[str]]:
@@ -523,6 +554,7 @@ def case_code(case: Case, backend: str, algorithms=(), check: str | None = None,
 
 
 def _case_lines(case: Case, backend: str, algorithms=(), check: str | None = None) -> str:
+    native = _native(case, backend)
     lines = [
         "import numpy as np",
         *(
@@ -532,14 +564,17 @@ def _case_lines(case: Case, backend: str, algorithms=(), check: str | None = Non
         ),
         "import polymm",
         "from polymm.testing import assert_matches, poison, random_array",
+        *(["from polymm.tools.fuzz import OwnArrays"] if native else []),
         "",
     ]
     lines += build_code(case)
+    if native:
+        lines.append(_own_line(case, backend) + ": the same layouts, the same aliasing")
     if case.kind != "valid":
         exc, names = expected_error(case, algorithms)
         lines += [
             "try:",
-            f"    {_call(case, backend)}",
+            f"    {_call(case, backend, native)}",
             f"except {exc.__name__} as exc:",
             f"    for name in {names!r}:",
             "        assert name in str(exc), f'message does not name {name!r}: {exc}'",
@@ -555,14 +590,18 @@ def _case_lines(case: Case, backend: str, algorithms=(), check: str | None = Non
     )
     if check == "out-neighbours":
         lines.append("before = holder.copy()")
-    lines.append(f"result = {_call(case, backend)}")
-    if case.native:
-        lines[-1:] = [
-            f"backend = polymm.get_backend({backend!r})  # the operands as its own arrays",
-            f"result = backend.to_numpy({_call(case, backend).replace('(x1, x2,', '(backend.from_numpy(x1), backend.from_numpy(x2),')})",
+    if not native:
+        lines.append(f"result = {_call(case, backend)}")
+        if case.out != "none":
+            lines.append("assert result is out")
+    elif case.out == "none":
+        lines.append(f"result = own.to_numpy({_call(case, backend, True)})")
+    else:
+        lines += [
+            f"assert {_call(case, backend, True)} is own.out",
+            "own.sync()  # what the backend's memory holds, back in x1, x2, out",
+            "result = out",
         ]
-    if case.out != "none":
-        lines.append("assert result is out")
     lines.append(f"assert_matches(result, *expected, dtype={str(case.result_dtype)!r})")
     if check == "input-modified":
         lines.append("assert x1.tobytes() == expected[0].tobytes() and x2.tobytes() == expected[1].tobytes()")
@@ -582,6 +621,101 @@ class Outcome:
     status: str
     check: str = ""
     message: str = ""
+
+
+class OwnArrays:
+    """NumPy arrays made again as a backend's own (its ``from_numpy``), their layouts and aliasing kept.
+
+    Each stretch of memory the arrays share is copied once, and every array is made a view of that
+    copy by the adapter's :meth:`~polymm.arrays.ArrayKind.view`, read-only where the NumPy one is: so
+    a transposed, strided or reversed NumPy ``out=`` or one aliasing an input becomes the same
+    ``out=`` of the backend's library. An array the adapter makes no view of is copied on its own
+    (layout lost, aliasing by identity kept); where a read-only one cannot be made, all stay NumPy
+    (``kept`` False). :meth:`sync` copies the backend's memory back, so NumPy checks read what it wrote.
+    """
+
+    def __init__(self, backend: str, **arrays):
+        import polymm
+
+        from ..arrays import kind_named
+
+        self.impl = polymm.get_backend(backend)
+        self.kind = kind_named(self.impl.array_library)
+        self._numpy = arrays
+        self._copies = []  # (NumPy memory, its copy in the backend's library), synced back in reverse
+        self.kept = True
+        regions = _regions([x for x in arrays.values() if x is not None])
+        made = {}
+        for name, x in arrays.items():
+            if id(x) not in made:
+                made[id(x)] = self._own(x, regions)
+            setattr(self, name, made[id(x)])
+        if not self.kept:
+            self.__dict__.update(arrays)
+
+    def _own(self, x, regions):
+        if x is None:
+            return None
+        region = regions.get(id(x))
+        if region is not None:
+            memory, start, copy = region
+            if copy is None:
+                copy = region[2] = self.impl.from_numpy(memory)
+            size = x.dtype.itemsize
+            offset = (x.__array_interface__["data"][0] - start) // size
+            view = self.kind.view(copy, x.shape, [s // size for s in x.strides], offset, x.flags.writeable)
+            if view is not None:
+                if not any(c is copy for _, c in self._copies):
+                    self._copies.append((memory, copy))
+                return view
+        if not x.flags.writeable:
+            self.kept = False  # no read-only array of this library: the case stays NumPy's
+            return x
+        copy = self.impl.from_numpy(np.ascontiguousarray(x))
+        self._copies.append((x, copy))
+        return copy
+
+    def to_numpy(self, x) -> np.ndarray:
+        return x if not self.kept else np.asarray(self.impl.to_numpy(x))
+
+    def sync(self) -> None:
+        """Copy what the backend's arrays hold back into the NumPy arrays' memory."""
+        if self.kept:
+            for memory, copy in reversed(self._copies):
+                memory[...] = self.to_numpy(copy)
+
+
+def _regions(arrays) -> dict:
+    """``id(x) -> [NumPy 1-D view of the memory, its start address, None]`` (one list shared by
+    arrays whose memory overlaps); arrays of other dtypes, strides or alignment get none."""
+    from numpy.lib.array_utils import byte_bounds
+
+    spans = []
+    for x in arrays:
+        size = x.dtype.itemsize
+        low, high = byte_bounds(x)
+        if x.size and x.dtype.isnative and not any(s % size for s in x.strides) and low % size == 0:
+            spans.append([low, high, x])
+    spans.sort(key=lambda span: span[0])
+    groups = []
+    for low, high, x in spans:
+        last = groups[-1] if groups else None
+        if last is not None and low < last[1] and x.dtype == last[2][0].dtype:
+            last[1] = max(last[1], high)
+            last[2].append(x)
+        else:
+            groups.append([low, high, [x]])
+    found = {}
+    for low, high, members in groups:
+        dtype = members[0].dtype
+        if any(m.dtype != dtype or (m.__array_interface__["data"][0] - low) % dtype.itemsize for m in members):
+            continue
+        raw = (ctypes.c_uint8 * (high - low)).from_address(low)
+        memory = np.ctypeslib.as_array(raw).view(dtype)
+        region = [memory, low, None]
+        for m in members:
+            found[id(m)] = region
+    return found
 
 
 _NAMESPACE = {"np": np, "poison": poison, "random_array": random_array}
@@ -610,11 +744,19 @@ def check_case(case: Case, backend: str) -> Outcome:
     x1, x2, out = ns["x1"], ns["x2"], ns.get("out")
     algorithm = case.bad if case.kind == "algorithm" else case.algorithm
     kwargs = {"out": out} if "out" in ns else {}
+    own = None
+    if _native(case, backend):
+        own = OwnArrays(backend, x1=x1, x2=x2, **kwargs, holder=ns.get("holder"))
+        if not own.kept:
+            own = None
 
     if case.kind != "valid":
         exc_type, names = expected_error(case, impl.algorithms)
         try:
-            polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, **kwargs)
+            if own is not None:
+                polymm.matmul(own.x1, own.x2, backend=backend, algorithm=algorithm, out=own.out)
+            else:
+                polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, **kwargs)
         except Exception as exc:
             if not isinstance(exc, exc_type):
                 return _fail(
@@ -626,20 +768,34 @@ def check_case(case: Case, backend: str) -> Outcome:
                     "message", f"{exc_type.__name__} message does not name {', '.join(map(repr, missing))}: {exc}"
                 )
             return Outcome("ok")
-        return _fail("no-exception", f"no {exc_type.__name__} raised")
+        why = f" for a read-only {type(own.out).__qualname__} out= (the adapter's writeable())" if own else ""
+        return _fail("no-exception", f"no {exc_type.__name__} raised{why}")
 
     dtype = case.result_dtype
     expected = (np.array(x1, copy=True), np.array(x2, copy=True))
     holder = ns.get("holder")
     before = holder.copy() if holder is not None else None
-    native = case.native and impl.array_library != "numpy"
+    for name in ("x1", "x2"):
+        if own is not None and ns[name] is out and out.size and not own.kind.shares_memory(own.out, getattr(own, name)):
+            return _fail(
+                "shares-memory",
+                f"adapter {own.kind.name!r}: shares_memory(out, {name}) is False for an out= that is {name} itself: "
+                "the core would let the backend write into an input it is still reading",
+            )
     try:
-        if native:
-            d1, d2 = impl.from_numpy(x1), impl.from_numpy(x2)
-            result = polymm.matmul(d1, d2, backend=backend, algorithm=algorithm)
-            if type(result) is not type(d1):
-                return _fail("type", f"returned {type(result).__qualname__} for {type(d1).__qualname__} operands")
-            result = impl.to_numpy(result)
+        if own is not None:
+            result = polymm.matmul(
+                own.x1, own.x2, backend=backend, algorithm=algorithm, **({"out": own.out} if out is not None else {})
+            )
+            if out is not None:
+                if result is not own.out:
+                    return _fail("out-identity", f"returned {type(result).__name__}, not the out array given")
+                own.sync()
+                result = out
+            elif type(result) is not type(own.x1):
+                return _fail("type", f"returned {type(result).__qualname__} for {type(own.x1).__qualname__} operands")
+            else:
+                result = own.to_numpy(result)
         else:
             result = polymm.matmul(x1, x2, backend=backend, algorithm=algorithm, **kwargs)
     except TypeError as exc:
@@ -656,10 +812,13 @@ def check_case(case: Case, backend: str) -> Outcome:
         return _fail("dtype", f"dtype {result.dtype}, expected {dtype}")
     if result.shape != case.result_shape:
         return _fail("shape", f"shape {result.shape}, expected {case.result_shape}")
+    hint = _own_out_hint(case, own) if own is not None and out is not None else ""
+    if hint and unwritten(result, *expected):
+        return _fail("out-unwritten", f"out= was not written at all: {hint}")
     try:
         assert_matches(result, *expected, dtype=dtype)
     except AssertionError as exc:
-        return _fail("values", str(exc))
+        return _fail("values", str(exc) + (f"; {hint}" if hint else ""))
     if not case.out.startswith("alias") and (
         x1.tobytes() != expected[0].tobytes() or x2.tobytes() != expected[1].tobytes()
     ):
@@ -669,6 +828,32 @@ def check_case(case: Case, backend: str) -> Outcome:
         if holder.tobytes() != before.tobytes():
             return _fail("out-neighbours", "elements of the strided out's base outside the view were written")
     return Outcome("ok")
+
+
+def _own_out_hint(case: Case, own: OwnArrays) -> str:
+    """What the core does with this ``out=`` of the backend's library, naming the adapter methods it uses."""
+    layout = {
+        "exact": "C-contiguous",
+        "strided": "strided",
+        "fortran": "transposed (F-ordered)",
+        "reversed": "reversed",
+    }
+    what = f"out= is a {layout.get(case.out, '')} {type(own.out).__qualname__} (adapter {own.kind.name!r})".replace(
+        "  ", " "
+    )
+    if case.out.startswith("alias"):
+        return (
+            f"{what} aliasing an input: the core must see that (the adapter's shares_memory), compute into a "
+            "temporary and copy it in with the adapter's assign(dst, src)"
+        )
+    if case.k == 0:
+        return f"{what}; K = 0: the core writes zeros into it with the adapter's assign(dst, src)"
+    if case.out == "exact":
+        return f"{what}: the backend writes it directly"
+    return (
+        f"{what}, not C-contiguous (the adapter's is_c_contiguous): the core computes into a temporary and "
+        "copies it in with the adapter's assign(dst, src)"
+    )
 
 
 def _refuses(impl, dtype, x1, algorithm) -> bool:
@@ -827,6 +1012,8 @@ class Summary:
     stopped: str = ""  # why the run ended early ("time budget", "max failures"), if it did
     precision: str = "default"  # the mode every case was computed and checked in
     contractions: int = 0  # contraction cases, drawn beside the matmul cases (not among ``cases``)
+    own_arrays: int = 0  # cases on a backend's own (not NumPy) arrays, out= too ...
+    own_out: int = 0  # ... of which with an out= of its library
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -899,6 +1086,9 @@ def _run(backends, cases, seed, dtypes, case, time_budget, max_failures, shrink_
                 summary.invalid += 1
                 summary.per_kind[drawn.kind] = summary.per_kind.get(drawn.kind, 0) + 1
             summary.refused += outcome.status == "refused"
+            if _native(drawn, name):
+                summary.own_arrays += 1
+                summary.own_out += _has_out(drawn)
             if outcome.status == "fail":
                 failure = Failure(
                     name,

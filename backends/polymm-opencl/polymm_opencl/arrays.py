@@ -71,32 +71,39 @@ class OpenCLKind(ArrayKind):
     def broadcast_copy(self, x, shape, elem_strides):
         """A C-contiguous copy of ``x`` seen as ``shape`` with ``elem_strides``, gathered on the
         device by one kernel (PyOpenCL copies only contiguous arrays)."""
-        import pyopencl as cl
-
         if len(shape) > _GATHER_DIMS:
             return None
-        dtype, queue = x.dtype, x.queue
-        out = self.empty(shape, dtype, like=x)  # from the queue's pool: a fresh buffer is paged in again
-        total = out.size
-        if total:
-            buffer, start = self.origin(x)
-            pad = _GATHER_DIMS - len(shape)
-            sizes, strides = (1,) * pad + tuple(shape), (0,) * pad + tuple(elem_strides)
-            group = 256
-            with DRIVER_LOCK:  # a kernel object's arguments are shared state too
-                kernel = self._gather_kernel(queue.context, dtype.itemsize, (start, total, *sizes[1:], *strides))
-                kernel.set_arg(0, out.base_data)
-                kernel.set_arg(1, buffer)
-                cl.enqueue_nd_range_kernel(queue, kernel, (-(-total // group) * group,), (group,))
+        out = self.empty(shape, x.dtype, like=x)  # from the queue's pool: a fresh buffer is paged in again
+        self._strided_copy("polymm_gather", out, x, shape, elem_strides)
         return out
 
-    def _gather_kernel(self, context, itemsize, scalars):
+    def _strided_copy(self, name, dense, strided, shape, elem_strides):
+        """One kernel between C-contiguous ``dense`` and ``strided`` seen as ``shape`` with
+        ``elem_strides``: ``polymm_gather`` reads ``strided`` into ``dense``, ``polymm_scatter`` writes
+        ``dense`` into it."""
+        import pyopencl as cl
+
+        total = dense.size
+        if not total:
+            return
+        buffer, start = self.origin(strided)
+        pad = _GATHER_DIMS - len(shape)
+        sizes, strides = (1,) * pad + tuple(shape), (0,) * pad + tuple(elem_strides)
+        group = 256
+        with DRIVER_LOCK:  # a kernel object's arguments are shared state too
+            scalars = (start, total, *sizes[1:], *strides)
+            kernel = self._gather_kernel(dense.queue.context, dense.dtype.itemsize, scalars, name)
+            kernel.set_arg(0, dense.base_data if name == "polymm_gather" else buffer)
+            kernel.set_arg(1, buffer if name == "polymm_gather" else dense.base_data)
+            cl.enqueue_nd_range_kernel(dense.queue, kernel, (-(-total // group) * group,), (group,))
+
+    def _gather_kernel(self, context, itemsize, scalars, name="polymm_gather"):
         """The gather kernel with these scalar arguments already set: one ``cl.Kernel`` per
         geometry, since setting a dozen scalars costs more than the copy of a small batch (about
         120 us per call on the H100 host through PyOpenCL's ``set_args``)."""
         import pyopencl as cl
 
-        key = (context, itemsize, scalars)
+        key = (context, itemsize, scalars, name)
         kernel = self._gather.get(key)
         if kernel is None:
             program = self._gather.get((context, itemsize))
@@ -105,15 +112,21 @@ class OpenCLKind(ArrayKind):
                 program = self._gather[(context, itemsize)] = cl.Program(context, source).build()
             if len(self._gather) > _GATHER_KERNELS:
                 self._gather = {k: v for k, v in self._gather.items() if len(k) == 2}  # keep the programs
-            kernel = self._gather[key] = cl.Kernel(program, "polymm_gather")
+            kernel = self._gather[key] = cl.Kernel(program, name)
             for index, value in enumerate(scalars, start=2):
                 kernel.set_arg(index, np.int64(value))
         return kernel
 
     def contiguous(self, x):
-        if not x.flags.c_contiguous:
-            raise TypeError("polymm cannot re-layout a non-contiguous pyopencl array; pass a contiguous one")
-        return x
+        if x.flags.c_contiguous:
+            return x
+        copy = self.broadcast_copy(x, x.shape, self.elem_strides(x))
+        if copy is None:
+            raise TypeError(
+                f"polymm cannot re-layout a non-contiguous pyopencl array of {x.ndim} dimensions (at most "
+                f"{_GATHER_DIMS}); pass a contiguous one"
+            )
+        return copy
 
     def empty(self, shape, dtype, like):
         queue = like.queue
@@ -157,10 +170,15 @@ class OpenCLKind(ArrayKind):
             return self.cl_array.zeros(like.queue, shape, dtype)
 
     def assign(self, dst, src):
+        """``dst[...] = src``: one copy, or one scatter kernel into a strided ``dst``."""
         import pyopencl as cl
 
+        src = self.contiguous(src)
         if not dst.flags.c_contiguous:
-            raise ValueError("out= must be a C-contiguous pyopencl array")
+            if dst.ndim > _GATHER_DIMS:
+                raise ValueError(f"out= of more than {_GATHER_DIMS} dimensions must be a C-contiguous pyopencl array")
+            self._strided_copy("polymm_scatter", src, dst, dst.shape, self.elem_strides(dst))
+            return
         with DRIVER_LOCK:
             cl.enqueue_copy(
                 dst.queue,
@@ -173,6 +191,17 @@ class OpenCLKind(ArrayKind):
 
     def shares_memory(self, x, y):
         return x.base_data is not None and x.base_data == y.base_data
+
+    def view(self, x, shape, elem_strides, offset=0, writeable=True):
+        """A strided view for the conformance suite's layouts (PyOpenCL has no read-only arrays: None then)."""
+        if not writeable:
+            return None
+        size = x.dtype.itemsize
+        strides = tuple(s * size for s in elem_strides)
+        with DRIVER_LOCK:
+            return self.cl_array.Array(
+                x.queue, shape, x.dtype, strides=strides, data=x.base_data, offset=x.offset + offset * size
+            )
 
     def device(self, x):
         return f"opencl:{x.queue.device.name.strip()}"
@@ -197,6 +226,21 @@ __kernel void polymm_gather(__global ELEMENT *dst, __global const ELEMENT *src, 
     at += (rest % n2) * s2; rest /= n2;
     at += (rest % n1) * s1; rest /= n1;
     dst[i] = src[at + rest * s0];
+}
+
+__kernel void polymm_scatter(__global ELEMENT *dst, __global const ELEMENT *src, long start, long total,
+                             long n1, long n2, long n3, long n4, long n5,
+                             long s0, long s1, long s2, long s3, long s4, long s5)
+{
+    long i = get_global_id(0);
+    if (i >= total) return;
+    long rest = i, at = start;
+    at += (rest % n5) * s5; rest /= n5;
+    at += (rest % n4) * s4; rest /= n4;
+    at += (rest % n3) * s3; rest /= n3;
+    at += (rest % n2) * s2; rest /= n2;
+    at += (rest % n1) * s1; rest /= n1;
+    dst[at + rest * s0] = src[i];
 }
 """
 

@@ -15,7 +15,7 @@ from polymm.kernels.params import DeviceInfo
 
 from . import drivercache
 from . import image as _image
-from .arrays import DRIVER_LOCK, upload
+from .arrays import DRIVER_LOCK, _to_host, upload
 from .devices import _all_devices, _pick_device, device_info, list_devices
 from .plans import make_plan, plan_or_fallback, run
 from .programs import ProgramCache
@@ -107,8 +107,9 @@ class OpenCLBackend(Backend):
             return upload(default_queue(), x)
 
     def to_numpy(self, x):
+        """``x`` in host memory; PyOpenCL's ``get()`` reads only contiguous arrays, so views are read by their span."""
         with self._lock:
-            return x.get()
+            return x.get() if x.flags.c_contiguous else _to_host(x)
 
     def synchronize(self) -> None:
         if self.last_event is not None:
