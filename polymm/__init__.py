@@ -9,6 +9,7 @@ suite, tuner, fuzzer) sit on top of this runtime in :mod:`polymm.tools`.
 
 from .backend import Backend, BackendUnavailable, Operand
 from . import dispatch
+from .compilation import warmup
 from .dispatch import matmul
 from .precision import use_precision
 from .registry import BackendInfo, backends, get_backend, register_backend, set_default_backend, use_backend
@@ -25,6 +26,7 @@ __all__ = [
     "set_default_backend",
     "use_backend",
     "use_precision",
+    "warmup",
 ]
 
 __version__ = "0.1.0"
