@@ -40,4 +40,13 @@ def _dask_matmul(x1, x2, /, **options):
     return matmul(x1, x2, **options)
 
 
+def _grad_matmul(x1, x2, /, **options):
+    """PyTorch tensors that require grad (:func:`polymm.autograd.matmul`): torch is optional, so its
+    module (and torch) is imported at the first such tensor; dispatch calls it through ``dispatch.grad_matmul``."""
+    from .autograd import matmul
+
+    return matmul(x1, x2, **options)
+
+
 dispatch.lazy_matmul = _dask_matmul
+dispatch.grad_matmul = _grad_matmul
