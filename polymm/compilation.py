@@ -46,6 +46,8 @@ def _dtypes_named(impl, names) -> list:
     offered = {str(d): d for d in impl.dtypes()}
     if isinstance(names, str):
         names = list(offered) if names == "all" else [n.strip() for n in names.split(",") if n.strip()]
+    elif isinstance(names, (np.dtype, type)):  # one dtype: np.float32 or np.dtype("float32")
+        names = [names]
     chosen = [str(n) if isinstance(n, str) else str(np.dtype(n)) for n in names]
     unknown = [n for n in chosen if n not in offered]
     if unknown:
@@ -58,7 +60,7 @@ def _dtypes_named(impl, names) -> list:
 def warmup(dtypes=DEFAULT_DTYPES, *, backend: str | None = None, progress=None) -> dict[str, float]:
     """Compile ``backend``'s kernels for ``dtypes`` now, so that no later call waits on a compile.
 
-    ``dtypes``: dtypes or names, a comma-separated string, or ``"all"``; ``backend``: a name (default:
+    ``dtypes``: a dtype, dtypes or names, a comma-separated string, or ``"all"``; ``backend``: a name (default:
     the one NumPy arrays get).  ``progress`` is called with one line per kernel made ready (the CLI
     prints them).  Backends with a ``warmup(dtype)`` generator say what they compile; others run a few
     products.  Returns the seconds spent per dtype.

@@ -82,6 +82,7 @@ def test_warmup_reports_progress_and_refuses_unknown_dtypes():
     spent = polymm.warmup("float64,int8", backend="example", progress=lines.append)  # no warmup of its own
     assert list(spent) == ["float64", "int8"] and all(s >= 0 for s in spent.values())
     assert lines[0].startswith("example float64: 4x4x4 ready (") and lines[-1].startswith("example int8: done in ")
+    assert list(polymm.warmup(np.float32, backend="example")) == ["float32"]
     with pytest.raises(ValueError, match="no dtype float33; it computes bool, int8"):
         polymm.warmup(["float33"], backend="cpu")
 
