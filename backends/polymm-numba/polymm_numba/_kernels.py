@@ -601,6 +601,8 @@ def auto_serial(a, b, out, mc, nc, kc, nth):
 def auto_batch(a, b, out, mc, nc, kc, nth):
     """Packed kernel, whole products shared among threads (many small products)."""
     for bi in prange(a.shape[0]):
+        # int64: the parallel body's index is unsigned, and a second signature would compile
+        # _one_serial (the whole packed kernel, seconds) twice
         _one_serial(a, b, out, np.int64(bi), mc, nc, kc)
 
 
