@@ -10,6 +10,7 @@ suite, tuner, fuzzer) sit on top of this runtime in :mod:`polymm.tools`.
 
 from .backend import Backend, BackendUnavailable, Operand
 from . import dispatch
+from .compilation import warmup
 from .dispatch import matmul
 from .contract import tensordot, vecdot
 from .notation import einsum
@@ -33,6 +34,7 @@ __all__ = [
     "use_backend",
     "use_precision",
     "vecdot",
+    "warmup",
 ]
 
 __version__ = "0.1.0"
@@ -46,4 +48,13 @@ def _dask_matmul(x1, x2, /, **options):
     return matmul(x1, x2, **options)
 
 
+def _grad_matmul(x1, x2, /, **options):
+    """PyTorch tensors that require grad (:func:`polymm.autograd.matmul`): torch is optional, so its
+    module (and torch) is imported at the first such tensor; dispatch calls it through ``dispatch.grad_matmul``."""
+    from .autograd import matmul
+
+    return matmul(x1, x2, **options)
+
+
 dispatch.lazy_matmul = _dask_matmul
+dispatch.grad_matmul = _grad_matmul

@@ -178,6 +178,10 @@ class Backend:
     ``priority``
         Among available backends declaring one library in ``default_for``, the
         highest priority is the default (ties: the first name in sorted order).
+    ``warmup(dtype)`` (optional method)
+        A generator that makes the kernels for ``dtype`` ready before a first call needs them,
+        yielding a short name per kernel (:func:`polymm.warmup`); without it, warmup runs a few
+        products. A backend that compiles offers it to compile what its ``"auto"`` path may use.
     ``conformance_xfail``
         Known failures, declared: ``{test-name pattern: reason}``. The
         conformance suite marks matching tests ``xfail(strict=True)`` with the

@@ -38,6 +38,8 @@ __all__ = ["matmul"]
 #: ``x1 @ x2`` for Dask arrays (:func:`polymm.dask.matmul`), wired in by the package's
 #: ``__init__``: the lazy layer calls this module for every block, so this module never imports it.
 lazy_matmul = None
+#: ``x1 @ x2`` for PyTorch tensors that require grad (:func:`polymm.autograd.matmul`), wired in the same way.
+grad_matmul = None
 
 
 def _describe(x) -> str:
@@ -415,6 +417,8 @@ def _matmul_foreign(x1, x2, backend, algorithm, out):
     """PyTorch, JAX, array-api-strict, ...: compute through DLPack, return the caller's kind."""
     import array_api_compat
 
+    if getattr(x1, "requires_grad", False) or getattr(x2, "requires_grad", False):  # PyTorch autograd
+        return grad_matmul(x1, x2, backend=backend, algorithm=algorithm, out=out)
     where = x1.__dlpack_device__()
     if x2.__dlpack_device__() != where:
         raise ValueError(

@@ -1,4 +1,4 @@
-"""The command line: ``polymm info`` and ``polymm bench``."""
+"""The command line: ``polymm info``, ``polymm bench`` and ``--version``."""
 
 import json
 import subprocess
@@ -66,6 +66,9 @@ def test_bench_json_checks_and_measures(tmp_path):
     for row in rows:
         assert row["correct"] and row["gflops"] > 0 and row["reference"] == "numpy.matmul" and row["ratio"] > 0
     assert {(r["m"], r["n"], r["k"]) for r in rows} == {(32, 32, 32), (17, 19, 23)}
+    # piped, progress is a plain line per measurement, as it ends (on stderr: stdout holds the JSON)
+    logged = [line for line in proc.stderr.splitlines() if line.startswith("cpu/")]
+    assert len(logged) == len(rows) and logged[0].startswith(f"cpu/{rows[0]['algorithm']} float32 32x32x32: ")
     if plot is not None:
         assert plot.stat().st_size > 1000
 

@@ -8,7 +8,8 @@
 * Blocks with ``>>>`` prompts run as doctests in the same namespace.
 * The plugin guide's package (its ``{code-block}`` files with a ``:caption:`` path) is written
   out, installed into a temporary folder, and the conformance suite runs against it.
-* The quickstart's shell commands appear verbatim in the README (which CI runs).
+* The quickstart's shell commands appear verbatim in the README, whose install and test
+  commands ``.ci/run`` (CI) runs as written.
 * ``sphinx -W`` builds the site without a warning (skipped only where Sphinx, furo or
   myst-parser are not installed: the ``docs`` extra).
 """
@@ -257,16 +258,36 @@ def test_quickstart_commands_are_the_readmes():
     if not readme.exists():
         pytest.skip("no README.md yet")
     text = readme.read_text(encoding="utf-8")
-    commands = [
+    commands = _shell_commands(DOCS / "quickstart.md")
+    assert commands
+    missing = [c for c in commands if c not in text]
+    assert not missing, f"quickstart commands not in README.md: {missing}"
+
+
+def _shell_commands(page: Path) -> list[str]:
+    """The commands of a page's shell blocks, one per line, comments left out."""
+    return [
         line.strip()
-        for block in parse_blocks(DOCS / "quickstart.md")
+        for block in parse_blocks(page)
         if block.language in ("bash", "console", "sh")
         for line in block.code.splitlines()
         if line.strip() and not line.strip().startswith("#")
     ]
-    assert commands
-    missing = [c for c in commands if c not in text]
-    assert not missing, f"quickstart commands not in README.md: {missing}"
+
+
+def test_ci_runs_the_readmes_install_and_test_commands():
+    """``.ci/run`` runs the README's commands as written: the line after each ``# README:`` comment
+    is one of the README's commands, and every install command of the README is run so."""
+    readme = _shell_commands(ROOT / "README.md")
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    ran = [lines[i + 1].strip() for i, line in enumerate(lines[:-1]) if line.startswith("# README:")]
+    assert "python -m pytest" in ran
+    strays = [c for c in ran if c not in readme]
+    assert not strays, f".ci/run runs as the README's commands that the README does not give: {strays}"
+    installs = [c for c in readme if c.startswith(("python -m pip install", "pip install"))]
+    assert len(installs) >= 3, installs
+    missing = [c for c in installs if c not in ran]
+    assert not missing, f"README install commands that .ci/run does not run: {missing}"
 
 
 # ---------------------------------------------------------------------------- generated pages

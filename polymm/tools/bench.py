@@ -59,8 +59,9 @@ def _reference_for(backend):
     return "numpy.matmul", np.matmul, lambda: None
 
 
-def run(backends, algorithms, shapes, dtypes, repeat=5, progress=None):
-    """Measure every (backend, algorithm, shape, dtype); returns a list of :class:`Measurement`."""
+def run(backends, algorithms, shapes, dtypes, repeat=5, progress=None, on_result=None):
+    """Measure every (backend, algorithm, shape, dtype); returns a list of :class:`Measurement`
+    (``on_result`` is called with each as it is measured: a log's progress)."""
     rng = np.random.default_rng(2026)
     plan = []
     for name in backends:
@@ -84,6 +85,8 @@ def run(backends, algorithms, shapes, dtypes, repeat=5, progress=None):
                 if progress:
                     progress.update(task, description=f"{name}/{algorithm} {dtype} {m}x{n}x{k}")
                 results.append(_measure(name, impl, algorithm, host_a, host_b, dtype, repeat, ref_cache))
+                if on_result:
+                    on_result(results[-1])
                 if progress:
                     progress.advance(task)
     return results

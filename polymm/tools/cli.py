@@ -1,4 +1,4 @@
-"""The ``polymm`` command: ``polymm info`` and ``polymm bench``."""
+"""The ``polymm`` command: ``polymm info``, ``bench``, ``explain``, ``fuzz``, ``soak`` and ``warmup``."""
 
 from __future__ import annotations
 
@@ -151,7 +151,18 @@ def _bench(args) -> int:
         console=console,
         transient=True,
     ) as progress:
-        results = bench.run(names, algorithms, args.sizes, dtypes, repeat=args.repeat, progress=progress)
+        # Piped to a log (no live progress bar there), each measurement gets a line as it ends.
+        log = (
+            None
+            if console.is_terminal
+            else lambda r: console.print(
+                f"{r.backend}/{r.algorithm} {r.dtype} {r.m}x{r.n}x{r.k}: {r.seconds * 1e3:.3f} ms, "
+                f"{r.ratio:.2f}x {r.reference}{'' if r.correct else ' WRONG: ' + str(r.error)}",
+                markup=False,
+                highlight=False,
+            )
+        )
+        results = bench.run(names, algorithms, args.sizes, dtypes, args.repeat, progress, on_result=log)
     if args.json:
         _write_json([r.as_dict() for r in results], args.json)
     if args.json != "-":
@@ -484,6 +495,15 @@ def _soak(args) -> int:
     return 1 if run.wrong or run.errors else 0
 
 
+def _warmup(args) -> int:
+    """Compile ahead of time, a plain line per kernel as it is ready (a log shows progress too)."""
+    import polymm
+
+    spent = polymm.warmup(args.dtypes, backend=args.backend, progress=lambda line: print(line, flush=True))
+    print(f"polymm warmup: {', '.join(spent)} ready in {sum(spent.values()):.1f} s")
+    return 0
+
+
 def _precision_name(text: str) -> str:
     from polymm.precision import check_precision
 
@@ -509,6 +529,7 @@ def _explain(args) -> int:
 
 def main(argv=None) -> int:
     import polymm
+    from polymm.compilation import DEFAULT_DTYPES
 
     parser = argparse.ArgumentParser(prog="polymm", description="One matmul for every device.")
     parser.add_argument("--version", action="version", version=f"polymm {polymm.__version__}")
@@ -644,6 +665,16 @@ def main(argv=None) -> int:
     sk.add_argument("--json", default=None, metavar="FILE", help="write the run and its samples as JSON ('-': stdout)")
     sk.add_argument("--plot", default=None, metavar="PNG", help="plot memory against products")
     sk.set_defaults(func=_soak)
+    wu = sub.add_parser(
+        "warmup", help="compile a backend's kernels for chosen dtypes now, so that no later call waits on a compile"
+    )
+    wu.add_argument("--backend", default=None, help="default: the backend polymm.matmul would choose for NumPy arrays")
+    wu.add_argument(
+        "--dtypes",
+        default=",".join(DEFAULT_DTYPES),
+        help=f"comma-separated, or 'all' the backend computes (default {','.join(DEFAULT_DTYPES)})",
+    )
+    wu.set_defaults(func=_warmup)
     args = parser.parse_args(argv)
     if args.command == "bench":
         args.sizes_given, args.dtype_given = args.sizes is not None, args.dtype is not None

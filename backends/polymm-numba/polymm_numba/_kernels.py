@@ -487,13 +487,15 @@ def _block_regs(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp, direct):
     ``direct``: read A's rows where they lie, one MR-row panel against every packed panel of B
     in turn (B's block stays in L2, the panel's rows in L1), instead of packing the A block
     first: for few columns and a long K (split-K chunks) packing A costs as much as a quarter
-    of the multiply-adds. Needs A unit-stride along K; a last panel of fewer rows is packed."""
+    of the multiply-adds. Needs A unit-stride along K; a last panel of fewer rows is packed.
+    Callers that never read A in place pass ``None``, which Numba resolves at compile time."""
     M = out.shape[1]
     N = out.shape[2]
     isz = a.itemsize
-    if direct and a.strides[2] == isz and a.strides[1] % isz == 0 and a.strides[0] % isz == 0:
-        _block_direct(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp)
-        return
+    if direct is not None:  # None: Numba prunes this branch, and with it _block_direct's compile (seconds)
+        if direct and a.strides[2] == isz and a.strides[1] % isz == 0 and a.strides[0] % isz == 0:
+            _block_direct(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp)
+            return
     ap = np.empty(((mb + MR - 1) // MR) * MR * kb, a.dtype)
     _pack_a(a, bi, i0, mb, p0, kb, ap)
     acc = np.zeros((MR, NR), out.dtype)
@@ -561,11 +563,11 @@ def _panel_direct(src, aoff, sai, sap, rows, out, bi, r0, j0, nb, jp_lo, jp_hi, 
                     out[bi, r0 + r, c0 + c] = acc[r, c]
 
 
-def _one_serial(a, b, out, bi, mc, nc, kc, direct=False):
+def _one_serial(a, b, out, bi, mc, nc, kc, direct=None):
     _columns(a, b, out, bi, 0, b.shape[2], mc, nc, kc, direct)
 
 
-def _columns(a, b, out, bi, j_lo, j_hi, mc, nc, kc, direct=False):
+def _columns(a, b, out, bi, j_lo, j_hi, mc, nc, kc, direct=None):
     """Columns ``j_lo:j_hi`` of product ``bi`` on one thread: GotoBLAS's loops (B panels packed
     per ``nc`` x ``kc`` block, then row blocks of ``mc`` against them)."""
     M = a.shape[1]
@@ -599,7 +601,9 @@ def auto_serial(a, b, out, mc, nc, kc, nth):
 def auto_batch(a, b, out, mc, nc, kc, nth):
     """Packed kernel, whole products shared among threads (many small products)."""
     for bi in prange(a.shape[0]):
-        _one_serial(a, b, out, bi, mc, nc, kc)
+        # int64: the parallel body's index is unsigned, and a second signature would compile
+        # _one_serial (the whole packed kernel, seconds) twice
+        _one_serial(a, b, out, np.int64(bi), mc, nc, kc)
 
 
 def auto_parallel(a, b, out, mc, nc, kc, nth):
@@ -639,7 +643,7 @@ def auto_parallel(a, b, out, mc, nc, kc, nth):
                     s = t - ib * nsl
                     i0 = ib * mc
                     jp_lo, jp_hi = s * per, min(npan, (s + 1) * per)
-                    _block(a, out, bi, i0, min(mc, M - i0), j0, nb, jp_lo, jp_hi, p0, kb, bp, False)
+                    _block(a, out, bi, i0, min(mc, M - i0), j0, nb, jp_lo, jp_hi, p0, kb, bp, None)
 
 
 def auto_slabs(a, b, out, mc, nc, kc, nth):

@@ -15,8 +15,10 @@ import warnings
 import numba
 import numpy as np
 from numba import types
+from numba.core import event
 
 from polymm.backend import Backend, CONTRACT_DTYPES, is_bfloat16, optional_dtypes
+from polymm.compilation import compiling
 
 from . import neighbours, params
 from .listing import INFO
@@ -60,15 +62,32 @@ def _compile_env():
             config.SLP_VECTORIZE = old
 
 
-def _jit(py, signature, parallel, options):
-    """``py`` compiled for ``signature``, or loaded from Numba's on-disk cache.
+class _Notice(event.Listener):
+    """Numba's compile events (a cache miss: loading from the cache sends none) as the user's
+    notice, once per dtype (:func:`polymm.compilation.compiling`), before the wait."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+    def on_start(self, ev):
+        cache = getattr(ev.data["dispatcher"], "_cache", None)
+        compiling("cpu", self.dtype, getattr(cache, "_cache_path", None))
+
+    def on_end(self, ev):
+        pass
+
+
+def _jit(py, signature, parallel, options, notice):
+    """``py`` compiled for ``signature``, or loaded from Numba's on-disk cache; ``notice``: a
+    listener to Numba's compile events while it is built (under the compiler lock: no other
+    thread's compile reaches it).
 
     Numba raises on a cache file it cannot unpickle (truncated or corrupted),
     for ``py`` or for a kernel it calls: the unreadable files of that cache
     directory are then removed, with one warning naming them, and the kernels
     are compiled afresh (and cached again)."""
     try:
-        with _compile_env():
+        with _compile_env(), event.install_listener("numba:compile", notice):
             return numba.njit([signature], parallel=parallel, **options)(py)
     except Exception as exc:
         cache = getattr(numba.njit(**options)(py), "_cache", None)
@@ -82,7 +101,7 @@ def _jit(py, signature, parallel, options):
             RuntimeWarning,
             stacklevel=2,
         )
-        return _jit(py, signature, parallel, options)
+        return _jit(py, signature, parallel, options, notice)
 
 
 def _drop_unreadable(directory: str) -> list[str]:
@@ -186,6 +205,19 @@ _SPLITK_EXTRA = {
     "small_splitk": (types.int64, types.Tuple(())),
 }
 
+#: The kernels of :meth:`CPUBackend._plan` for every dtype (the small-product ones serve :data:`_SMALL_DT`).
+_AUTO_KINDS = (
+    "slab_serial",
+    "slab_parallel",
+    "slab_splitk",
+    "dot_parallel",
+    "auto_serial",
+    "auto_batch",
+    "auto_parallel",
+    "auto_slabs",
+    "auto_splitk",
+)
+
 #: What each kernel kind of :meth:`CPUBackend._plan` is, in words (``polymm explain``).
 _PATH_WORDS = (
     ("slab_serial", "a small product: one serial loop, no threads, no packing"),
@@ -272,11 +304,20 @@ class CPUBackend(Backend):
             py, extra = spec[kind], (i8, i8, i8, i8)
         extra = _SPLITK_EXTRA.get(kind, extra)
         parallel = not kind.endswith("serial") and kind != "tiny_2d"
-        fn = _jit(py, sig(dtype, *extra), parallel, k.JIT)
+        fn = _jit(py, sig(dtype, *extra), parallel, k.JIT, _Notice(dtype))
         # the compiled entry point skips the dispatcher's type checks (about
         # 0.3 us a call); the caller passes exactly the compiled types
         (cres,) = fn.overloads.values()
         return cres.entry_point
+
+    def warmup(self, dtype):
+        """Compile (or load from the cache) every kernel the ``"auto"`` path may run for ``dtype``,
+        yielding each kind when ready (:func:`polymm.warmup`); float16 and bfloat16 run float32's."""
+        dt = _F32 if dtype == _F16 or is_bfloat16(dtype) else np.dtype(dtype)
+        small = ("small_serial", "small_parallel", "small_splitk") if dt in _SMALL_DT else ()
+        for kind in ("tiny_2d", *small, *_AUTO_KINDS):
+            self._kernel(kind, dt)
+            yield kind
 
     # -- compute ---------------------------------------------------------
     def check_dtype(self, dtype, operand) -> None:

@@ -1,0 +1,105 @@
+"""No silent waits: a call that compiles says so once per dtype, and ``polymm.warmup`` /
+``polymm warmup`` compile ahead of time with progress."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import polymm
+
+FIRST_CALL = (
+    "import logging, sys, numpy as np, polymm\n"
+    "if sys.argv[1] == 'quiet': logging.getLogger('polymm').setLevel(logging.ERROR)\n"
+    "for n in (2, 3, 2):\n"
+    "    polymm.matmul(np.ones((n, n), np.int16), np.ones((n, n), np.int16))\n"
+)
+
+
+def _first_call(cache, mode="loud"):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    proc = subprocess.run(
+        [sys.executable, "-c", FIRST_CALL, mode], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stderr.splitlines()
+
+
+def test_a_compiling_call_says_so_once_and_a_cached_one_says_nothing(tmp_path):
+    lines = _first_call(tmp_path)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("polymm: compiling cpu kernels for int16 (first use; cached in " + str(tmp_path))
+    assert "polymm warmup" in lines[0]
+    assert _first_call(tmp_path) == []  # loaded from Numba's cache: nothing to wait for, nothing said
+
+
+def test_the_notice_is_silenced_through_logging(tmp_path):
+    assert _first_call(tmp_path, "quiet") == []
+
+
+#: (B, M, N, K) whose "auto" paths between them run most kernel kinds (which one depends on the
+#: machine's thresholds in the device database).
+PATHS = [
+    (1, 3, 3, 3),
+    (1, 20, 20, 30),
+    (200, 40, 40, 40),
+    (1, 64, 64, 20000),
+    (1, 4000, 1, 300),
+    (1, 1, 4000, 300),
+    (1, 2, 300, 20000),
+    (1, 40, 70, 80),
+    (60, 300, 300, 300),
+    (1, 300, 300, 300),
+    (1, 700, 700, 700),
+    (1, 128, 128, 16384),
+]
+
+
+def test_cpu_warmup_compiles_every_kernel_the_auto_path_runs(monkeypatch):
+    """After warmup, products of every path (tiny, small, narrow, split-K, batched, large) ask for
+    no kernel that warmup did not make ready."""
+    backend = polymm.get_backend("cpu")
+    dt = np.dtype("float64")
+    warmed = list(backend.warmup(dt))
+    assert len(warmed) == len(set(warmed)) and all((kind, dt) in backend._fns for kind in warmed)
+    asked = set()
+    kernel = backend._kernel
+    monkeypatch.setattr(backend, "_kernel", lambda kind, dtype: asked.add(kind) or kernel(kind, dtype))
+    rng = np.random.default_rng(0)
+    for nb, m, n, k in PATHS:
+        a, b = rng.standard_normal((nb, m, k)), rng.standard_normal((nb, k, n))
+        out = np.empty((nb, m, n))
+        backend.matmul(a, b, out, "auto")
+        np.testing.assert_allclose(out, a @ b, rtol=1e-9, atol=1e-9)
+    assert asked <= set(warmed), f"not warmed up: {asked - set(warmed)}"
+    assert len(asked) >= 8, f"the shapes ran only {asked}"
+
+
+def test_warmup_reports_progress_and_refuses_unknown_dtypes():
+    lines = []
+    spent = polymm.warmup("float64,int8", backend="example", progress=lines.append)  # no warmup of its own
+    assert list(spent) == ["float64", "int8"] and all(s >= 0 for s in spent.values())
+    assert lines[0].startswith("example float64: 4x4x4 ready (") and lines[-1].startswith("example int8: done in ")
+    assert list(polymm.warmup(np.float32, backend="example")) == ["float32"]
+    with pytest.raises(ValueError, match="no dtype float33; it computes bool, int8"):
+        polymm.warmup(["float33"], backend="cpu")
+
+
+def test_warmup_command_prints_a_line_per_kernel_when_piped():
+    proc = subprocess.run(
+        [sys.executable, "-m", "polymm.tools.cli", "warmup", "--backend", "example", "--dtypes", "float32"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [line.split(" ready ")[0] for line in lines[:4]] == [
+        "example float32: 4x4x4",
+        "example float32: 1x300x300",
+        "example float32: 300x300x1",
+        "example float32: 256x256x256",
+    ]
+    assert lines[-1].startswith("polymm warmup: float32 ready in ")
