@@ -148,6 +148,29 @@ class _WrongBackend(polymm.Backend):
         out += 1
 
 
+def test_a_stopped_run_keeps_the_cells_it_measured(tmp_path, monkeypatch):
+    """``--json FILE`` is rewritten after every cell (marked ``partial``): a long GPU grid stopped by
+    a time limit keeps what it measured; the finished run's file has no such mark."""
+    out = tmp_path / "cells.json"
+    real_run = cliffs.run
+    seen = []
+
+    def run(*args, on_cell=None, **kwargs):
+        def spy(cell):
+            on_cell(cell)
+            seen.append(json.loads(out.read_text()))
+
+        return real_run(*args, on_cell=spy, **kwargs)
+
+    monkeypatch.setattr(cliffs, "run", run)
+    argv = ["bench", "--suite", "cliffs", "--backend", "cpu", "--cases", "square-32,square-64"]
+    assert main([*argv, "--dtype", "float32", "--budget", "0.02", "--json", str(out)]) == 0
+    assert [len(d["cells"]) for d in seen] == [1, 2]
+    assert all(d["partial"].startswith(f"{len(d['cells'])} cells so far") for d in seen)
+    final = json.loads(out.read_text())
+    assert "partial" not in final and len(final["cells"]) == 2
+
+
 def test_wrong_answers_fail_the_run(tmp_path):
     polymm.register_backend("cliffs-wrong", _WrongBackend, replace=True)
     out = tmp_path / "wrong.json"

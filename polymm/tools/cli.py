@@ -242,17 +242,27 @@ def _cliffs(names, args, console) -> int:
         console=console,
         transient=True,
     ) as progress:
-        # Piped to a log (no live progress bar there), each cell gets a line as it ends.
-        log = (
-            None
-            if console.is_terminal
-            else lambda c: console.print(
-                f"{c.backend} {c.case} {c.dtype}: {cliffs.format_ratio(c.ratio)} ({c.seconds * 1e3:.3f} ms, "
-                f"{c.reference} {c.ref_seconds * 1e3:.3f} ms){'' if c.correct else ' WRONG: ' + str(c.error)}"
-            )
+        command = "polymm " + " ".join(sys.argv[1:])
+        done = []
+
+        def on_cell(c):
+            # Piped to a log (no live progress bar there), each cell gets a line as it ends; a JSON
+            # file is rewritten after every cell, so a run stopped early keeps what it measured.
+            if not console.is_terminal:
+                console.print(
+                    f"{c.backend} {c.case} {c.dtype}: {cliffs.format_ratio(c.ratio)} ({c.seconds * 1e3:.3f} ms, "
+                    f"{c.reference} {c.ref_seconds * 1e3:.3f} ms){'' if c.correct else ' WRONG: ' + str(c.error)}"
+                )
+            done.append(c)
+            if args.json and args.json != "-":
+                partial = cliffs.report(done, names, command)
+                partial["partial"] = f"{len(done)} cells so far: the run had not ended when this was written"
+                _write_json(partial, args.json)
+
+        cells = cliffs.run(
+            names, cases=args.cases, dtypes=dtypes, budget=args.budget, progress=progress, on_cell=on_cell
         )
-        cells = cliffs.run(names, cases=args.cases, dtypes=dtypes, budget=args.budget, progress=progress, on_cell=log)
-    document = cliffs.report(cells, names, "polymm " + " ".join(sys.argv[1:]))
+    document = cliffs.report(cells, names, command)
     if args.json:
         _write_json(document, args.json)
     if args.json != "-":
