@@ -213,19 +213,26 @@ _GATHER_KERNELS = 256  # gather kernels kept, one per geometry
 #: An element as raw bits, by item size.
 _BITS = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong", 16: "ulong2"}
 _GATHER_SOURCE = """
-__kernel void polymm_gather(__global ELEMENT *dst, __global const ELEMENT *src, long start, long total,
-                            long n1, long n2, long n3, long n4, long n5,
-                            long s0, long s1, long s2, long s3, long s4, long s5)
+// Where element i (C order) of a view of up to six dimensions lies: sizes n1..n5 of all but the
+// first dimension, strides s0..s5, in elements from start.
+inline long polymm_at(long i, long start, long n1, long n2, long n3, long n4, long n5,
+                      long s0, long s1, long s2, long s3, long s4, long s5)
 {
-    long i = get_global_id(0);
-    if (i >= total) return;
     long rest = i, at = start;
     at += (rest % n5) * s5; rest /= n5;
     at += (rest % n4) * s4; rest /= n4;
     at += (rest % n3) * s3; rest /= n3;
     at += (rest % n2) * s2; rest /= n2;
     at += (rest % n1) * s1; rest /= n1;
-    dst[i] = src[at + rest * s0];
+    return at + rest * s0;
+}
+
+__kernel void polymm_gather(__global ELEMENT *dst, __global const ELEMENT *src, long start, long total,
+                            long n1, long n2, long n3, long n4, long n5,
+                            long s0, long s1, long s2, long s3, long s4, long s5)
+{
+    long i = get_global_id(0);
+    if (i < total) dst[i] = src[polymm_at(i, start, n1, n2, n3, n4, n5, s0, s1, s2, s3, s4, s5)];
 }
 
 __kernel void polymm_scatter(__global ELEMENT *dst, __global const ELEMENT *src, long start, long total,
@@ -233,14 +240,7 @@ __kernel void polymm_scatter(__global ELEMENT *dst, __global const ELEMENT *src,
                              long s0, long s1, long s2, long s3, long s4, long s5)
 {
     long i = get_global_id(0);
-    if (i >= total) return;
-    long rest = i, at = start;
-    at += (rest % n5) * s5; rest /= n5;
-    at += (rest % n4) * s4; rest /= n4;
-    at += (rest % n3) * s3; rest /= n3;
-    at += (rest % n2) * s2; rest /= n2;
-    at += (rest % n1) * s1; rest /= n1;
-    dst[at + rest * s0] = src[i];
+    if (i < total) dst[polymm_at(i, start, n1, n2, n3, n4, n5, s0, s1, s2, s3, s4, s5)] = src[i];
 }
 """
 
