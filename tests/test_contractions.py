@@ -107,3 +107,20 @@ def test_parse_labels():
     inputs, output = parse("...ij,jk", [(2, 3, 4, 5), (5, 6)])
     assert inputs == [[2, 1, "i", "j"], ["j", "k"]] and output == [2, 1, "i", "k"]
     assert parse("ii", [(3, 3)]) == ([["i", "i"]], [])
+
+
+def test_the_contractions_benchmark_writes_a_record(tmp_path):
+    """``polymm bench --suite contractions --json``: a record (date, command, machine, one result a
+    case) whose every result was checked; quick shapes, so that it is a test of the tool only."""
+    import json
+
+    from polymm.tools.cli import main
+
+    out = tmp_path / "contractions.json"
+    argv = ["bench", "--suite", "contractions", "--backend", "cpu", "--quick", "--cases", "bilinear-form,vecdot-rows"]
+    assert main([*argv, "--budget", "0.02", "--json", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert record["suite"] == "contractions" and record["date"] and record["command"].startswith("polymm ")
+    assert record["machine"]["cpus"] >= 1
+    assert [r["case"] for r in record["results"]] == ["bilinear-form", "vecdot-rows"]
+    assert all(r["check"] == "ok" and r["polymm_us"] > 0 and r["library_us"] > 0 for r in record["results"])
