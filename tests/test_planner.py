@@ -62,7 +62,7 @@ def test_every_auto_plan_runs_its_best_candidate():
                     device, dtype, shape, _row(shape[1], shape[3], shape[0]), _row(shape[3], shape[2], shape[0])
                 )
                 estimates = [c.work.seconds(device) for c in ranking.candidates]
-                assert estimates == sorted(estimates), ranking.lines()
+                assert estimates == sorted(estimates), [c.family for c in ranking.candidates]
                 best = ranking.best
                 expected = ranking.shared if best.relayout else best
                 assert made.ranking.best.family == best.family
@@ -143,3 +143,10 @@ def test_explain_shows_the_ranking():
     assert "ranked    1. wgmma: " in text and "us est., wgmma:float16, 128 groups" in text
     assert "          3. tiles: " in text
     assert "declined  matvec: N=1024 > matvec.most_columns=4" in text
+
+
+def test_a_device_no_family_serves_is_a_clear_error():
+    odd = dataclasses.replace(AMD, kind="fpga")
+    with pytest.raises(ValueError) as raised:
+        _rank(odd, "float32", (1, 64, 64, 64))
+    assert str(raised.value) == "no kernel family serves gfx1100 (fpga, opencl): no family is registered for it"

@@ -103,12 +103,6 @@ class Ranking:
     def best(self) -> Candidate:
         return self.candidates[0]
 
-    def lines(self) -> list[str]:
-        """One line per family for explain: its estimate, or why it offers nothing."""
-        device = self.problem.device
-        found = [f"{c.family}: {c.work.describe(device)}" for c in self.candidates]
-        return found + [f"{r.family}: no ({r.reason})" for r in self.refusals]
-
 
 def preferred() -> tuple[str, ...]:
     """The families named in ``POLYMM_PREFER`` (comma-separated): wherever one offers a candidate
@@ -135,6 +129,9 @@ def rank(problem: Problem) -> Ranking:
         if family.shared:
             shared = offer
     device, prefer = problem.device, preferred()
+    if not offers:
+        why = "; ".join(f"{r.family}: {r.reason}" for r in refusals) or "no family is registered for it"
+        raise ValueError(f"no kernel family serves {device.name} ({device.kind}, {device.dialect}): {why}")
     ranked = sorted(offers, key=lambda c: (c.family not in prefer, c.work.seconds(device)))
     return Ranking(problem, tuple(ranked), tuple(refusals), shared)
 
