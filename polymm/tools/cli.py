@@ -85,18 +85,10 @@ def _contractions(names, args, console) -> int:
     cases = args.cases.split(",") if args.cases else None
     results = contractions.run(names, cases, quick=args.quick, budget=args.budget)
     if args.json:
-        from datetime import datetime, timezone
+        from polymm.tools.cliffs import record
 
-        from polymm.tools.cliffs import machine_info
-
-        record = {
-            "suite": "contractions",
-            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "command": "polymm " + " ".join(sys.argv[1:]),
-            "machine": machine_info(names),
-            "results": [r.as_dict() for r in results],
-        }
-        _write_json(record, args.json)
+        command = "polymm " + " ".join(sys.argv[1:])
+        _write_json(record("contractions", names, command, results=[r.as_dict() for r in results]), args.json)
     if args.json != "-":
         table = Table(title="polymm contractions (best of samples; x library = its time / polymm's)")
         for column in (

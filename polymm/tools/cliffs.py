@@ -34,7 +34,7 @@ from polymm.tools.bench import flops
 from polymm.shapes import matmul_shape
 from polymm.testing.reference import assert_matches, poison, random_array
 
-__all__ = ["Case", "Floor", "CASES", "FLOORS", "Cell", "run", "summarise", "plot", "machine_info"]
+__all__ = ["Case", "Floor", "CASES", "FLOORS", "Cell", "run", "summarise", "plot", "machine_info", "record"]
 
 FLOAT_DTYPES = ("float32", "float64")
 #: The dtypes of the tensor-core cases (GPU backends only). bfloat16 cells run where a reference
@@ -634,16 +634,21 @@ def _cpu_model() -> str:
     return platform.processor()
 
 
-def report(cells, names, command: str) -> dict:
-    """The JSON document ``--json FILE`` writes."""
+def record(suite: str, names, command: str, **body) -> dict:
+    """A benchmark record as ``--json FILE`` writes it: the suite, when, the command and the
+    machine (:func:`machine_info`), then ``body``."""
     return {
-        "suite": "cliffs",
+        "suite": suite,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": command,
         "machine": machine_info(names),
-        "cells": [asdict(c) for c in cells],
-        "summary": summarise(cells),
+        **body,
     }
+
+
+def report(cells, names, command: str) -> dict:
+    """The JSON document ``--json FILE`` writes."""
+    return record("cliffs", names, command, cells=[asdict(c) for c in cells], summary=summarise(cells))
 
 
 def plot(document: dict, path: str) -> None:
