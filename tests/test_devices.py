@@ -131,17 +131,17 @@ def test_tensor_core_plans_name_their_entries(monkeypatch):
     """The CUDA tensor-core families read their tiles and thresholds from the database too (the
     H200 from ``NVIDIA GPU``, as the H100), and explain names them; change one and the plan follows."""
     pytest.importorskip("polymm_cuda.backend")  # registers CUDA's kernel families
-    hopper = dataclasses.replace(H100, cc=90)
+    ampere = dataclasses.replace(H100, cc=80)  # relayout: mma.sync's copies (wgmma makes its own)
     report = explain((1024, 1024), (1024, 1024), "float64", backend="cuda", device="H200")
     cites = [s.cite for s in report.settings]
     assert {"NVIDIA GPU / dmma.min_tiles", "NVIDIA GPU / dmma.wide_gain", "NVIDIA GPU / dmma.wide_tile"} <= set(cites)
     assert "dmma.shape_one_wave = 1684 [2026-11-25, H100 80GB HBM3" in str(report)
-    column_a = (0, (512 * 512, 1, 512))  # A along M: no tensor-core kernel reads it as it lies
-    row = (0, (512 * 512, 512, 1))
-    made = planner.plan(hopper, "float16", (1, 512, 512, 512), column_a, row)
+    column_a = (0, (2048 * 2048, 1, 2048))  # A along M: no mma.sync kernel reads it as it lies
+    row = (0, (2048 * 2048, 2048, 1))
+    made = planner.plan(ampere, "float16", (1, 2048, 2048, 2048), column_a, row)
     assert made.relayout and ("NVIDIA GPU / relayout.work", 128**3) in [(s.cite, s.value) for s in made.settings]
-    monkeypatch.setitem(devices.entry("NVIDIA GPU", "relayout", "work"), "value", 512**3 + 1)
-    assert not planner.plan(hopper, "float16", (1, 512, 512, 512), column_a, row).relayout
+    monkeypatch.setitem(devices.entry("NVIDIA GPU", "relayout", "work"), "value", 2048**3 + 1)
+    assert not planner.plan(ampere, "float16", (1, 2048, 2048, 2048), column_a, row).relayout
 
 
 #: Module-level numbers that stay in code, each a fact of the hardware or of a kernel's source

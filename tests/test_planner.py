@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from polymm.kernels import KernelParams, families, planner
+from polymm.kernels import KernelParams, abi, families, planner
 from polymm.kernels.cost import Work, wave_fill
 from polymm.kernels.families import Candidate, Choice, Family, Problem, Refusal
 from polymm.kernels.params import DeviceInfo
@@ -123,18 +123,44 @@ def test_preferred_families_rank_first(monkeypatch):
 
 
 def test_relayout_is_offered_only_where_the_copies_would_be_read():
-    """The tensor cores on copies of the operands: for A along M (copied K-major), not for an A
-    that is K-contiguous but misaligned (the copy keeps it as it is, so no kernel would read it)."""
+    """The tensor cores on copies of the operands (``mma.sync``, before Hopper): for A along M
+    (copied K-major), not for an A that is K-contiguous but misaligned (the copy keeps it as it is,
+    so no kernel would read it). On Hopper ``wgmma`` copies what it cannot read itself."""
     pytest.importorskip("polymm_cuda.backend")
+    ampere = dataclasses.replace(H100, cc=80)
     m = n = k = 1024
     column_a = (0, (m * k, 1, m))
-    ranking = _rank(H100, "float16", (1, m, n, k), a=column_a)
+    ranking = _rank(ampere, "float16", (1, m, n, k), a=column_a)
     assert ranking.best.family == "relayout" and ranking.best.relayout
     misaligned = (1, (m * (k + 1), k + 1, 1))  # rows one element longer, from the second element
-    ranking = _rank(H100, "float16", (1, m, n, k), a=misaligned)
+    ranking = _rank(ampere, "float16", (1, m, n, k), a=misaligned)
     why = {r.family: r.reason for r in ranking.refusals}["relayout"]
     assert why.startswith("no kernel would read the copies either")
     assert ranking.best.family == "tiles"
+    for a in (column_a, misaligned):
+        ranking = _rank(H100, "float16", (1, m, n, k), a=a)
+        assert ranking.best.family == "wgmma" and ranking.best.choice.reason.endswith("A copied K-major first")
+        assert [x["kernel"] for x in ranking.best.choice.external["before"]] == [
+            "polymm_transpose_2" if a is column_a else "polymm_restride_2"
+        ]
+
+
+def test_wgmma_splits_deep_products_on_few_tiles():
+    """A deep product on few tiles (K >= split-k.deep_k x max(M, N)) runs on wgmma in runs of K
+    that fill the SMs, their float32 partial sums added in order by one more launch."""
+    pytest.importorskip("polymm_cuda.backend")
+    ranking = _rank(H100, "float16", (1, 256, 256, 524288))
+    best = ranking.best
+    assert best.family == "wgmma" and "64 runs of K, added in order" in best.choice.reason
+    ext = best.choice.external
+    assert "-DWG_SPLIT=1" in ext["options"] and ext["values"] == {"splits": 64} and ext["grid"][0] == 128
+    assert ext["scratch"] == [64 * 256 * 256 * 4] and ext["into"] == 3
+    assert [x["kernel"] for x in ext["after"]] == ["polymm_wgmma_sum_float16"]
+    made = planner.plan(H100, "float16", (1, 256, 256, 524288), _row(256, 524288), _row(524288, 256))
+    product, summed = made.launches
+    assert product.buffers[abi.buffer_positions(ext["abi"])["C"]] == 3 and summed.buffers == {0: 3, 3: 2}
+    shallow = _rank(H100, "float16", (1, 256, 256, 2048)).best  # not deep: no runs
+    assert shallow.family != "wgmma" or "runs of K" not in shallow.choice.reason
 
 
 def test_explain_shows_the_ranking():

@@ -231,9 +231,13 @@ def _plan(device, dtype, shape, a, b, c_off, algorithm, choice) -> Plan:
         out.launches.extend(_extra_launch(x, dtype, c_off) for x in ext.get("before", ()))
         signature = ext.get("abi", "regblock")  # the products' list, or the one it carries
         ext_pos = abi.buffer_positions(signature)
+        into = ext.get("into")  # a workspace the kernel writes, which its ``after`` launches turn into C
 
         def external(A, B, c_slot, c_off, count, depth):
-            args = abi.gemm_arguments(M, N, depth, A[1:], B[1:], c_off, signature, batch=count)
+            if into is not None:
+                c_slot, c_off = into, 0
+            more = {"batch": count, **ext.get("values", {})}
+            args = abi.gemm_arguments(M, N, depth, A[1:], B[1:], c_off, signature, **more)
             grid = ext["grid"] if choice.splits <= 1 else (*ext["grid"][:2], count)
             glob = tuple(g * b for g, b in zip(grid, ext["block"]))
             buffers = {ext_pos["A"]: A[0], ext_pos["B"]: B[0], ext_pos["C"]: c_slot}
@@ -296,18 +300,21 @@ def _plan(device, dtype, shape, a, b, c_off, algorithm, choice) -> Plan:
 
 
 #: Complex dtypes that may run as one real product (``kernels/realify.c``) on a backend family's
-#: kernel (CUDA: complex128 on the FP64 tensor cores), from the database's ``realify.work``.
-REAL_OF = {"complex128": "float64"}
+#: kernel (CUDA: complex128 on the FP64 tensor cores), or on the shared SIMT kernels where the
+#: database's ``realify.simt`` lists the dtype (NVIDIA GPUs: complex64 as float32, whose tiles run
+#: faster than the complex ones), from ``realify.work`` multiply-adds on.
+REAL_OF = {"complex128": "float64", "complex64": "float32"}
 
 
 def _realify(p: Problem) -> Candidate | Refusal:
-    """A complex product as one real product, when a backend family runs that: A read in place as
+    """A complex product as one real product, when a backend family (or, for the dtypes of
+    ``realify.simt``, the shared SIMT kernels) runs that: A read in place as
     M x 2K reals (its K axis must be contiguous), B written by ``realify`` as 2K x 2N reals
     (scratch slot 3), C written as M x 2N reals.  Offsets count from a base aligned to the
     complex item (as every complex kernel assumes)."""
     device, dtype = p.device, p.dtype
     if dtype.name not in REAL_OF:
-        return Refusal("realify", f"{dtype.name} is not complex128")
+        return Refusal("realify", f"{dtype.name} is not complex")
     bt, M, N, K = p.shape
     (a_off, sa), (b_off, sb) = p.a, p.b
     settings = settings_for(device)
@@ -322,15 +329,17 @@ def _realify(p: Problem) -> Candidate | Refusal:
     rshape = (bt, M, 2 * N, 2 * K)
     ra = (2 * a_off, (2 * sa[0], 2 * sa[1], 1))
     rb = (0, (4 * K * N if copies > 1 else 0, 2 * N, 1))
+    rp = p.replace(dtype=real, shape=rshape, a=ra, b=rb)
+    offers = [family.propose(rp) for family in families_for(device) if not family.shared]
+    if dtype.name in settings("realify", "simt"):
+        offers.append(rank(rp).shared)
     inner = [
         offer
-        for family in families_for(device)
-        if not family.shared
-        and isinstance(offer := family.propose(p.replace(dtype=real, shape=rshape, a=ra, b=rb)), Candidate)
+        for offer in offers
+        if isinstance(offer, Candidate)
         and offer.build is None
         and not offer.relayout
-        and offer.choice.external is not None
-        and "tma" not in offer.choice.external  # tensor maps would name slot 1
+        and (offer.choice.external is None or "tma" not in offer.choice.external)  # maps would name slot 1
     ]
     if not inner:
         return Refusal("realify", f"no backend family runs the {real.name} product")
@@ -362,7 +371,7 @@ def _realify(p: Problem) -> Candidate | Refusal:
     return Candidate("realify", choice, work, build=build)
 
 
-register(Family("realify", "complex128 as one float64 product on a backend family's kernel", _realify, shared=False))
+register(Family("realify", "a complex product as one real product (B realified first)", _realify, shared=False))
 
 
 def _cdiv(a, b):

@@ -54,8 +54,8 @@ def shared_work(problem: Problem, choice: Choice) -> Work:
     splits = max(1, choice.splits)
     glob, local = launch_geometry(choice.kernel, p, M, N, batch * splits)
     groups = 1
-    for size, group in zip(glob, local):
-        groups *= _cdiv(size, group)
+    for extent, group in zip(glob, local):
+        groups *= _cdiv(extent, group)
     padded, tile = M * N, None
     if choice.kernel == "regblock" and p is not None and p.mwg and p.nwg:
         padded, tile = _cdiv(M, p.mwg) * p.mwg * _cdiv(N, p.nwg) * p.nwg, (p.mwg, p.nwg)

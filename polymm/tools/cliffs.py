@@ -242,14 +242,20 @@ def _cupy():
 
 
 def _view(xp, base, layout):
-    """``base`` seen with ``layout`` (works on NumPy and CuPy arrays alike)."""
+    """``base`` seen with ``layout`` (NumPy and CuPy arrays alike; torch tensors, the bfloat16 and
+    TF32 references, have no ``asfortranarray`` and no negative strides: their Fortran order is
+    made by two transposes, their reversed rows by ``torch.flip``, a reversed copy)."""
     if base.ndim < 2 or layout == "c":
         return base
     if layout == "transposed":
         return xp.swapaxes(base, -1, -2)
     if layout == "fortran":
+        if not hasattr(xp, "asfortranarray"):  # torch
+            return base.transpose(-1, -2).contiguous().transpose(-1, -2)
         return xp.asfortranarray(base)
     if layout == "negative":
+        if hasattr(xp, "flip") and not hasattr(xp, "asfortranarray"):  # torch
+            return xp.flip(base, (-2,))
         return base[..., ::-1, :]
     if layout == "step":
         return base[..., ::2]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from polymm.kernels.abi import SIGNATURES
 
-__all__ = ["TF32_SPLIT", "TF32_FIXUP", "TRANSPOSE", "WGMMA"]
+__all__ = ["TF32_SPLIT", "TF32_FIXUP", "TRANSPOSE", "RESTRIDE", "WGMMA", "WGMMA_SUM"]
 
 _GEMM = SIGNATURES["gemm"]
 #: ``kernels/tf32_split.cu``'s ``polymm_tf32_split`` (not rendered): float32 operand X (R rows of KK
@@ -36,9 +36,11 @@ TF32_SPLIT = (
 #: TF32_SPLIT (A's rows from 0, B's columns from fb_off): the flagged rows and columns of C
 #: recomputed in float32.
 TF32_FIXUP = (*_GEMM, ("F", "in"), ("fb_off", "index"), ("nkc", "size"))
-#: ``kernels/wgmma.cu``: the "gemm" list and the batch count (its grid is one-dimensional:
-#: persistent blocks walk the tiles of every batch entry).
-WGMMA = (*_GEMM, ("batch", "size"))
+#: ``kernels/wgmma.cu``: the "gemm" list, the batch count (its grid is one-dimensional:
+#: persistent blocks walk the tiles of every batch entry) and the runs of K of split-K (1: none).
+WGMMA = (*_GEMM, ("batch", "size"), ("splits", "size"))
+#: ``kernels/wgmma_sum.cu``: C[c_off + i] = the S runs' partial sums W[s * count + i], added in order.
+WGMMA_SUM = (("W", "in"), ("count", "index"), ("S", "size"), ("C", "out"), ("c_off", "index"))
 #: ``kernels/transpose.cu``: dst[b*C*ld + c*ld + r] = src[s_off + b*s_b + r*s_r + c] for r < R,
 #: c < C (raw bits; one matrix per grid z).
 TRANSPOSE = (
@@ -46,6 +48,19 @@ TRANSPOSE = (
     ("s_off", "index"),
     ("s_b", "index"),
     ("s_r", "index"),
+    ("dst", "out"),
+    ("ld", "index"),
+    ("R", "size"),
+    ("C", "size"),
+)
+#: ``kernels/transpose.cu``'s strided copy: dst[b*R*ld + r*ld + c] = src[s_off + b*s_b + r*s_r + c*s_c]
+#: for r < R, c < C (raw bits; one matrix per grid z).
+RESTRIDE = (
+    ("src", "in"),
+    ("s_off", "index"),
+    ("s_b", "index"),
+    ("s_r", "index"),
+    ("s_c", "index"),
     ("dst", "out"),
     ("ld", "index"),
     ("R", "size"),

@@ -40,7 +40,9 @@ def _work(rate: str, p: Problem, shape, bm: int, bn: int, external=None, splits:
     tiles = _tiles(shape, bm, bn)
     size = np.dtype(p.dtype).itemsize
     external = external or {}
-    launches = 1 + len(external.get("before", ())) + len(external.get("after", ())) + (splits > 1)
+    # split-K through the planner (dmma): its partial sums and their sum are not in ``external``
+    planned = splits > 1 and "into" not in external
+    launches = 1 + len(external.get("before", ())) + len(external.get("after", ())) + planned
     c_bytes = p.batch * p.M * p.N * size
     return Work(
         rate=rate,
@@ -48,15 +50,16 @@ def _work(rate: str, p: Problem, shape, bm: int, bn: int, external=None, splits:
         groups=tiles * splits,
         tile=(bm, bn),
         bytes=(p.batch * p.M * p.K + p.batch * p.K * p.N) * size
-        + c_bytes * (2 * splits + 1 if splits > 1 else 1)
+        + c_bytes * (2 * splits + 1 if planned else 1)
         + 2 * sum(external.get("scratch", ())),
         launches=launches,
     )
 
 
-def _mma_kinds(p: Problem) -> Refusal | None:
-    """The rules every ``mma.sync``/``wgmma`` product of p's dtype and shape follows."""
-    why = tc.shape_rule(p.dtype, p.device, p.shape)
+def _mma_kinds(p: Problem, wgmma_rules: bool = False) -> Refusal | None:
+    """The rules every ``mma.sync`` product of p's dtype and shape follows (``wgmma_rules``: those
+    of ``wgmma``, which takes any K and cuts deep products into runs of K)."""
+    why = tc.shape_rule(p.dtype, p.device, p.shape, wgmma_rules)
     return Refusal("tensor cores", why) if why is not None else None
 
 
@@ -68,19 +71,32 @@ def _pointers(p: Problem) -> tuple[int, int]:
 def _wgmma(p: Problem) -> Candidate | Refusal:
     if p.device.cc != wgmma.CC:
         return Refusal("wgmma", f"compute capability {p.device.cc / 10:.1f}: wgmma runs on 9.0 only")
-    refused = _mma_kinds(p)
+    refused = _mma_kinds(p, wgmma_rules=True)
     if refused is not None:
         return Refusal("wgmma", refused.reason)
     name, why = wgmma.choose(p.dtype, p.device.cc, p.shape, p.a_strides, p.b_strides, *_pointers(p))
     if name is None:
         return Refusal("wgmma", why)
     layout = name.rsplit("_", 1)[1]
-    external = wgmma.external_launch(p.shape, p.a_strides, p.b_strides, layout, p.dtype.itemsize, p.device)
+    external = wgmma.external_launch(p.shape, p.a, p.b, layout, p.dtype.itemsize, p.device)
     swapped = layout == "kn" and p.dtype.itemsize == 1
     shape = (p.batch, p.N, p.M, p.K) if swapped else p.shape
+    external, runs, why = _split_k(external, shape, p, why)
     bn = wgmma.width(shape, p.device)
     choice = Choice(name, None, f"tensor cores (wgmma, copy engine): {why}", external=external)
-    return Candidate("wgmma", choice, _work(f"wgmma:{p.dtype.name}", p, shape, wgmma.BM, bn, external=external))
+    work = _work(f"wgmma:{p.dtype.name}", p, shape, wgmma.BM, bn, external=external, splits=runs)
+    return Candidate("wgmma", choice, work)
+
+
+def _split_k(external: dict, shape, p: Problem, why: str) -> tuple[dict, int, str]:
+    """A ``wgmma`` launch on tiles of ``shape`` cut into runs of K where :func:`.wgmma.runs` says
+    (deep K on few tiles), with the reason said; its runs."""
+    runs = wgmma.runs(shape, p.device)
+    if runs == 1:
+        return external, 1, why
+    tiles = _tiles(shape, wgmma.BM, wgmma.width(shape, p.device))
+    external = wgmma.split_k(external, shape, runs, p.dtype.name, p.device)
+    return external, runs, f"{why}; deep K = {p.K} on {tiles} tiles: {runs} runs of K, added in order"
 
 
 def _mma_sync(p: Problem) -> Candidate | Refusal:
@@ -105,7 +121,7 @@ def _relayout(p: Problem) -> Candidate | Refusal:
         return Refusal("relayout", refused.reason)
     pointers = _pointers(p)
     if wgmma.choose(p.dtype, p.device.cc, p.shape, p.a_strides, p.b_strides, *pointers)[0] is not None:
-        return Refusal("relayout", "wgmma reads the operands as they lie")
+        return Refusal("relayout", "wgmma reads the operands, or copies those it cannot read, itself")
     if tc.layout_choice(p.dtype, p.shape, p.a_strides, p.b_strides, *pointers)[0] is not None:
         return Refusal("relayout", "mma.sync reads the operands as they lie")
     work = settings_for(p.device)("relayout", "work")
@@ -173,10 +189,11 @@ def _tf32(p: Problem) -> Candidate | Refusal:
         what = "one product, C^T = B^T A^T with B^T from registers (B is N-contiguous)"
     else:
         what = "one product"
+    shape = (p.batch, p.N, p.M, p.K) if layout == "kn" else p.shape
+    external, runs, what = _split_k(external, shape, p, what)
     reason = f"TF32 tensor cores (wgmma), precision {mode!r}: {what}"
     choice = Choice(wgmma.kernel_name(mode, layout), None, reason, external=external)
-    shape = (p.batch, p.N, p.M, p.K) if layout == "kn" else p.shape
-    work = _work(f"wgmma:{mode}", p, shape, wgmma.BM, wgmma.width(shape, p.device), external=external)
+    work = _work(f"wgmma:{mode}", p, shape, wgmma.BM, wgmma.width(shape, p.device), external=external, splits=runs)
     return Candidate("tf32", choice, work)
 
 

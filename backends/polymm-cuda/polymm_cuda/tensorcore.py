@@ -337,9 +337,11 @@ def kernel_name(dtype_name: str, layout: str) -> str:
     return f"polymm_tc_{dtype_name}_{layout}"
 
 
-def shape_rule(dtype: np.dtype, device, shape) -> str | None:
+def shape_rule(dtype: np.dtype, device, shape, wgmma_rules: bool = False) -> str | None:
     """Why no tensor-core kernel should run a product of this dtype and shape on ``device``
-    (whatever the layout: a copy into another layout would not help), or None."""
+    (whatever the layout: a copy into another layout would not help), or None. ``wgmma_rules``:
+    the ``wgmma`` kernel's, which takes any K (the copy engine reads or copies the operands) and
+    cuts a deep K into runs of its own (deep products on few tiles pass)."""
     if dtype.name not in LAYOUTS:
         return f"no tensor-core kernel for {dtype.name}"
     cc = device.cc
@@ -348,9 +350,9 @@ def shape_rule(dtype: np.dtype, device, shape) -> str | None:
     bt, m, n, k = shape
     if -(-m // BM) > 65535:
         return f"more than 65535 tiles of {BM} rows"
-    if k % (16 // dtype.itemsize):
+    if k % (16 // dtype.itemsize) and not wgmma_rules:
         return f"K must be a multiple of {16 // dtype.itemsize} (16-byte copies)"
-    return _simt_shape(shape, device)
+    return _simt_shape(shape, device, split_k=wgmma_rules)
 
 
 def _deep_on_few_tiles(settings, bt, m, n, k, tiles) -> bool:
@@ -360,14 +362,15 @@ def _deep_on_few_tiles(settings, bt, m, n, k, tiles) -> bool:
     return k >= settings("split-k", "deep_k") * max(m, n) and bt * tiles < settings("tensor-cores", "deep_tiles")
 
 
-def _simt_shape(shape, device) -> str | None:
-    """The shapes the SIMT paths serve better than any tile of 128 rows, or None."""
+def _simt_shape(shape, device, split_k: bool = False) -> str | None:
+    """The shapes the SIMT paths serve better than any tile of 128 rows (deep products on few
+    tiles only where the kernel does not split K: ``split_k``), or None."""
     settings = settings_for(device)
     bt, m, n, k = shape
     few = settings("tensor-cores", "few_columns")
     if min(m, n) <= few:
         return f"min(M, N) = {min(m, n)} <= {few}: memory-bound, the SIMT matrix-vector paths"
-    if _deep_on_few_tiles(settings, bt, m, n, k, -(-m // BM) * -(-n // mma_sync_params(device).bn)):
+    if not split_k and _deep_on_few_tiles(settings, bt, m, n, k, -(-m // BM) * -(-n // mma_sync_params(device).bn)):
         return f"deep K = {k} on few tiles: split-K on the SIMT cores"
     return None
 
@@ -427,7 +430,7 @@ def tf32_min_work(mode: str, device) -> int:
     return int(forced) if forced else settings_for(device)("tf32", "min_work")[mode]
 
 
-def tf32_rule(mode: str, device, shape) -> str | None:
+def tf32_rule(mode: str, device, shape) -> str | None:  # wgmma: deep products split K
     """Why a float32 product in precision ``mode`` stays on the SIMT kernels of ``device`` (at full
     precision, which every mode accepts), or None."""
     if mode not in wgmma.TF32_PRODUCTS:
@@ -441,4 +444,4 @@ def tf32_rule(mode: str, device, shape) -> str | None:
     min_work = tf32_min_work(mode, device)
     if m * n * k < max(min_work, 1):
         return f"{m * n * k} multiply-adds per matrix < {min_work}: faster on the SIMT kernels"
-    return _simt_shape(shape, device)
+    return _simt_shape(shape, device, split_k=True)

@@ -46,8 +46,8 @@ def transposed_copy(xp, v):
 
 def transpose_grid(itemsize: int, rows: int, cols: int, batch: int) -> tuple[int, int, int]:
     """The grid of ``kernels/transpose.cu`` (blocks of 32 x 8) copying ``batch`` matrices of
-    ``rows`` x ``cols`` (its R and C): tiles of 64 x 64 8-bit elements, 32 x 32 larger ones."""
-    tile = 64 if itemsize == 1 else 32
+    ``rows`` x ``cols`` (its R and C): tiles of 64 x 64 8- and 16-bit elements, 32 x 32 larger ones."""
+    tile = 64 if itemsize <= 2 else 32
     return -(-cols // tile), -(-rows // tile), batch
 
 

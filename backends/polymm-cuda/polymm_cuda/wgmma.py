@@ -29,7 +29,7 @@ import numpy as np
 
 from polymm.kernels.devices import settings_for
 
-from .abi import TF32_FIXUP, TF32_SPLIT, TRANSPOSE, WGMMA
+from .abi import RESTRIDE, TF32_FIXUP, TF32_SPLIT, TRANSPOSE, WGMMA, WGMMA_SUM
 from .sources import KERNELS
 from .sources import source as _file_source
 from .transpose import transpose_grid
@@ -40,6 +40,8 @@ __all__ = [
     "choose",
     "stages_for",
     "width",
+    "runs",
+    "split_k",
     "external_launch",
     "tf32_launch",
     "source",
@@ -78,35 +80,25 @@ def kernel_name(dtype_name: str, layout: str) -> str:
 
 def choose(dtype: np.dtype, cc: int, shape, sa, sb, a_ptr: int, b_ptr: int) -> tuple[str | None, str]:
     """``(kernel name, why)`` for this call, or None and the rule it breaks (the caller has
-    already checked :func:`polymm_cuda.tensorcore.shape_rule`)."""
+    already checked :func:`polymm_cuda.tensorcore.shape_rule`). Every layout is served: an operand
+    the copy engine cannot read where it lies is copied K-major first (:func:`external_launch`)."""
     if dtype.name not in _TYPES:
         return None, f"wgmma serves {', '.join(_TYPES)}"
     if cc != CC:
         return None, f"sm_90a code runs on compute capability 9.0 only (this is {cc / 10:.1f})"
-    bt = shape[0]
-    if bt > 65535:
+    if shape[0] > 65535:
         return None, "a batch beyond one grid"
+    if min(sa[0], sb[0]) < 0:
+        return None, "a negative batch stride"
     isz = dtype.itemsize
-
-    def aligned(batch, row):
-        # the copy engine takes positive strides that are multiples of 16 bytes (a batch stride
-        # of 0, a broadcast operand, is described as one matrix)
-        return (batch * isz) % _ALIGN == 0 and batch >= 0 and (row * isz) % _ALIGN == 0 and row > 0
-
-    if sa[2] != 1 or not aligned(sa[0], sa[1]) or a_ptr % _ALIGN:
-        return None, "A must be K-contiguous with 16-byte aligned base and strides"
-    if b_ptr % _ALIGN:
-        return None, "B must start 16-byte aligned"
-    if sb[2] == 1 and aligned(sb[0], sb[1]) and dtype.name in _N_MAJOR:
-        return kernel_name(dtype.name, "kn"), "B is N-contiguous"
-    if sb[1] == 1 and aligned(sb[0], sb[2]):
-        return kernel_name(dtype.name, "nk"), "B is K-contiguous (B^T row-major)"
-    if sb[2] == 1 and aligned(sb[0], sb[1]):  # the 8-bit types: read as stored, through registers
-        return kernel_name(dtype.name, "kn"), "B is N-contiguous: read through registers, as C^T = B^T A^T"
-    if sb[2] == 1 and sb[1] > 0 and sb[0] >= 0:  # 8-bit types, rows the copy engine cannot address
-        return kernel_name(dtype.name, "nk"), "B is N-contiguous, rows not 16-byte aligned: copied K-major first"
-    along = "N or K" if dtype.name in _N_MAJOR else "K"
-    return None, f"B must be contiguous along {along} with 16-byte aligned strides"
+    a_how = "" if _in_place(sa[1], sa[2], sa[0], a_ptr, isz) else "; A copied K-major first"
+    if dtype.name in _N_MAJOR and _in_place(sb[1], sb[2], sb[0], b_ptr, isz):
+        return kernel_name(dtype.name, "kn"), "B is N-contiguous" + a_how
+    if _in_place(sb[2], sb[1], sb[0], b_ptr, isz):
+        return kernel_name(dtype.name, "nk"), "B is K-contiguous (B^T row-major)" + a_how
+    if _in_place(sb[1], sb[2], sb[0], b_ptr, isz):  # the 8-bit types: read as stored, through registers
+        return kernel_name(dtype.name, "kn"), "B is N-contiguous: read through registers, as C^T = B^T A^T" + a_how
+    return kernel_name(dtype.name, "nk"), "B copied K-major first" + a_how
 
 
 @lru_cache(maxsize=1)
@@ -178,7 +170,7 @@ def width(shape, device) -> int:
     this compares two tilings. With 0.9 on 132 SMs: 2048 squares: 128 tiles of 256 or 256 of 128,
     a tie: 256; 8192 squares: 63 tiles of 64 per SM against 16 of 256, 2% fewer columns: 256;
     1024 squares: 64; a 256-wide skinny product of 8192 rows: 64 tiles of 256 leave half the SMs
-    idle: 128."""
+    idle: 128. A product split along K (:func:`runs`) takes the widest: its runs fill the SMs."""
     settings = settings_for(device)
     sms, narrower_below = device.compute_units, settings("wgmma", "narrower_below")
     bt, m, n, _ = shape
@@ -188,10 +180,62 @@ def width(shape, device) -> int:
 
     widths = settings("wgmma", "widths")
     best = widths[0]
+    if runs(shape, device) > 1:
+        return best
     for bn in widths[1:]:
         if busiest(bn) < narrower_below * busiest(best):
             best = bn
     return best
+
+
+def runs(shape, device) -> int:
+    """Runs of K for split-K on ``device`` (1: none): a deep product (K at least
+    ``split-k.deep_k`` x max(M, N)) whose widest tiles fill less than one wave of SMs is cut along
+    K into as many runs as fill it, each at least ``wgmma.run_min`` deep, their partial sums at
+    most ``split-k.slices_bytes``. The runs take the widest tile (the narrower ones exist to fill
+    the SMs, which the runs do)."""
+    settings = settings_for(device)
+    bt, m, n, k = shape
+    tiles = bt * -(-m // BM) * -(-n // settings("wgmma", "widths")[0])
+    if k < settings("split-k", "deep_k") * max(m, n) or tiles >= device.compute_units:
+        return 1
+    most = min(device.compute_units // tiles, k // settings("wgmma", "run_min"))
+    most = min(most, settings("split-k", "slices_bytes") // (4 * bt * m * n))
+    return most if most >= 2 else 1
+
+
+def split_k(external: dict, shape, count: int, dtype_name: str, device) -> dict:
+    """``external`` (a launch of :func:`external_launch` or :func:`tf32_launch` on tiles of
+    ``shape``, the kernel's own: swapped where it swaps) cut into ``count`` runs of K: the kernel
+    built with ``WG_SPLIT`` writes the runs' partial sums (float32, int32 for the 8-bit types)
+    into a workspace (the next scratch slot, ``into``), and ``kernels/wgmma_sum.cu`` adds them in
+    run order into C before any other ``after`` launch (the ``"tf32x3"`` repair of Inf and NaN)."""
+    bt, m, n, _ = shape
+    scratch = list(external.get("scratch", ()))
+    into = 3 + len(scratch)
+    elements = bt * m * n
+    scratch.append(count * elements * 4)
+    values = dict(count=elements, S=count)
+    total = -(-elements // 256)
+    summed = _launch(
+        f"polymm_wgmma_sum_{dtype_name}",
+        WGMMA_SUM,
+        values,
+        {"W": into, "C": 2},
+        (min(total, 4 * device.compute_units * 8), 1, 1),
+        (256, 1, 1),
+        source="wgmma_sum",
+    )
+    tiles = bt * -(-m // BM) * -(-n // width(shape, device))
+    return {
+        **external,
+        "options": (*external["options"], "-DWG_SPLIT=1"),
+        "grid": (min(tiles * count, device.compute_units), 1, 1),
+        "values": {"splits": count},
+        "scratch": scratch,
+        "into": into,
+        "after": [summed, *external.get("after", ())],
+    }
 
 
 def _map(dims, strides, box, isz: int):
@@ -220,49 +264,96 @@ def _geometry(shape, bn: int, device) -> dict:
         "block": (THREADS, 1, 1),
         "smem": smem_bytes(bn, ring),
         "abi": WGMMA,
+        "values": {"splits": 1},
     }
 
 
-def external_launch(shape, sa, sb, layout: str, isz: int, device) -> dict:
+def external_launch(shape, a, b, layout: str, isz: int, device) -> dict:
     """The planner's description of one launch on ``device``: a persistent grid (at most one block
-    per SM), block, shared memory, and the two tensor maps (``tma``:
-    per map, the buffer slot it describes and its geometry, see :func:`_map`), which the backend
-    encodes per call with the buffers' addresses. The operands start 16-byte aligned (:func:`choose`),
-    so their element offsets are 0. An N-contiguous B of an 8-bit type is read as stored by the
-    kernel's swapped form (tiles of C^T = B^T A^T: B^T's fragments transposed in registers, A as
-    the shared operand), or, where its rows are not 16-byte aligned, first copied K-major into
-    scratch by ``kernels/transpose.cu`` (a ``before`` launch; the product then reads that copy)."""
+    per SM), block, shared memory, and the two tensor maps (``tma``: per map, the buffer slot it
+    describes and its geometry, see :func:`_map`), which the backend encodes per call with the
+    buffers' addresses (``a``/``b``: element offset from a 16-byte aligned base, strides).
+
+    An operand the copy engine cannot read where it lies (:func:`_in_place`: rows not 16-byte
+    aligned, as in any product whose K or N is not a multiple of 16 bytes; contiguous along the
+    wrong axis; no unit stride at all) is first copied K-major into scratch, rows padded to 16
+    bytes (the padding is never read: the map's K ends at K), by ``kernels/transpose.cu`` (a
+    ``before`` launch): its tiled transpose where the operand runs along M (A) or N (B), its
+    strided copy otherwise. The kernel's ``layout`` then reads that copy: ``"nk"`` where B is
+    copied. An N-contiguous B of an 8-bit type is read as stored by the kernel's swapped form
+    (tiles of C^T = B^T A^T: B^T's fragments transposed in registers, A as the shared operand)."""
     bt, m, n, k = shape
-    entries = lambda s_batch: bt if bt > 1 and s_batch != 0 else 1  # noqa: E731
+    (a_off, sa), (b_off, sb) = a, b
+    ea, eb = (bt if bt > 1 and s[0] != 0 else 1 for s in (sa, sb))  # matrices per operand
+    ldk = -(-k * isz // _ALIGN) * _ALIGN // isz
+    scratch, before = [], []
+
+    def k_major(src, rows, off, strides, e):
+        """The next scratch slot := ``rows`` K-major rows of operand ``src`` (``strides``: batch,
+        row, K); returns its operand (slot, offset, batch, row and K strides)."""
+        slot = 3 + len(scratch)
+        scratch.append(e * rows * ldk * isz)
+        s_batch, s_row, s_k = strides
+        s_batch = s_batch if e > 1 else 0
+        if s_row == 1 and s_k > 0:  # runs along the rows: the tiled transpose, K-rows of `rows`
+            values = dict(s_off=off, s_b=s_batch, s_r=s_k, ld=ldk, R=k, C=rows)
+            grid = transpose_grid(isz, k, rows, e)
+            before.append(
+                _launch(
+                    f"polymm_transpose_{isz}",
+                    TRANSPOSE,
+                    values,
+                    {"src": src, "dst": slot},
+                    grid,
+                    (32, 8, 1),
+                    source="transpose",
+                )
+            )
+        else:
+            values = dict(s_off=off, s_b=s_batch, s_r=s_row, s_c=s_k, ld=ldk, R=rows, C=k)
+            grid = (-(-k // 256), min(rows, 65535), e)
+            before.append(
+                _launch(
+                    f"polymm_restride_{isz}",
+                    RESTRIDE,
+                    values,
+                    {"src": src, "dst": slot},
+                    grid,
+                    (256, 1, 1),
+                    source="transpose",
+                )
+            )
+        return (slot, 0, rows * ldk if e > 1 else 0, ldk, 1)
+
+    a_op = (0, a_off, *sa)
+    if not _in_place(sa[1], sa[2], sa[0], a_off * isz, isz):
+        a_op = k_major(0, m, a_off, sa, ea)
+    b_op = (1, b_off, *sb)
+    if layout == "nk" and not _in_place(sb[2], sb[1], sb[0], b_off * isz, isz):
+        b_op = k_major(1, n, b_off, (sb[0], sb[2], sb[1]), eb)
+        b_op = (b_op[0], 0, b_op[2], 1, ldk)  # as B: (batch, K, N) strides
+    (a_slot, _, a_sb, a_sm, _), (b_slot, _, b_sb, b_sk, b_sn) = a_op, b_op
     if layout == "kn" and isz == 1:  # tiles of C^T: B in boxes of 128 x 128 as stored, A's rows K-major
         swapped = (bt, n, m, k)
         bn = width(swapped, device)
-        a_map = _operand_map(k, m, sa[1], sa[0], isz, (ROW, bn, 1), entries(sa[0]))
-        b_map = _operand_map(n, k, sb[1], sb[0], isz, (ROW, ROW, 1), entries(sb[0]))
-        return {**_geometry(swapped, bn, device), "tma": ((0, a_map), (1, b_map))}
-    bn = width(shape, device)
-    a_map = _operand_map(k, m, sa[1], sa[0], isz, (ROW // isz, BM, 1), entries(sa[0]))
-    if layout == "kn":  # 64 x 64 chunks of B as stored
-        b_map = _operand_map(n, k, sb[1], sb[0], isz, (64, 64, 1), entries(sb[0]))
-    elif sb[1] == 1:  # B^T row-major as it lies
-        b_map = _operand_map(k, n, sb[2], sb[0], isz, (ROW // isz, bn, 1), entries(sb[0]))
-    else:  # an N-contiguous B of 8-bit type: copied K-major into scratch (slot 3) first
-        e = entries(sb[0])
-        ldk = -(-k * isz // _ALIGN) * _ALIGN // isz  # rows padded to 16 bytes (the padding is never read)
-        values = dict(s_off=0, s_b=sb[0] if e > 1 else 0, s_r=sb[1], ld=ldk, R=k, C=n)
-        grid = transpose_grid(isz, k, n, e)
-        kernel = f"polymm_transpose_{isz}"
-        before = _launch(kernel, TRANSPOSE, values, {"src": 1, "dst": 3}, grid, (32, 8, 1), source="transpose")
-        b_map = _map((k, n, e), (ldk * isz, n * ldk * isz), (ROW // isz, bn, 1), isz)
-        b_op = (3, 0, n * ldk if e > 1 else 0, 1, ldk)
-        return {
-            **_geometry(shape, bn, device),
-            "tma": ((0, a_map), (3, b_map)),
-            "operands": ((0, 0, *sa), b_op),
-            "scratch": [e * n * ldk * isz],
-            "before": [before],
-        }
-    return {**_geometry(shape, bn, device), "tma": ((0, a_map), (1, b_map))}
+        a_map = _operand_map(k, m, a_sm, a_sb, isz, (ROW, bn, 1), ea)
+        b_map = _operand_map(n, k, b_sk, b_sb, isz, (ROW, ROW, 1), eb)
+        geometry = _geometry(swapped, bn, device)
+    else:
+        bn = width(shape, device)
+        geometry = _geometry(shape, bn, device)
+        a_map = _operand_map(k, m, a_sm, a_sb, isz, (ROW // isz, BM, 1), ea)
+        if layout == "kn":  # 64 x 64 chunks of B as stored
+            b_map = _operand_map(n, k, b_sk, b_sb, isz, (64, 64, 1), eb)
+        else:  # B^T row-major, as it lies or as copied
+            b_map = _operand_map(k, n, b_sn, b_sb, isz, (ROW // isz, bn, 1), eb)
+    return {
+        **geometry,
+        "tma": ((a_slot, a_map), (b_slot, b_map)),
+        "operands": (a_op, b_op),
+        "scratch": scratch,
+        "before": before,
+    }
 
 
 #: K per block of ``polymm_tf32_split`` (``SP_KC``): the Inf/NaN flags have one entry per row
@@ -270,15 +361,16 @@ def external_launch(shape, sa, sb, layout: str, isz: int, device) -> dict:
 SPLIT_KC = 512
 
 
-def _in_place(s_row: int, s_inner: int, s_batch: int, ptr: int) -> bool:
-    """Whether the copy engine reads an operand (float32) where it lies as rows contiguous along
-    their inner axis (K, or N for B)."""
+def _in_place(s_row: int, s_inner: int, s_batch: int, ptr: int, isz: int = 4) -> bool:
+    """Whether the copy engine reads an operand where it lies as rows contiguous along their inner
+    axis (K, or N for B): positive row strides and a base (``ptr``, bytes from a 16-byte aligned
+    address) on 16-byte boundaries; a batch stride of 0 (a broadcast operand) is one matrix."""
     return (
         s_inner == 1
         and s_row > 0
-        and (s_row * 4) % _ALIGN == 0
+        and (s_row * isz) % _ALIGN == 0
         and s_batch >= 0
-        and (s_batch * 4) % _ALIGN == 0
+        and (s_batch * isz) % _ALIGN == 0
         and ptr % _ALIGN == 0
     )
 

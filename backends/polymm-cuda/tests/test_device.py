@@ -307,6 +307,8 @@ WG_SHAPES = [  # (B, M, N, K): one tile, edges of every tile dimension and of K,
     (1, 2048, 2048, 136),  # 256-wide tiles (the others take 128: more tiles for the SMs)
     (4, 1024, 1024, 72),
     (2, 72, 131, 40),  # N odd (rows 16-byte aligned in the "padded" layout only)
+    (1, 130, 131, 77),  # K and N odd: the rows of A and B copied K-major first
+    (2, 200, 264, 1001),
 ]
 
 
@@ -318,6 +320,8 @@ WG_SHAPES_8 = [  # the same for 8-bit operands: K a multiple of 16 (16-byte rows
     (1, 1000, 1030, 1040),
     (1, 2048, 2048, 144),
     (4, 1024, 1024, 80),
+    (1, 130, 131, 77),  # K and N odd: the rows of A and B copied K-major first
+    (2, 200, 264, 1001),
 ]
 
 
@@ -326,7 +330,8 @@ WG_SHAPES_8 = [  # the same for 8-bit operands: K a multiple of 16 (16-byte rows
 def test_wgmma_path(backend, layout, dtype):
     """float16 and the 8-bit integers on Hopper's wgmma kernel (TMA copies, both B layouts for
     float16, K-major B for int8/uint8, broadcast batches), at tile edges and beyond one tile;
-    layouts it cannot read go to another kernel (or are repacked), never to a wrong answer."""
+    operands the copy engine cannot read (K or N odd, transposed, misaligned) are copied K-major
+    first; on other GPUs another kernel, never a wrong answer."""
     from polymm_cuda import tensorcore, wgmma
 
     rng = np.random.default_rng(17)
@@ -337,16 +342,17 @@ def test_wgmma_path(backend, layout, dtype):
         da, db, ha, hb = _operands(rng, layout, bt, m, n, k, dtype)
         sa, sb = tuple(s // isz for s in da.strides), tuple(s // isz for s in db.strides)
         name, why = wgmma.choose(np.dtype(dtype), cc, (bt, m, n, k), sa, sb, da.data.ptr, db.data.ptr)
-        if tensorcore.shape_rule(np.dtype(dtype), backend.planner_device(da), (bt, m, n, k)) is not None:
-            name = None  # another path's shape (K not a multiple of 16 bytes, few columns)
+        rules = tensorcore.shape_rule(np.dtype(dtype), backend.planner_device(da), (bt, m, n, k), cc == wgmma.CC)
+        if rules is not None:
+            name = None  # another path's shape (few columns; before Hopper K not a multiple of 16 bytes)
         out = _poisoned(bt, m, n, dtype)
         backend.matmul(da, db, out, "auto")
         _check(out, ha, hb, dtype)
         if name is not None:  # it reads these operands: "auto" runs it
             assert backend.last_plan.kernel == name, backend.last_plan
             ran += 1
-    if cc == wgmma.CC and layout in ("c", "bt", "bcast"):
-        assert ran >= 4, f"wgmma ran {ran} of {len(WG_SHAPES)} shapes"
+    if cc == wgmma.CC:
+        assert ran >= 7, f"wgmma ran {ran} of {len(WG_SHAPES)} shapes"
 
 
 @pytest.mark.parametrize("dtype", ("int8", "uint8"))
@@ -470,17 +476,70 @@ def test_tf32x3_keeps_inf_nan_and_huge_values(backend, monkeypatch):
             assert np.all(np.abs(got[finite] - want[finite]) <= 4e-3 * scale[finite]), mode
 
 
-def test_wgmma_declines_zero_row_strides(backend):
+def test_wgmma_copies_zero_row_strides(backend):
     """One row of A seen 300 times (a broadcast view, row stride 0): no tensor map describes it,
-    so another kernel computes it, right."""
+    so it is copied first (on Hopper) or another kernel computes it, right."""
     rng = np.random.default_rng(19)
     row = random_array(rng, (1, 1, 136), "float16")
     ha, hb = np.broadcast_to(row, (1, 300, 136)), random_array(rng, (1, 136, 264), "float16")
     da = cp.broadcast_to(cp.asarray(row), (1, 300, 136))
     out = _poisoned(1, 300, 264, "float16")
     backend.matmul(da, cp.asarray(hb), out, "auto")
-    assert not backend.last_plan.kernel.startswith("polymm_wgmma"), backend.last_plan
+    if backend._compute_capability(0) == 90:
+        assert backend.last_plan.external["before"][0]["kernel"] == "polymm_restride_2", backend.last_plan
     _check(out, ha, hb, "float16")
+
+
+SPLIT_SHAPES = [  # (B, M, N, K): K at least split-k.deep_k x max(M, N) on few tiles, K odd, a batch
+    (1, 128, 256, 8192),
+    (1, 200, 160, 8192),
+    (3, 130, 100, 5003),
+    (1, 64, 48, 20000),
+]
+
+
+@pytest.mark.parametrize("dtype", ("float16", "int8", "uint8", "tf32", "tf32x3"))
+def test_wgmma_split_k(backend, dtype, monkeypatch):
+    """Deep products on few tiles run on wgmma in runs of K (``WG_SPLIT``), the partial sums added
+    in run order by ``polymm_wgmma_sum_<type>``: values against the oracle (full-range 8-bit
+    operands wrap like NumPy's), both B layouts, and the same bits on a second call."""
+    import polymm
+    from polymm_cuda import wgmma
+
+    if backend._compute_capability(0) != wgmma.CC:
+        pytest.skip("wgmma runs on compute capability 9.0")
+    mode = dtype if dtype.startswith("tf32") else None
+    if mode:
+        monkeypatch.setenv("POLYMM_CUDA_TF32_MIN_WORK", "0")
+        dtype = "float32"
+    rng = np.random.default_rng(41)
+    for bt, m, n, k in SPLIT_SHAPES:
+        for b_t in (False, True):
+            if np.dtype(dtype).kind in "iu":
+                info = np.iinfo(dtype)
+                ha = rng.integers(info.min, info.max + 1, (bt, m, k), dtype=dtype)
+                hb = rng.integers(info.min, info.max + 1, (bt, n, k) if b_t else (bt, k, n), dtype=dtype)
+            else:
+                ha = random_array(rng, (bt, m, k), dtype)
+                hb = random_array(rng, (bt, n, k) if b_t else (bt, k, n), dtype)
+            hb = hb.transpose(0, 2, 1) if b_t else hb
+            db = cp.asarray(hb.transpose(0, 2, 1)).transpose(0, 2, 1) if b_t else cp.asarray(hb)
+            out = _poisoned(bt, m, n, dtype)
+            with polymm.use_precision(mode or "default"):
+                backend.matmul(cp.asarray(ha), db, out, "auto")
+                plan = backend.last_plan
+                assert "runs of K, added in order" in plan.reason, plan
+                assert plan.external["after"][0]["kernel"].startswith("polymm_wgmma_sum_"), plan
+                again = _poisoned(bt, m, n, dtype)
+                backend.matmul(cp.asarray(ha), db, again, "auto")
+            cp.testing.assert_array_equal(out, again)
+            if np.dtype(dtype).kind in "iu":
+                want = np.matmul(ha.astype(np.int64), hb.astype(np.int64)).astype(dtype)
+                np.testing.assert_array_equal(cp.asnumpy(out), want)
+            elif mode:
+                assert_matches(cp.asnumpy(out), ha, hb, precision=mode)
+            else:
+                _check(out, ha, hb, dtype)
 
 
 def test_wgmma_bfloat16_through_torch(backend):
@@ -849,6 +908,29 @@ def test_complex128_realified(backend, layout, as_read, monkeypatch):
         if as_read and cc >= 90 and layout in ("c", "bcast", "padded"):  # B along N: wide tiles, unswapped
             wide_bn = settings_for(backend.device_info(0))("dmma", "wide_tile")["bn"]
             assert {f"-DDM_WN={wide_bn // 2}", "-DDM_SWAP=0"} <= options, options
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_complex64_realified_onto_float32_tiles(backend, layout, monkeypatch):
+    """complex64 as one float32 product on the SIMT tiles (``realify.simt``): B realified into
+    scratch, A read in place as reals where its K axis is contiguous, every layout, tile edges, a
+    batch and a deep product (split-K of the real product); other layouts stay complex, never a
+    wrong answer."""
+    monkeypatch.setitem(devices.entry("any", "realify", "work"), "value", 0)  # the small shapes too
+    monkeypatch.delenv("POLYMM_PREFER")  # the SIMT tiles: no tensor-core family serves complex64
+    rng = np.random.default_rng(31)
+    realified = 0
+    for bt, m, n, k in TC_SHAPES + [(1, 40, 50, 3000), (1, 300, 260, 130), (1, 64, 64, 8192)]:
+        backend._plans.clear()
+        da, db, ha, hb = _operands(rng, layout, bt, m, n, k, "complex64")
+        out = _poisoned(bt, m, n, "complex64")
+        backend.matmul(da, db, out, "auto")
+        _check(out, ha, hb, "complex64")
+        if backend.last_plan.reason.startswith("complex64 as one float32 product"):
+            realified += 1
+            assert da.strides[2] == 8, (layout, da.strides)
+    if layout in ("c", "bt", "bcast"):
+        assert realified >= 4, realified
 
 
 @pytest.mark.parametrize("dtype", ["complex128", "complex64", "float64"])

@@ -63,6 +63,13 @@ typedef unsigned short pm_u16;
 #ifndef WG_GROUP_M
 #define WG_GROUP_M 8
 #endif
+// WG_SPLIT 1: split-K. Each tile's K slices are cut into `splits` runs of slices, each a tile of
+// its own (so a deep product on few tiles fills the SMs); run p stores its partial sums, as the
+// accumulators hold them (float32, or int32 for the 8-bit types), at (p * batch + z) * M * N in
+// the workspace passed as C, and kernels/wgmma_sum.cu adds the runs in order into C.
+#ifndef WG_SPLIT
+#define WG_SPLIT 0
+#endif
 #define WG_BM 128
 #define WG_ROW 128  // bytes of K per slice: one 128-byte swizzle span
 #define WG_THREADS 384
@@ -154,16 +161,19 @@ struct wg_acc<4> {
 // pairs (two exchanges, lane bits against group bits) until lane q holds group q whole: one
 // 8-element store per lane, whole sectors per row.
 
-// A pair of results as stored, in one or two 32-bit words (float32: two).
+// A pair of results as stored, in one or two 32-bit words (float32: two). KIND 5: int32
+// accumulators stored whole (split-K's partial sums of the 8-bit types).
 template <int KIND>
 struct wg_pair {
-    static constexpr int WORDS = KIND == 2 ? 2 : 1;
+    static constexpr int WORDS = KIND == 2 || KIND == 5 ? 2 : 1;
 };
 
 template <int KIND, typename ACC>
 __device__ __forceinline__ void wg_pack(ACC lo, ACC hi, unsigned (&w)[wg_pair<KIND>::WORDS]) {
     if constexpr (KIND == 2) {
         w[0] = __float_as_uint(lo), w[1] = __float_as_uint(hi);
+    } else if constexpr (KIND == 5) {
+        w[0] = (unsigned)lo, w[1] = (unsigned)hi;
     } else if constexpr (KIND >= 3) {  // the low bytes: wrap-around, as NumPy's
         w[0] = (lo & 0xff) | ((hi & 0xff) << 8);
     } else {
@@ -174,8 +184,9 @@ __device__ __forceinline__ void wg_pack(ACC lo, ACC hi, unsigned (&w)[wg_pair<KI
 // Element e (0..7) of a group held whole: slot e / 2, half e % 2.
 template <int KIND, typename T>
 __device__ __forceinline__ T wg_element(const unsigned (&v)[4][wg_pair<KIND>::WORDS], int e) {
-    const unsigned w = v[e >> 1][KIND == 2 ? (e & 1) : 0];
+    const unsigned w = v[e >> 1][wg_pair<KIND>::WORDS == 2 ? (e & 1) : 0];
     if constexpr (KIND == 2) return __uint_as_float(w);
+    else if constexpr (KIND == 5) return (T)(int)w;
     else if constexpr (KIND >= 3) return (T)((w >> (8 * (e & 1))) & 0xff);
     else return (T)(w >> (16 * (e & 1)));
 }
@@ -209,7 +220,7 @@ __device__ __forceinline__ void wg_store(const ACC (&d)[WG_ACC], T* Cz, int M, i
             if (row >= M || col >= N) continue;
             T* dst = Cz + (pm_i64)row * N + col;
             if (vector && col + 8 <= N) {
-                if constexpr (KIND == 2) {
+                if constexpr (KIND == 2 || KIND == 5) {
                     *(uint4*)dst = make_uint4(v[0][0], v[0][1], v[1][0], v[1][1]);
                     *(uint4*)(dst + 4) = make_uint4(v[2][0], v[2][1], v[3][0], v[3][1]);
                 } else if constexpr (KIND >= 3) {
@@ -247,6 +258,7 @@ __device__ __forceinline__ void wg_store_t(const ACC (&d)[WG_ACC], T* Cz, int M,
             T* dst = Cz + (pm_i64)m * N + n;
             if (pairs && n + 1 < N) {
                 if constexpr (KIND == 2) *(float2*)dst = make_float2(d[4 * j + e], d[4 * j + 2 + e]);
+                else if constexpr (KIND == 5) *(int2*)dst = make_int2(d[4 * j + e], d[4 * j + 2 + e]);
                 else *(unsigned short*)dst = (unsigned short)((d[4 * j + e] & 0xff) | ((d[4 * j + 2 + e] & 0xff) << 8));
             } else {
                 dst[0] = (T)d[4 * j + e];
@@ -265,10 +277,20 @@ __device__ __forceinline__ void wg_tile(int tile, int tiles_m, int tiles_n, int&
     n0 = ((tile % per_group) / rows) * WG_BN;
 }
 
+// X if PICK, else Y (no #include: <type_traits> is not at hand).
+template <bool PICK, typename X, typename Y>
+struct wg_pick {
+    typedef X type;
+};
+template <typename X, typename Y>
+struct wg_pick<false, X, Y> {
+    typedef Y type;
+};
+
 // KIND: 0 float16, 1 bfloat16, 2 TF32 (float32 storage), 3 int8, 4 uint8; SEGMENTS: 1, or 3 for "tf32x3".
 template <int KIND, bool B_KMAJOR, int SEGMENTS, typename T>
 __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, int M, int N, int K, pm_i64 a_sb,
-                                        pm_i64 b_sb, T* __restrict__ C, pm_i64 c_off, int batch) {
+                                        pm_i64 b_sb, T* __restrict__ C, pm_i64 c_off, int batch, int splits) {
     // TF32 and 8-bit types with B N-major: a tile of C^T, B^T's fragments from registers (see the
     // top of the file)
     constexpr bool SWAP = KIND >= 2 && !B_KMAJOR;
@@ -285,8 +307,19 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     // tiles of 128 rows by WG_BN columns of C, or of C^T (rows along N) when SWAP
     const int rows = SWAP ? N : M, cols = SWAP ? M : N;
     const int tiles_m = (rows + WG_BM - 1) / WG_BM, tiles_n = (cols + WG_BN - 1) / WG_BN, per_entry = tiles_m * tiles_n;
-    const int tiles = per_entry * batch;  // of every batch entry, one after the other
-    const int kt_count = (K + BK - 1) / BK, slices = SEGMENTS * kt_count;
+    const int parts = WG_SPLIT ? splits : 1;  // runs of K slices (split-K), each a tile of its own
+    const int tiles = per_entry * batch * parts;  // of every batch entry, one after the other, per run
+    const int kt_count = (K + BK - 1) / BK, kt_run = (kt_count + parts - 1) / parts;
+    // The K slices of a tile (run `part`: slices kt_run * part on; none past the end), and where
+    // its batch entry, rows and columns lie.
+    auto locate = [&](int tile, int& part, int& z, int& r0, int& c0, int& kt0, int& count) {
+        part = tile / (per_entry * batch);
+        const int rest = tile - part * per_entry * batch;
+        z = rest / per_entry;
+        wg_tile(rest - z * per_entry, tiles_m, tiles_n, r0, c0);
+        kt0 = part * kt_run;
+        count = max(0, min(kt_count - kt0, kt_run));
+    };
 
     if (tid == 0) {
 #pragma unroll
@@ -309,11 +342,11 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
             const int a_entries = a_sb ? batch : 1, b_entries = b_sb ? batch : 1;
             int it = 0;
             for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-                const int z = tile / per_entry, za = a_sb ? z : 0, zb = b_sb ? z : 0;
-                int r0, c0;
-                wg_tile(tile - z * per_entry, tiles_m, tiles_n, r0, c0);
+                int part, z, r0, c0, kt0, run;
+                locate(tile, part, z, r0, c0, kt0, run);
+                const int za = a_sb ? z : 0, zb = b_sb ? z : 0, slices = SEGMENTS * run;
                 for (int j = 0; j < slices; ++j, ++it) {
-                    const int seg = SEGMENTS == 1 ? 0 : j / kt_count, kt = j - seg * kt_count;
+                    const int seg = SEGMENTS == 1 ? 0 : j / run, kt = kt0 + j - seg * run;
                     const int ca = (seg == 1) * a_entries + za, cb = (SEGMENTS == 3 && seg == 0) * b_entries + zb;
                     const int s = it % WG_STAGES;
                     if (it >= WG_STAGES) wg_bar_wait(bars + 8 * (WG_STAGES + s), ((it / WG_STAGES) - 1) & 1);
@@ -344,8 +377,13 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int row0 = (wg - 1) * 64, t = tid & 127, warp = t >> 5, lane = t & 31;
     C += c_off;
+    // split-K: the partial sums, as the accumulators hold them, in the workspace passed as C
+    ACC* const W = reinterpret_cast<ACC*>(C);
+    typedef typename wg_pick<WG_SPLIT, ACC, T>::type OUT;
+    constexpr int STORED = !WG_SPLIT ? KIND : KIND >= 3 ? 5 : 2;  // how wg_store packs an OUT pair
+    OUT* const out = WG_SPLIT ? (OUT*)W : (OUT*)C;
     // every entry's C starts as aligned as the first when N is a multiple of 8
-    const bool vector = ((N & 7) == 0) && ((((unsigned long long)C) & (8 * sizeof(T) - 1)) == 0);
+    const bool vector = ((N & 7) == 0) && ((((unsigned long long)out) & (8 * sizeof(OUT) - 1)) == 0);
     // SWAP: fragment rows g and g + 8 of this thread (g = lane / 4) are columns n and n + 1 of C,
     // n = r0 + n_in.
     // TF32: n_in chosen so that one 8-byte load fetches both, and so that the loads of a half-warp
@@ -369,15 +407,16 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     const unsigned frag8 = k_row * WG_ROW + ((cw ^ (k_row & 7)) << 4);
     // X holds k-rows 4q, 4q + 1 of this thread for q < 2, Y for q >= 2
     const unsigned even = q < 2 ? 0x6420u : 0x2064u, odd = q < 2 ? 0x7531u : 0x3175u;
-    const bool pairs = (N % 2 == 0) && ((((unsigned long long)C) & (2 * sizeof(T) - 1)) == 0);
+    const bool pairs = (N % 2 == 0) && ((((unsigned long long)out) & (2 * sizeof(OUT) - 1)) == 0);
     int it = 0;
     ACC d[WG_ACC];
     unsigned fr[16];  // SWAP: B^T's fragments for the four k steps of a slice
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const int z = tile / per_entry;
-        T* Cz = C + (pm_i64)z * M * N;
-        int r0, c0;
-        wg_tile(tile - z * per_entry, tiles_m, tiles_n, r0, c0);
+        int part, z, r0, c0, kt0, run;
+        locate(tile, part, z, r0, c0, kt0, run);
+        (void)kt0;
+        const int slices = SEGMENTS * run;
+        OUT* Cz = out + ((pm_i64)part * batch + z) * M * N;
 #pragma unroll
         for (int i = 0; i < WG_ACC; ++i) d[i] = 0;
         for (int j = 0; j < slices; ++j, ++it) {
@@ -447,20 +486,20 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
         wg_hold(d);
         if (!SWAP && slices > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
 
-        if constexpr (SWAP) wg_store_t<KIND>(d, Cz, M, N, r0 + n_in, c0 + 2 * q, pairs);
-        else wg_store<KIND>(d, Cz, M, N, r0 + row0 + 16 * warp + (lane >> 2), c0, lane & 3, vector);
+        if constexpr (SWAP) wg_store_t<STORED>(d, Cz, M, N, r0 + n_in, c0 + 2 * q, pairs);
+        else wg_store<STORED>(d, Cz, M, N, r0 + row0 + 16 * warp + (lane >> 2), c0, lane & 3, vector);
     }
 }
 
 // The two tensor maps, then the argument list every polymm CUDA kernel takes, then the batch count
-// (polymm_cuda.abi's WGMMA list).
+// and the runs of split-K (1 without WG_SPLIT) (polymm_cuda.abi's WGMMA list).
 #define WG_KERNEL(NAME, KIND, B_KMAJOR, SEGMENTS, T)                                                     \
     extern "C" __global__ void __launch_bounds__(WG_THREADS, 1)                                          \
         NAME(const __grid_constant__ pm_tmap ta, const __grid_constant__ pm_tmap tb, int M, int N, int K,  \
              const T* A, pm_i64 a_off, pm_i64 sa0, pm_i64 sa1, pm_i64 sa2, const T* B, pm_i64 b_off,       \
-             pm_i64 sb0, pm_i64 sb1, pm_i64 sb2, T* __restrict__ C, pm_i64 c_off, int batch) {           \
+             pm_i64 sb0, pm_i64 sb1, pm_i64 sb2, T* __restrict__ C, pm_i64 c_off, int batch, int splits) { \
         (void)A, (void)a_off, (void)sa1, (void)sa2, (void)B, (void)b_off, (void)sb1, (void)sb2;          \
-        wg_gemm<KIND, B_KMAJOR, SEGMENTS>(&ta, &tb, M, N, K, sa0, sb0, C, c_off, batch);                 \
+        wg_gemm<KIND, B_KMAJOR, SEGMENTS>(&ta, &tb, M, N, K, sa0, sb0, C, c_off, batch, splits);         \
     }
 WG_KERNEL(polymm_wgmma_float16_kn, 0, false, 1, pm_u16)
 WG_KERNEL(polymm_wgmma_float16_nk, 0, true, 1, pm_u16)
