@@ -308,10 +308,11 @@ REAL_OF = {"complex128": "float64", "complex64": "float32"}
 
 def _realify(p: Problem) -> Candidate | Refusal:
     """A complex product as one real product, when a backend family (or, for the dtypes of
-    ``realify.simt``, the shared SIMT kernels) runs that: A read in place as
-    M x 2K reals (its K axis must be contiguous), B written by ``realify`` as 2K x 2N reals
-    (scratch slot 3), C written as M x 2N reals.  Offsets count from a base aligned to the
-    complex item (as every complex kernel assumes)."""
+    ``realify.simt``, the shared SIMT kernels) runs that: A read in place as M x 2K reals where
+    its K axis is contiguous, else first packed so by ``pack`` (scratch slot 4: a transposed view
+    would otherwise leave the product on the complex kernels at a fraction of their speed), B
+    written by ``realify`` as 2K x 2N reals (scratch slot 3), C written as M x 2N reals.  Offsets
+    count from a base aligned to the complex item (as every complex kernel assumes)."""
     device, dtype = p.device, p.dtype
     if dtype.name not in REAL_OF:
         return Refusal("realify", f"{dtype.name} is not complex")
@@ -319,15 +320,16 @@ def _realify(p: Problem) -> Candidate | Refusal:
     (a_off, sa), (b_off, sb) = p.a, p.b
     settings = settings_for(device)
     work = settings("realify", "work")
-    if sa[2] != 1 or M * N * K < work:
-        return Refusal("realify", f"A not K-contiguous, or fewer than realify.work = {work} multiply-adds")
+    if M * N * K < work:
+        return Refusal("realify", f"fewer than realify.work = {work} multiply-adds")
     real = np.dtype(REAL_OF[dtype.name])
     copies = bt if sb[0] else 1
+    a_copies = (bt if sa[0] else 1) if sa[2] != 1 else 0  # A packed K-contiguous first
     most = settings("realify", "most_bytes")
     if copies * 4 * K * N * real.itemsize > most:
         return Refusal("realify", f"B realified would take more than realify.most_bytes = {most}")
     rshape = (bt, M, 2 * N, 2 * K)
-    ra = (2 * a_off, (2 * sa[0], 2 * sa[1], 1))
+    ra = (2 * a_off, (2 * sa[0], 2 * sa[1], 1)) if not a_copies else (0, (2 * M * K if a_copies > 1 else 0, 2 * K, 1))
     rb = (0, (4 * K * N if copies > 1 else 0, 2 * N, 1))
     rp = p.replace(dtype=real, shape=rshape, a=ra, b=rb)
     offers = [family.propose(rp) for family in families_for(device) if not family.shared]
@@ -345,14 +347,28 @@ def _realify(p: Problem) -> Candidate | Refusal:
         return Refusal("realify", f"no backend family runs the {real.name} product")
     best = min(inner, key=lambda c: c.work.seconds(device))
     scratch = copies * 4 * K * N * real.itemsize
-    why = f"{dtype.name} as one {real.name} product ({M} x {2 * K} @ {2 * K} x {2 * N}, B realified): "
+    packed = a_copies * M * K * dtype.itemsize
+    how = "A packed K-contiguous, B realified" if a_copies else "B realified"
+    why = f"{dtype.name} as one {real.name} product ({M} x {2 * K} @ {2 * K} x {2 * N}, {how}): "
     choice = best.choice.replace(reason=why + best.choice.reason)
 
     def build(c_off: int) -> Plan:
         made = plan(device, real, rshape, ra, rb, 2 * c_off, choice=best.choice)
-        moved = {1: 3}  # B is now realify's output; the inner plan's scratch moves up a slot
+        # B is now realify's output (and A pack's, where packed); the inner plan's scratch moves up
+        moved = {1: 3, **({0: 4} if a_copies else {})}
+        up = 1 + bool(a_copies)
         for launch in made.launches:
-            launch.buffers = {pos: moved.get(s, s + 1 if s >= 3 else s) for pos, s in launch.buffers.items()}
+            launch.buffers = {pos: moved.get(s, s + up if s >= 3 else s) for pos, s in launch.buffers.items()}
+        before = []
+        if a_copies:
+            args = abi.arguments(
+                "pack", R=M, NC=K, RP=M, LD=K, s_off=a_off, s_sb=sa[0], s_sr=sa[1], s_sc=sa[2], d_off=0
+            )
+            pos = abi.buffer_positions("pack")
+            tile = KernelParams(ts=16 if device.is_cpu else _cdiv(M, 65535))
+            glob, local = launch_geometry("pack", tile, M, K, a_copies)
+            pack_a = Launch("pack", tile, {}, args, {pos["src"]: 0, pos["dst"]: 4}, glob, local, 0, dtype)
+            before = _split_batch(pack_a, device.max_batch)
         args = abi.arguments(
             "realify", K=K, N=N, s_off=2 * b_off, s_sb=2 * sb[0], s_sk=2 * sb[1], s_sn=2 * sb[2], d_off=0
         )
@@ -362,12 +378,16 @@ def _realify(p: Problem) -> Candidate | Refusal:
         expand = Launch("realify", params, {}, args, {pos["src"]: 1, pos["dst"]: 3}, glob, local, 0, real)
         return Plan(
             choice,
-            launches=[*_split_batch(expand, device.max_batch), *made.launches],
-            scratch=[scratch, *made.scratch],
+            launches=[*before, *_split_batch(expand, device.max_batch), *made.launches],
+            scratch=[scratch, *([packed] if a_copies else []), *made.scratch],
             dtype=real,
         )
 
-    work = dataclasses.replace(best.work, launches=best.work.launches + 1, bytes=best.work.bytes + scratch * 3 / 2)
+    work = dataclasses.replace(
+        best.work,
+        launches=best.work.launches + 1 + bool(a_copies),
+        bytes=best.work.bytes + scratch * 3 / 2 + 2 * packed,
+    )
     return Candidate("realify", choice, work, build=build)
 
 

@@ -217,7 +217,8 @@ class CUDABackend(Backend):
     def _steps(self, dev, made) -> list:
         steps = []
         for launch in made.launches:
-            fn = self.compiled(dev, launch.kernel, made.dtype, launch.params, launch.flags, launch.external)
+            dtype = launch.dtype if launch.dtype is not None else made.dtype  # a complex pack before a real product
+            fn = self.compiled(dev, launch.kernel, dtype, launch.params, launch.flags, launch.external)
             if launch.dynamic_local > 48 * 1024:
                 fn.max_dynamic_shared_size_bytes = launch.dynamic_local
             grid = tuple(g // b for g, b in zip(launch.global_size, launch.local_size))

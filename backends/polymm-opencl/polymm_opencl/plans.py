@@ -77,7 +77,16 @@ def make_plan(programs, facts, a, b, out, algorithm, choice) -> _Plan:
         slots = sorted(launch.buffers.items())
         steps.append(
             kernel_step(
-                programs, facts, launch.kernel, dtype, launch.params, launch.flags, types, args, slots, geometry
+                programs,
+                facts,
+                launch.kernel,
+                launch.dtype if launch.dtype is not None else dtype,  # realify: a complex pack, real products
+                launch.params,
+                launch.flags,
+                types,
+                args,
+                slots,
+                geometry,
             )
         )
     return _Plan(steps, made)
