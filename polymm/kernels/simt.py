@@ -140,7 +140,7 @@ def _matvec(p: Problem) -> Candidate | Refusal:
 
 def _vecmat(p: Problem) -> Candidate | Refusal:
     """A row vector times a matrix: ``vecmat`` streams B once (float32 and float64: one vector
-    load per row and work-item), in one launch unless N gives too few work-groups; then K is
+    load per row and work-item; narrower types as many columns as make ``vecmat.item_bytes``), in one launch unless N gives too few work-groups; then K is
     split too (slices added in order), each slice deep enough for every team to fill its rows in
     flight once."""
     device, dtype, N, K, batch = p.device, p.dtype, p.N, p.K, p.batch
@@ -148,6 +148,7 @@ def _vecmat(p: Problem) -> Candidate | Refusal:
         return Refusal("vecmat", f"M={p.M} > 1 or K={K} < 32")
     settings = settings_for(device)
     ndimc, mdimc, kwg, gvw = settings("vecmat", "geometry")
+    gvw = max(gvw, settings("vecmat", "item_bytes") // dtype.itemsize)  # as many bytes per row as float32's
     params = KernelParams(mr=1, nwg=ndimc * gvw, ndimc=ndimc, mdimc=mdimc, kwg=kwg, gvw=gvw, use_local=False)
     while params.mdimc > 1 and local_mem_bytes("vecmat", dtype, params) > device.local_mem:
         params = params.replace(mdimc=params.mdimc // 2)
