@@ -72,7 +72,9 @@ def _shapes():
 
 
 def planned_variants(dtype: str) -> set:
-    """Every distinct (kernel, params, flags) the planner launches for ``dtype`` on the model H100."""
+    """Every distinct (kernel, params, flags, dtype) the planner launches for ``dtype`` on the model
+    H100 (a launch's own dtype: a complex product realified launches real kernels after a complex
+    pack)."""
     found = set()
     for algorithm in ("auto", "naive", "tiled"):
         for batch, m, n, k in _shapes():
@@ -82,7 +84,8 @@ def planned_variants(dtype: str) -> set:
             ):
                 made = planner.plan(H100, dtype, (batch, m, n, k), (0, a_strides), (0, b_strides), 0, algorithm)
                 for launch in made.launches:
-                    found.add((launch.kernel, launch.params, tuple(sorted(launch.flags.items()))))
+                    own = np.dtype(launch.dtype if launch.dtype is not None else dtype).name
+                    found.add((launch.kernel, launch.params, tuple(sorted(launch.flags.items())), own))
     return found
 
 
@@ -90,8 +93,8 @@ def _translation_unit(dtype: str) -> str:
     """All planned variants for ``dtype`` in one CUDA source: each in its own namespace,
     its entry point renamed and its ``#define``s undone after it."""
     parts = []
-    for i, (kernel, params, flags) in enumerate(sorted(planned_variants(dtype), key=repr)):
-        src = render("cuda", kernel, dtype, params, **dict(flags))
+    for i, (kernel, params, flags, own) in enumerate(sorted(planned_variants(dtype), key=repr)):
+        src = render("cuda", kernel, own, params, **dict(flags))
         name = kernel_name(kernel)
         src = re.sub(rf"\b{name}\b", f"{name}_v{i}", src)
         names = sorted(set(re.findall(r"^#define (\w+)", src, flags=re.M)))
@@ -110,7 +113,7 @@ def _compile(src: str, tag: str, workdir: str, extra=("--ptx", "-Xcicc", "-O0"))
 
 def test_planner_reaches_every_kernel():
     """The planned launches cover every product and helper kernel on a GPU (no nvcc needed)."""
-    kernels = {kernel for kernel, _, _ in planned_variants("float32")}
+    kernels = {kernel for kernel, _, _, _ in planned_variants("float32")}
     assert kernels == {"naive", "tiled", "regblock", "matvec", "vecmat", "pack", "sum-slices"}, kernels
 
 
@@ -241,7 +244,8 @@ def test_wgmma_kernels_compile_without_spills(bn):
 
 def test_wgmma_is_planned_on_hopper_only():
     """float16 on compute capability 9.0 plans the wgmma kernel (tensor maps described for the
-    backend to encode); 8.0 plans mma.sync; a misaligned row stride falls back to it too."""
+    backend to encode); 8.0 plans mma.sync; a misaligned row stride is copied first (16-byte rows,
+    the map over the copy)."""
     import dataclasses
 
     import polymm_cuda.backend  # noqa: F401  (registers the families)
@@ -264,7 +268,10 @@ def test_wgmma_is_planned_on_hopper_only():
     assert ampere.choice.kernel.startswith("polymm_tc_float16")
     odd = (0, (520 * 516, 516, 1))  # 1032-byte rows: not a multiple of 16 bytes
     made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 520, 512, 512), odd, strides)
-    assert not made.choice.kernel.startswith("polymm_wgmma")
+    assert made.choice.kernel == "polymm_wgmma_float16_kn" and made.choice.reason.endswith("A copied K-major first")
+    (copy,) = made.choice.external["before"]
+    assert copy["kernel"] == "polymm_restride_2" and copy["values"]["s_r"] == 516 and copy["values"]["ld"] == 512
+    assert made.choice.external["tma"][0] == (3, ((512, 520, 1), (1024, 520 * 1024), (64, 128, 1), 2))
     bt_int8 = (0, (512 * 512, 1, 512))  # B^T row-major: the 8-bit wgmma reads K-major B only
     made = planner.plan(dataclasses.replace(H100, cc=90), "int8", (1, 512, 512, 512), strides, bt_int8)
     assert made.choice.kernel == "polymm_wgmma_int8_nk"
@@ -286,7 +293,8 @@ def test_wgmma_is_planned_on_hopper_only():
     assert made.choice.external["tma"][1] == (3, ((512, 512, 1), (512, 512 * 512), (128, 64, 1), 1))
     repeated = (0, (0, 0, 1))  # one row of A seen M times (a broadcast view): no tensor map has stride 0
     made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 512, 512, 512), repeated, strides)
-    assert not made.choice.kernel.startswith("polymm_wgmma")
+    assert [x.kernel for x in made.launches] == ["polymm_restride_2", "polymm_wgmma_float16_kn"]
+    assert made.launches[0].args[3] == 0  # the copy reads the one row M times (s_r = 0)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
@@ -579,8 +587,9 @@ def test_complex128_reads_b_realified_on_hopper(shape, b_layout):
 
 
 def test_complex128_stays_complex_where_realifying_gains_nothing():
-    """Products of few tiles, A without a contiguous K axis, few columns, B too large to realify in
-    scratch before Hopper, and devices without the entry keep the complex kernels."""
+    """Products of few tiles, few columns, B too large to realify in scratch before Hopper, and
+    devices without the entry keep the complex kernels; A without a contiguous K axis is packed
+    first."""
     import dataclasses
 
     import polymm_cuda.backend  # noqa: F401
@@ -588,13 +597,16 @@ def test_complex128_stays_complex_where_realifying_gains_nothing():
     hopper = dataclasses.replace(H100, cc=90)
     for shape, sa in (
         ((1, 128, 128, 128), (128 * 128, 128, 1)),  # too few tiles for the float64 kernel
-        ((1, 1024, 1024, 1024), (1 << 20, 1, 1024)),  # A column-major
         ((1, 2048, 4, 2048), (1 << 22, 2048, 1)),  # few columns: matvec
     ):
         bt, m, n, k = shape
         made = planner.plan(hopper, "complex128", shape, (0, sa), (0, (k * n, n, 1)))
         assert made.dtype == np.complex128 and made.launches[0].kernel != "realify", made.choice
         assert "dmma" not in made.choice.kernel, made.choice
+    column_a = (0, (1 << 20, 1, 1024))  # A column-major: packed, then as one float64 product
+    made = planner.plan(hopper, "complex128", (1, 1024, 1024, 1024), column_a, (0, (1 << 20, 1024, 1)))
+    assert made.dtype == np.float64 and [x.kernel for x in made.launches][:2] == ["pack", "realify"], made.choice
+    assert "A packed K-contiguous" in made.choice.reason
     shape = (1, 64, 16384, 16384)  # the realified B would exceed REALIFY_BYTES
     made = planner.plan(
         dataclasses.replace(H100, cc=80), "complex128", shape, (0, (1 << 20, 16384, 1)), (0, (1 << 28, 16384, 1))
