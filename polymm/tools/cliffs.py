@@ -570,15 +570,16 @@ def _worst(cells):
     }
 
 
-def summarise(cells: list[Cell]) -> dict:
-    """Per backend: worst cell and geometric mean over all cells, and against its :data:`FLOORS` entry."""
+def summarise(cells: list[Cell], keys: dict | None = None) -> dict:
+    """Per backend: worst cell and geometric mean over all cells, and against its :data:`FLOORS` entry
+    (``keys``: backend -> floor key, for records summarised where the backend is not installed)."""
     summary = {}
     for name in dict.fromkeys(c.backend for c in cells):
         mine = [c for c in cells if c.backend == name]
         entry = _worst(mine)
         entry["wrong"] = [f"{c.case} {c.dtype}: {c.error}" for c in mine if not c.correct]
         entry["noisy"] = [f"{c.case} {c.dtype}" for c in mine if c.noisy]
-        key = floor_key(name, polymm.get_backend(name))
+        key = (keys or {}).get(name) or floor_key(name, polymm.get_backend(name))
         floor = FLOORS.get(key)
         if floor is not None:
             gated = [
