@@ -143,9 +143,7 @@ def show_progress(every: float = 10.0) -> None:
         if now - state["last"] >= every:
             state["last"] = now
             total = len(list(itertools.product(*benchmark["params"]))) if benchmark["params"] else 1
-            params = (
-                ", ".join(list(itertools.product(*benchmark["params"]))[param_idx]) if benchmark["params"] else ""
-            )
+            params = ", ".join(list(itertools.product(*benchmark["params"]))[param_idx]) if benchmark["params"] else ""
             print(
                 f"\n    asv_run: {benchmark['name']}: {state['done']} combinations run in "
                 f"{now - state['start']:.0f} s, now at #{param_idx + 1} of {total} ({params})",
