@@ -13,7 +13,8 @@
 # it as a record: python scripts/asv_keep.py <machine>.
 #
 # Environment: ASV_MACHINE (default polymm-h100), ASV_GPU_BUDGET seconds for all slices
-# (default 400), ASV_GPU_SLICES to run only the named slices (e.g. "cuda_f32 reference").
+# (default 400), ASV_GPU_SLICES to run only the named slices (e.g. "cuda_time reference").
+# A cliff slice holds a dozen or so cells: each is a process (CuPy start-up) timed for 0.8 s.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-${OUT:-$root/asv_bench}}"
@@ -81,9 +82,11 @@ slices=(
   "cpu|50|Square\.(time_matmul|track_gflops)\('cpu', 'auto', (1024|4096), $f32\)|Reference\.(time_matmul|track_gflops)\('numpy', (1024|4096), $f32"
   "opencl_ratio|40|Square\.track_ratio_to_reference\('opencl', 'auto', (1024|4096), $f32\)|(Shapes|Batched)\.track_gflops\('opencl', 'auto'"
   "overhead|30|CallOverhead\.\w+\('cuda'"
-  "cliffs_cuda|90|CliffCell\.track_ratio\('cuda', '[\w-]+ float32'\)"
-  "cliffs_cuda_f64|60|CliffCell\.track_ratio\('cuda', '[\w-]+ float64'\)"
-  "cliffs_opencl|60|CliffCell\.track_ratio\('opencl', '[\w-]+ float32'\)"
+  "cliffs_cuda_sq|60|CliffCell\.track_ratio\('cuda', '(square|batch|broadcast)-[\w-]+ float32'\)"
+  "cliffs_cuda_mv|60|CliffCell\.track_ratio\('cuda', '(gemv|gevm|n4|m4|deep-k|outer|transposed|fortran|negative|step)-[\w-]+ float32'\)"
+  "cliffs_cuda_tc|60|CliffCell\.track_ratio\('cuda', '(tc-square-(4096|8192) (float16|int8)|tf32(x3)?-square-(4096|8192) float32)'\)"
+  "cliffs_cuda_f64|60|CliffCell\.track_ratio\('cuda', '(square-\d+|batch-[\w-]+|gemv-4096) float64'\)"
+  "cliffs_opencl|60|CliffCell\.track_ratio\('opencl', '(square|batch|gemv|n4|transposed)-[\w-]+ float32'\)"
 )
 # Compile every kernel the slices will use once, up front: CuPy and PyOpenCL cache the
 # binaries on disk, so each benchmark process then only loads them (inside its own slice a
