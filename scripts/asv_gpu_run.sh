@@ -136,9 +136,10 @@ for entry in "${slices[@]}"; do
     fi
     [ "$seconds" -gt "$left" ] && seconds=$left
     echo "asv_gpu_run: slice $name (${seconds}s): $regex"
-    # asv_run.py: a slice cut short by its time box leaves no benchmark process behind
+    # asv_run.py: a slice cut short by its time box leaves no benchmark process behind; spawn: a
+    # fresh interpreter per combination, as recorded so far (CUDA does not survive a fork)
     timeout --kill-after=10 "$seconds" "$python" "$root/scripts/asv_run.py" run --config asv.existing.conf.json \
-        --machine "$machine" --set-commit-hash "$commit" --show-stderr --bench "$regex"
+        --machine "$machine" --set-commit-hash "$commit" --show-stderr --launch-method spawn --bench "$regex"
     echo "asv_gpu_run: slice $name exit $? after $(( $(date +%s) - start ))s"
     pack   # after every slice: if the whole command is cut short, what is done still comes back
 done

@@ -16,8 +16,8 @@
 #   machine name <machine>-quick so rough numbers never pass for measurements.
 # * asv runs through scripts/asv_run.py: Ctrl-C, kill or a closed terminal stops the benchmark
 #   processes too (asv starts each in a process group of its own).
-# * Benchmarks run through one fork server (--launch-method forkserver: polymm is imported once,
-#   not once per parameter combination); pass --launch-method spawn to change that.
+# * Benchmarks run through one fork server (asv.existing.conf.json's launch_method: polymm is
+#   imported once, not once per parameter combination); --launch-method spawn changes that.
 # * The benchmark processes import polymm from PYTHONPATH when it is set (as ASV_PYTHONPATH:
 #   asv drops PYTHONPATH), so a worktree's code is measured, not the venv's editable install.
 #
@@ -27,12 +27,10 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python}"
 quick=0
 bench=0
-launch=(--launch-method forkserver)
 for arg in "$@"; do
     case "$arg" in
         --quick|-q) quick=1 ;;
         --bench|--bench=*|-b) bench=1 ;;
-        --launch-method|--launch-method=*) launch=() ;;
     esac
 done
 # --quick without --bench: the slice of every benchmark that asv_bench/quick.txt names.
@@ -47,6 +45,8 @@ machine="$(PYTHON="$python" "$root/scripts/asv_machine.sh" ${ASV_MACHINE:+"$ASV_
 if [ "$quick" = 1 ]; then
     machine="$(PYTHON="$python" "$root/scripts/asv_machine.sh" "$machine-quick")"
     export POLYMM_ASV_QUICK=1
+else
+    unset POLYMM_ASV_QUICK   # a full run's figures are sampled, whatever the shell had set
 fi
 if [ -n "${PYTHONPATH:-}" ] && [ -z "${ASV_PYTHONPATH:-}" ]; then
     export ASV_PYTHONPATH="$PYTHONPATH"
@@ -55,4 +55,4 @@ commit="${ASV_COMMIT:-$(git -C "$root" rev-parse HEAD)}"
 echo "asv_local_run: machine $machine, commit ${commit:0:8}; results in asv_bench/scratch/results/$machine/ (not tracked)"
 cd "$root/asv_bench"
 exec "$python" "$root/scripts/asv_run.py" run --config asv.existing.conf.json --machine "$machine" \
-    --set-commit-hash "$commit" --show-stderr "${launch[@]}" "${selection[@]}" "$@"
+    --set-commit-hash "$commit" --show-stderr "${selection[@]}" "$@"
