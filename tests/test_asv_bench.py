@@ -252,3 +252,45 @@ def test_publish_labels_each_machine_with_the_age_of_its_data(tmp_path):
     assert h100["stale"] and h100["note"]  # a 2026-11-22 run is not presented as current
     html = publish.banner(list(rows.values()))
     assert "STALE" in html and 'location.protocol === "file:"' in html and "--serve" in html
+
+
+@pytest.mark.skipif(importlib.util.find_spec("asv") is None, reason="asv is not installed (the docs extra)")
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="not a git checkout")
+def test_a_quick_local_run_changes_no_tracked_file(tmp_path):
+    """One tiny benchmark through scripts/asv_local_run.sh: results land in the ignored scratch
+    folder, ``git status`` is what it was (asv used to rewrite results/benchmarks.json)."""
+    import os
+    import shutil
+    import subprocess
+
+    def status():
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    before = status()
+    machine = "pytest-asv-probe"
+    env = dict(os.environ, HOME=str(tmp_path), ASV_MACHINE=machine, PYTHON=sys.executable)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    scratch = ROOT / "asv_bench" / "scratch" / "results" / f"{machine}-quick"
+    try:
+        done = subprocess.run(
+            [
+                str(ROOT / "scripts" / "asv_local_run.sh"),
+                "--quick",
+                "--bench",
+                r"CallOverhead.time_reference\('cpu', 4\)",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert list(scratch.glob("*-existing-*.json")), "no result in the scratch folder"
+        assert status() == before
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
