@@ -2,7 +2,7 @@
 # Run the asv suite in the current Python environment (the dev venv with polymm and its backends
 # installed editable), recorded for the current commit, and print the results.
 #
-#   scripts/asv_local_run.sh --quick                    # a slice of every benchmark: ~2-4 minutes
+#   scripts/asv_local_run.sh --quick                    # a slice of every benchmark: ~2 minutes
 #   scripts/asv_local_run.sh --quick --bench "Square.time_matmul\('cpu'"   # any `asv run` options
 #   scripts/asv_local_run.sh                            # full sampling: an hour and more on 2 cores
 #   ASV_MACHINE=my-laptop scripts/asv_local_run.sh      # machine name (default polymm-<n>core-<host>)
