@@ -8,11 +8,13 @@
 # editable. The benchmarks run in that Python (asv.existing.conf.json) in prioritised slices,
 # each time-boxed, because asv saves results only when a run ends: a slice cut short loses
 # only itself. Results are recorded for POLYMM_COMMIT (the commit the working tree was sent
-# from) under asv_bench/results/$ASV_MACHINE/ and packed into OUT_DIR/asv-results-<machine>.tgz
-# with a log; unpack that archive in asv_bench/ at home.
+# from) under asv_bench/scratch/results/$ASV_MACHINE/ and packed (with benchmarks.json) into
+# OUT_DIR/asv-results-<machine>.tgz with a log. At home, unpack it in asv_bench/scratch/ and keep
+# it as a record: python scripts/asv_keep.py <machine>.
 #
 # Environment: ASV_MACHINE (default polymm-h100), ASV_GPU_BUDGET seconds for all slices
-# (default 400), ASV_GPU_SLICES to run only the named slices (e.g. "cuda_f32 reference").
+# (default 400), ASV_GPU_SLICES to run only the named slices (e.g. "cuda_time reference").
+# A cliff slice holds a dozen or so cells: each is a process (CuPy start-up) timed for 0.8 s.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-${OUT:-$root/asv_bench}}"
@@ -56,8 +58,8 @@ EOF
 fi
 
 pack() {
-    [ -d "$root/asv_bench/results/$machine" ] || return 0
-    tar czf "$out/.asv-results.tmp" -C "$root/asv_bench" "results/$machine" \
+    [ -d "$root/asv_bench/scratch/results/$machine" ] || return 0
+    tar czf "$out/.asv-results.tmp" -C "$root/asv_bench/scratch" "results/$machine" results/benchmarks.json \
         && mv "$out/.asv-results.tmp" "$out/asv-results-$machine.tgz"
 }
 
@@ -80,6 +82,11 @@ slices=(
   "cpu|50|Square\.(time_matmul|track_gflops)\('cpu', 'auto', (1024|4096), $f32\)|Reference\.(time_matmul|track_gflops)\('numpy', (1024|4096), $f32"
   "opencl_ratio|40|Square\.track_ratio_to_reference\('opencl', 'auto', (1024|4096), $f32\)|(Shapes|Batched)\.track_gflops\('opencl', 'auto'"
   "overhead|30|CallOverhead\.\w+\('cuda'"
+  "cliffs_cuda_sq|60|CliffCell\.track_ratio\('cuda', '(square|batch|broadcast)-[\w-]+ float32'\)"
+  "cliffs_cuda_mv|60|CliffCell\.track_ratio\('cuda', '(gemv|gevm|n4|m4|deep-k|outer|transposed|fortran|negative|step)-[\w-]+ float32'\)"
+  "cliffs_cuda_tc|60|CliffCell\.track_ratio\('cuda', '(tc-square-(4096|8192) (float16|int8)|tf32(x3)?-square-(4096|8192) float32)'\)"
+  "cliffs_cuda_f64|60|CliffCell\.track_ratio\('cuda', '(square-\d+|batch-[\w-]+|gemv-4096) float64'\)"
+  "cliffs_opencl|60|CliffCell\.track_ratio\('opencl', '(square|batch|gemv|n4|transposed)-[\w-]+ float32'\)"
 )
 # Compile every kernel the slices will use once, up front: CuPy and PyOpenCL cache the
 # binaries on disk, so each benchmark process then only loads them (inside its own slice a
@@ -129,8 +136,10 @@ for entry in "${slices[@]}"; do
     fi
     [ "$seconds" -gt "$left" ] && seconds=$left
     echo "asv_gpu_run: slice $name (${seconds}s): $regex"
-    timeout --kill-after=10 "$seconds" "$python" -m asv run --config asv.existing.conf.json \
-        --machine "$machine" --set-commit-hash "$commit" --show-stderr --bench "$regex"
+    # asv_run.py: a slice cut short by its time box leaves no benchmark process behind; spawn: a
+    # fresh interpreter per combination, as recorded so far (CUDA does not survive a fork)
+    timeout --kill-after=10 "$seconds" "$python" "$root/scripts/asv_run.py" run --config asv.existing.conf.json \
+        --machine "$machine" --set-commit-hash "$commit" --show-stderr --launch-method spawn --bench "$regex"
     echo "asv_gpu_run: slice $name exit $? after $(( $(date +%s) - start ))s"
     pack   # after every slice: if the whole command is cut short, what is done still comes back
 done

@@ -10,7 +10,7 @@
 # Exit status 0: no regression; 1: asv found one (the table shows which); 2: usage/setup.
 # `asv continuous` runs both commits interleaved on this machine, so the comparison is fair
 # even on a noisy laptop; increase FACTOR there. Needs network on first use (pip installs
-# numba etc. into asv_bench/env/).
+# numba etc. into asv_bench/env/). Results go to asv_bench/scratch/results/ (not tracked).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python}"
@@ -35,7 +35,7 @@ else
     args+=(--bench "time_matmul\\('cpu'" --bench "time_matmul\\('numpy'")
 fi
 set +e
-"$python" -m asv "${args[@]}" "$base" "$head"
+"$python" "$root/scripts/asv_run.py" "${args[@]}" "$base" "$head"   # asv, leaving no process behind
 status=$?
 set -e
 [ $status -eq 0 ] && echo "asv_regression_check: no CPU regression beyond x$factor ($base -> $head)"

@@ -114,12 +114,183 @@ def test_every_cdn_reference_of_asvs_page_is_vendored():
         assert (ROOT / "asv_bench" / "vendor" / local).is_file(), local
 
 
-def test_cliff_suite_tracks_worst_cell_and_geomean():
+def test_cliff_cells_are_parameters_and_one_runs_on_the_cpu(monkeypatch):
     suite = importlib.import_module("polymm_asv_benchmarks.cliffs")
-    summary = suite.run_suite(["cpu", "no-such-backend"], cases="square-32", budget=0.02)
-    bench = suite.CliffSuite()
-    bench.setup(summary, "cpu")
-    worst, geomean = bench.track_worst_cell(summary, "cpu"), bench.track_geomean(summary, "cpu")
-    assert 0 < worst <= geomean
-    with pytest.raises(NotImplementedError):
-        bench.setup(summary, "no-such-backend")
+    assert suite.CliffCell.params[0] == common.BACKENDS and suite.CliffCell.params[1] == suite.CELLS
+    assert len(set(suite.CELLS)) == len(suite.CELLS)
+    assert "gemv-4096 float32" in suite.CELLS and "square-256 int8" in suite.CELLS
+    assert not any(c.startswith("grid-") for c in suite.CELLS)  # the GPU grid is recorded elsewhere
+    assert not hasattr(suite.CliffCell, "setup_cache")  # no whole-suite run before the first figure
+    monkeypatch.setattr(suite, "BUDGET", 0.0)
+    bench = suite.CliffCell()
+    bench.setup("cpu", "square-32 float32")
+    assert bench.track_ratio("cpu", "square-32 float32") > 0
+    for backend, cell in [("no-such-backend", "square-32 float32"), ("cpu", "tc-square-1024 float16")]:
+        with pytest.raises(NotImplementedError):
+            suite.CliffCell().setup(backend, cell)
+
+
+def _combinations():
+    """Every "name(params)" asv would match --bench against, from the suite's classes."""
+    import inspect
+    import itertools
+
+    names = []
+    for module in ("matmul", "cliffs"):
+        mod = importlib.import_module(f"polymm_asv_benchmarks.{module}")
+        for cls_name, cls in vars(mod).items():
+            if not inspect.isclass(cls) or cls.__module__ != mod.__name__ or cls_name.startswith("_"):
+                continue
+            for method in (m for m in dir(cls) if m.startswith(("time_", "track_"))):
+                for params in itertools.product(*cls.params):
+                    names.append(f"{module}.{cls_name}.{method}({', '.join(map(repr, params))})")
+    return names
+
+
+def test_the_quick_slice_selects_every_benchmark_and_stays_small():
+    import re
+
+    lines = (ROOT / "asv_bench" / "quick.txt").read_text().splitlines()
+    regexes = [re.compile(line) for line in lines if line and not line.startswith("#")]
+    names = _combinations()
+    chosen = [n for n in names if any(r.search(n) for r in regexes)]
+    for regex in regexes:
+        assert any(regex.search(n) for n in names), f"{regex.pattern} selects nothing"
+    benchmarks = {n.split("(")[0] for n in names}
+    assert benchmarks == {n.split("(")[0] for n in chosen}, "a benchmark the quick run leaves out"
+    # ~0.5-1.3 s a combination on 2 cores (a process each): a few minutes at most
+    assert len(chosen) < 300, len(chosen)
+
+
+def _ignored(path: Path) -> bool:
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", str(path)]).returncode == 0
+
+
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="not a git checkout")
+def test_asv_runs_write_only_ignored_paths():
+    import json
+    import re
+
+    for name in ("asv.conf.json", "asv.existing.conf.json"):
+        text = re.sub(r"^\s*//.*$", "", (ROOT / "asv_bench" / name).read_text(), flags=re.M)
+        conf = json.loads(text)
+        for key in ("results_dir", "html_dir", "env_dir"):
+            assert _ignored(ROOT / "asv_bench" / conf[key] / "x.json"), f"{name}: {key} {conf[key]} is tracked"
+    publish = importlib.import_module("asv_publish_offline")
+    assert _ignored(publish.WORK / "results" / "x.json")
+    assert not _ignored(publish.RECORDS / "x.json")  # the records are committed
+    for script in ("asv_local_run.sh", "asv_record_local.sh", "asv_gpu_run.sh", "asv_regression_check.sh"):
+        text = (ROOT / "scripts" / script).read_text()
+        assert "-m asv " not in text, f"{script} runs asv without scripts/asv_run.py"
+    assert "asv_bench/results" not in (ROOT / "scripts" / "asv_local_run.sh").read_text().replace(
+        "asv_bench/scratch/results", ""
+    )
+
+
+def test_asv_run_reaps_an_orphaned_benchmark_process(tmp_path):
+    """A process that leaves its own process group behind (as asv's benchmark processes do) and
+    whose parent dies is handed to asv_run (a subreaper) and stopped by ``reap``."""
+    import subprocess
+    import textwrap
+
+    probe = textwrap.dedent(
+        f"""
+        import os, subprocess, sys, time
+        sys.path.insert(0, {str(ROOT / "scripts")!r})
+        import asv_run
+        if not asv_run.become_subreaper():
+            print("no-subreaper"); sys.exit(0)
+        # a parent that starts a sleeper in a new session, then exits: the sleeper is orphaned
+        subprocess.run(["sh", "-c", "setsid sleep 60 >/dev/null 2>&1 & echo $! > {tmp_path / "pid"}"])
+        time.sleep(0.3)
+        orphan = int(open({str(tmp_path / "pid")!r}).read())
+        assert orphan in asv_run.descendants(), "the orphan was not handed to the subreaper"
+        stopped = asv_run.reap(grace=1.0)
+        assert orphan in stopped, stopped
+        assert not asv_run.descendants()
+        print("reaped")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    if done.stdout.strip() == "no-subreaper":
+        pytest.skip("no prctl(PR_SET_CHILD_SUBREAPER) here")
+    assert done.stdout.strip() == "reaped"
+
+
+def test_keep_copies_a_run_into_the_records_and_refuses_quick_runs(tmp_path):
+    import json
+
+    keep = importlib.import_module("asv_keep")
+    source, records = tmp_path / "scratch", tmp_path / "records"
+    (source / "box").mkdir(parents=True)
+    (source / "box" / "machine.json").write_text("{}")
+    (source / "box" / "abcdef12-existing-py.json").write_text("{}")
+    (source / "box" / "12345678-existing-py.json").write_text("{}")
+    (source / "benchmarks.json").write_text(json.dumps({"new": 1, "version": 2}))
+    records.mkdir()
+    (records / "benchmarks.json").write_text(json.dumps({"old": 1, "new": 0, "version": 2}))
+    keep.keep("box", ["abcdef1234"], source, records)
+    assert sorted(p.name for p in (records / "box").iterdir()) == ["abcdef12-existing-py.json", "machine.json"]
+    assert json.loads((records / "benchmarks.json").read_text()) == {"old": 1, "new": 1, "version": 2}
+    with pytest.raises(SystemExit):
+        keep.keep("box-quick", [], source, records)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("asv") is None, reason="asv is not installed (the docs extra)")
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="not a git checkout")
+def test_publish_labels_each_machine_with_the_age_of_its_data(tmp_path):
+    publish = importlib.import_module("asv_publish_offline")
+    results = publish.gather(records_only=True, work=tmp_path)
+    assert (results / "benchmarks.json").is_file()
+    rows = {r["machine"]: r for r in publish.machines(results)}
+    assert {"polymm-2core-ci", "polymm-h100"} <= set(rows)
+    h100 = rows["polymm-h100"]
+    assert h100["source"] == "record" and h100["commit"] == "1e0b0020"
+    assert h100["stale"] and h100["note"]  # a 2026-11-22 run is not presented as current
+    html = publish.banner(list(rows.values()))
+    assert "STALE" in html and 'location.protocol === "file:"' in html and "--serve" in html
+
+
+@pytest.mark.skipif(importlib.util.find_spec("asv") is None, reason="asv is not installed (the docs extra)")
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="not a git checkout")
+def test_a_quick_local_run_changes_no_tracked_file(tmp_path):
+    """One tiny benchmark through scripts/asv_local_run.sh: results land in the ignored scratch
+    folder, ``git status`` is what it was (asv used to rewrite results/benchmarks.json)."""
+    import os
+    import shutil
+    import subprocess
+
+    def status():
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    before = status()
+    machine = "pytest-asv-probe"
+    env = dict(os.environ, HOME=str(tmp_path), ASV_MACHINE=machine, PYTHON=sys.executable)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    scratch = ROOT / "asv_bench" / "scratch" / "results" / f"{machine}-quick"
+    try:
+        done = subprocess.run(
+            [
+                str(ROOT / "scripts" / "asv_local_run.sh"),
+                "--quick",
+                "--bench",
+                r"CallOverhead.time_reference\('cpu', 4\)",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert list(scratch.glob("*-existing-*.json")), "no result in the scratch folder"
+        assert status() == before
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

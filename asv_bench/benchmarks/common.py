@@ -36,6 +36,11 @@ if _extra.startswith("only:"):
 else:
     BACKENDS += [b for b in _extra.split(",") if b and b not in BACKENDS]
 
+#: POLYMM_ASV_QUICK=1 (``scripts/asv_local_run.sh --quick`` sets it): the ``track_*`` figures,
+#: which time themselves, take one timed call instead of sampling for seconds, and host runs of
+#: the cliff suite skip the cells above 512. asv's own ``--quick`` shortens only ``time_*``.
+QUICK = os.environ.get("POLYMM_ASV_QUICK", "") not in ("", "0")
+
 #: Every algorithm name any built-in backend offers; a backend lacking one skips it.
 ALGORITHMS = ["naive", "tiled", "tiled-dynamic", "auto"]
 
@@ -173,8 +178,11 @@ def measure(fn, min_sample=2e-3, samples=7, budget=1.5, warm=True) -> float:
 
     Used by the ``track_*`` benchmarks, which asv calls once and which must time for
     themselves. The minimum, not the median: other processes on a shared machine only ever
-    add time, so the fastest sample is the closest to what the kernel can do.
+    add time, so the fastest sample is the closest to what the kernel can do. With ``QUICK``,
+    one timed call (after the warm-up, if any).
     """
+    if QUICK:
+        samples, budget = 1, 0.0
     return _timing.measure(fn, samples=samples, min_sample=min_sample, budget=budget, warm=warm).best
 
 
