@@ -52,7 +52,9 @@ def main() -> None:
     if args.plot:
         cliffs.plot(document, args.plot)
     for name, entry in document["summary"].items():
-        print(f"{name}: {len(document['cells'])} cells, worst {entry['worst']:.2f}x ({entry['worst_case']}), geomean {entry['geomean']:.2f}x")
+        print(
+            f"{name}: {len(document['cells'])} cells, worst {entry['worst']:.2f}x ({entry['worst_case']}), geomean {entry['geomean']:.2f}x"
+        )
 
 
 if __name__ == "__main__":
