@@ -118,10 +118,6 @@ def vecdot(x1, x2, /, *, axis=-1, backend=None, algorithm="auto", out=None, prec
     return deliver(name, contract_pair(x1, labels1, x2, labels2, kept, options), out)
 
 
-#: The product's own two axes, named so no caller's label (a letter, a place, an operand's axis) is the same.
-_ROWS, _COLS = ("rows",), ("cols",)
-
-
 def contract_pair(x1, labels1, x2, labels2, kept, options):
     """Sum of ``x1 * x2`` over every label not ``kept``, the result's axes in ``kept``'s order (see
     :func:`_pair`)."""
@@ -138,43 +134,140 @@ def _pair(x1, labels1, x2, labels2, wanted, options, preferred=None):
 
     Labels are unique within an operand (diagonals are taken before); a label of length 1 in
     one operand and longer in the other is broadcast; a label of one operand only that is not
-    wanted is summed out of it first."""
+    wanted is summed out of it first.
+
+    The reduction is decided once per layout (labels, shapes, strides, dtypes, array types) and
+    kept (:data:`_PLANS`): a later call only replays its steps on the new operands -- views,
+    the copies the strides force, the sums -- so a contraction costs its products and a few
+    microseconds, not the tens it takes to decide."""
+    key = _plan_key(x1, labels1, x2, labels2, wanted, preferred)
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is None:
+        steps1, steps2, after = [], [], []
+        a, b, split = _plan_pair(x1, list(labels1), x2, list(labels2), wanted, preferred, steps1, steps2, after)
+        plan = (tuple(steps1), tuple(steps2), tuple(after), tuple(split))
+        if key is not None:
+            if len(_PLANS) >= _PLANS_KEPT:
+                _PLANS.clear()
+            _PLANS[key] = plan
+    else:
+        a, b = _apply(x1, plan[0]), _apply(x2, plan[1])
+    product = dispatch.matmul(a, b, **options)
+    return _apply(product, plan[2]), list(plan[3])
+
+
+#: Reductions decided (:func:`_pair`), by layout; cleared when this many are kept.
+_PLANS: dict = {}
+_PLANS_KEPT = 512
+
+
+def _plan_key(x1, labels1, x2, labels2, wanted, preferred):
+    """What decides :func:`_pair`'s steps: the labels, the operands' types, dtypes, shapes and
+    strides; None where a library gives no shape to key on (Dask's unknown chunks)."""
+    try:
+        key = (
+            type(x1),
+            type(x2),
+            x1.dtype,
+            x2.dtype,
+            tuple(x1.shape),
+            tuple(x2.shape),
+            _raw_strides(x1),
+            _raw_strides(x2),
+            tuple(labels1),
+            tuple(labels2),
+            frozenset(wanted),
+            None if preferred is None else tuple(preferred),
+        )
+        hash(key)
+    except TypeError:
+        return None
+    if any(isinstance(n, float) for n in key[4] + key[5]):  # NaN sizes (Dask)
+        return None
+    return key
+
+
+def _raw_strides(x):
+    strides = getattr(x, "strides", None)
+    if isinstance(strides, tuple):
+        return strides
+    stride = getattr(x, "stride", None)  # PyTorch
+    return tuple(stride()) if callable(stride) else None
+
+
+def _apply(x, steps):
+    """``x`` after ``steps``: ``("permute", axes)``, ``("reshape", shape)``, ``("sum", labels, wanted)``."""
+    for step in steps:
+        what = step[0]
+        if what == "permute":
+            x = x.transpose(step[1]) if type(x) is np.ndarray else namespace(x).permute_dims(x, step[1])
+        elif what == "reshape":
+            if type(x) is np.ndarray:
+                x = x.reshape(step[1])
+            elif is_dask_array(x) and 0 in tuple(x.shape):  # Dask cannot reshape empty arrays; no element to keep
+                x = namespace(x).zeros(step[1], dtype=x.dtype)
+            else:
+                x = namespace(x).reshape(x, step[1])
+        else:
+            x = sum_out(x, list(step[1]), step[2])[0]
+    return x
+
+
+def _run(x, steps, more):
+    """``x`` after ``more``, which are added to ``steps``."""
+    steps.extend(more)
+    return _apply(x, more)
+
+
+def _plan_pair(x1, labels1, x2, labels2, wanted, preferred, steps1, steps2, after):
+    """:func:`_pair`'s decisions, made on ``x1`` and ``x2``: ``(A, B, the product's labels)``, the
+    steps that made A and B from them added to ``steps1`` / ``steps2``, and those that make the
+    product's result from its C-contiguous ``batch + (M, N)`` array to ``after``."""
     sizes1, sizes2 = dict(zip(labels1, x1.shape)), dict(zip(labels2, x2.shape))
-    x1, labels1 = _squeeze(x1, labels1, [a for a in labels1 if sizes1[a] == 1 and sizes2.get(a, 1) != 1])
-    x2, labels2 = _squeeze(x2, labels2, [a for a in labels2 if sizes2[a] == 1 and sizes1.get(a, 1) != 1])
-    x1, labels1 = sum_out(x1, labels1, wanted | set(labels2))
-    x2, labels2 = sum_out(x2, labels2, wanted | set(labels1))
+    dropped1 = [a for a in labels1 if sizes1[a] == 1 and sizes2.get(a, 1) != 1]
+    dropped2 = [a for a in labels2 if sizes2[a] == 1 and sizes1.get(a, 1) != 1]
+    if dropped1:  # broadcast against x2: the axes of length 1 go
+        labels1 = [a for a in labels1 if a not in dropped1]
+        x1 = _run(x1, steps1, [("reshape", tuple(sizes1[a] for a in labels1))])
+    if dropped2:
+        labels2 = [a for a in labels2 if a not in dropped2]
+        x2 = _run(x2, steps2, [("reshape", tuple(sizes2[a] for a in labels2))])
+    if any(a not in wanted and a not in labels2 for a in labels1):  # x1's own labels not wanted: summed out first
+        x1 = _run(x1, steps1, [("sum", tuple(labels1), frozenset(wanted | set(labels2)))])
+        labels1 = [a for a in labels1 if a in wanted or a in labels2]
+    if any(a not in wanted and a not in labels1 for a in labels2):
+        x2 = _run(x2, steps2, [("sum", tuple(labels2), frozenset(wanted | set(labels1)))])
+        labels2 = [a for a in labels2 if a in wanted or a in labels1]
     sizes = dict(zip(labels1, x1.shape)) | dict(zip(labels2, x2.shape))
     in1, in2 = set(labels1), set(labels2)
+    strides1, strides2 = _strides(x1, labels1), _strides(x2, labels2)
     order = list(preferred) if preferred is not None else labels1 + [a for a in labels2 if a not in in1]
     batch = [a for a in order if a in in1 and a in in2 and a in wanted]
-    rows = _merging_order([a for a in order if a in in1 and a not in in2], sizes, _strides(x1, labels1))
-    cols = _merging_order([a for a in order if a in in2 and a not in in1], sizes, _strides(x2, labels2))
+    rows = _merging_order([a for a in order if a in in1 and a not in in2], sizes, strides1)
+    cols = _merging_order([a for a in order if a in in2 and a not in in1], sizes, strides2)
     inner = _shared_order(
         [a for a in labels1 if a in in2 and a not in wanted],
         sizes,
-        _strides(x1, labels1),
-        _strides(x2, labels2),
+        strides1,
+        strides2,
         math.prod(x1.shape),
         math.prod(x2.shape),
     )
-    strides1, strides2 = _strides(x1, labels1), _strides(x2, labels2)
     summed = _summed_batch(batch, rows, inner, cols, sizes, strides1, strides2, x1, x2)
     if summed:  # row dots: the contracted axes that would force a copy become batch axes, summed after
         inner = [a for a in inner if a not in summed]
         batch = batch + summed
     lead = [sizes[a] for a in batch]
     m, k, n = (math.prod(sizes[a] for a in group) for group in (rows, inner, cols))
-    a = _matrix(x1, labels1, strides1, batch, rows, inner, lead, m, k)
-    b = _matrix(x2, labels2, strides2, batch, inner, cols, lead, k, n)
-    product = dispatch.matmul(a, b, **options)
+    a = _run(x1, steps1, _matrix(x1, labels1, strides1, batch, rows, inner, lead, m, k))
+    b = _run(x2, steps2, _matrix(x2, labels2, strides2, batch, inner, cols, lead, k, n))
     split = batch + rows + cols
-    if tuple(product.shape) != tuple(sizes[a] for a in split):  # (batch, M, N) split: a view of the new array
-        matrix = batch + [_ROWS, _COLS]
-        product = _grouped(product, matrix, matrix, [sizes[a] for a in split])
+    if lead + [m, n] != [sizes[a] for a in split]:  # (batch, M, N) split: a view of the new array
+        after.append(("reshape", tuple(sizes[a] for a in split)))
     if summed:
-        product, split = sum_out(product, split, set(split) - set(summed))
-    return product, split
+        after.append(("sum", tuple(split), frozenset(split) - frozenset(summed)))
+        split = [a for a in split if a not in summed]
+    return a, b, split
 
 
 #: The most elements a summed batch (:func:`_summed_batch`) may add to the product, as a share of
@@ -212,27 +305,34 @@ def _summed_batch(batch, rows, inner, cols, sizes, strides1, strides2, x1, x2):
 
 
 def _matrix(x, labels, strides, batch, first, second, lead, p, q):
-    """``x`` as ``batch + (first, second)`` (shape ``lead + [p, q]``): views where the strides
-    allow; where a group's strides do not merge, the library's copy, laid out with ``second``'s
-    axes outermost where that follows ``x``'s memory order more closely (the copy then reads
-    ``x`` in long runs: ``aibj,jkbi->ak``'s second operand took 7.5 ms to copy in the order
+    """The steps that make ``x`` ``batch + (first, second)`` (shape ``lead + [p, q]``): views where
+    the strides allow; where a group's strides do not merge, the library's copy, laid out with
+    ``second``'s axes outermost where that follows ``x``'s memory order more closely (the copy then
+    reads ``x`` in long runs: ``aibj,jkbi->ak``'s second operand took 7.5 ms to copy in the order
     ``(ibj, k)``, 0.75 ms as ``(k, ibj)``), seen transposed."""
     order = batch + first + second
-    if strides is None:
-        return _grouped(x, labels, order, lead + [p, q])
     sizes = dict(zip(labels, x.shape))
-    if _merges(first, sizes, strides) and _merges(second, sizes, strides):
-        return _grouped(x, labels, order, lead + [p, q])
+    if strides is None or (_merges(first, sizes, strides) and _merges(second, sizes, strides)):
+        return _grouping(labels, sizes, order, lead + [p, q])
     swapped = batch + second + first
 
     def reads(o):  # the source's strides in the copy's order, outermost first: larger outer is better
         return [abs(strides[a]) for a in o if sizes[a] != 1]
 
     if reads(swapped) <= reads(order):
-        return _grouped(x, labels, order, lead + [p, q])
-    copy = _grouped(x, labels, swapped, lead + [q, p])
-    axes = list(range(len(lead))) + [len(lead) + 1, len(lead)]
-    return namespace(x).permute_dims(copy, tuple(axes))
+        return _grouping(labels, sizes, order, lead + [p, q])
+    axes = tuple(range(len(lead))) + (len(lead) + 1, len(lead))
+    return _grouping(labels, sizes, swapped, lead + [q, p]) + [("permute", axes)]
+
+
+def _grouping(labels, sizes, order, shape):
+    """The steps of :func:`_grouped`: a permutation (where the order differs), a reshape (where
+    the shape does)."""
+    perm = tuple(labels.index(a) for a in order)
+    steps = [] if perm == tuple(range(len(perm))) else [("permute", perm)]
+    if [sizes[a] for a in order] != list(shape):
+        steps.append(("reshape", tuple(shape)))
+    return steps
 
 
 def _grouped(x, labels, order, shape):
@@ -245,15 +345,6 @@ def _grouped(x, labels, order, shape):
     if perm != list(range(len(perm))):
         x = xp.permute_dims(x, tuple(perm))
     return x if tuple(x.shape) == tuple(shape) else xp.reshape(x, tuple(shape))
-
-
-def _squeeze(x, labels, dropped):
-    """``x`` without the axes of length 1 named in ``dropped`` (broadcast against the other operand)."""
-    if not dropped:
-        return x, labels
-    keep = [a for a in labels if a not in dropped]
-    sizes = dict(zip(labels, x.shape))
-    return namespace(x).reshape(x, tuple(sizes[a] for a in keep)), keep
 
 
 def sum_out(x, labels, wanted):

@@ -43,7 +43,7 @@ def einsum(subscripts, /, *operands, backend=None, algorithm="auto", out=None, p
     _check_arrays(_NAME, *operands)
     if viewless(operands):
         return via_host(_einsum_of(subscripts), operands, {}, _options(backend, algorithm, precision), out)
-    inputs, output = parse(subscripts, [tuple(x.shape) for x in operands])
+    inputs, output = _parsed(subscripts, tuple(tuple(x.shape) for x in operands))
     terms = [diagonal(x, labels, f"operand {i}") for i, (x, labels) in enumerate(zip(operands, inputs))]
     _check_sizes(_NAME, [tuple(x.shape) for x, _ in terms], [labels for _, labels in terms])
     options = _options(backend, algorithm, precision)
@@ -53,7 +53,7 @@ def einsum(subscripts, /, *operands, backend=None, algorithm="auto", out=None, p
         sizes = dict(zip(labels, x.shape))
         return deliver(_NAME, _grouped(x, labels, output, [sizes[a] for a in output]), out)
     sizes = {a: n for x, labels in terms for a, n in zip(labels, x.shape) if n != 1}
-    for step, (i, j) in enumerate(contraction_path([labels for _, labels in terms], output, sizes)):
+    for step, (i, j) in enumerate(_path([labels for _, labels in terms], output, sizes)):
         (x1, labels1), (x2, labels2) = terms[i], terms[j]
         terms = [term for p, term in enumerate(terms) if p not in (i, j)]
         if not terms:  # the last pair: the result in the output's order
@@ -61,6 +61,38 @@ def einsum(subscripts, /, *operands, backend=None, algorithm="auto", out=None, p
         wanted = set(output).union(*(labels for _, labels in terms))
         terms.append(_pair(x1, labels1, x2, labels2, wanted, options))
     raise AssertionError("a contraction path left more than one operand")
+
+
+def _parsed(subscripts, shapes):
+    """:func:`parse`, kept per subscripts and shapes (a loop calls einsum with the same ones)."""
+    key = (subscripts, shapes)
+    found = _PARSED.get(key)
+    if found is None:
+        found = parse(subscripts, shapes)
+        if len(_PARSED) >= _KEPT:
+            _PARSED.clear()
+        _PARSED[key] = found
+    inputs, output = found
+    return [list(labels) for labels in inputs], list(output)
+
+
+def _path(label_lists, output, sizes):
+    """:func:`contraction_path`, kept per labels and sizes."""
+    if len(label_lists) == 2:
+        return [(0, 1)]
+    key = (tuple(map(tuple, label_lists)), tuple(output), tuple(sorted(sizes.items(), key=repr)), id(_opt_einsum()))
+    found = _PATHS.get(key)
+    if found is None:
+        found = contraction_path(label_lists, output, sizes)
+        if len(_PATHS) >= _KEPT:
+            _PATHS.clear()
+        _PATHS[key] = found
+    return found
+
+
+_PARSED: dict = {}
+_PATHS: dict = {}
+_KEPT = 256
 
 
 def _einsum_of(subscripts):
