@@ -88,6 +88,25 @@ def test_a_copy_reads_its_operand_in_memory_order(products):
     assert b.shape == (24, 5) and b.strides == (4, 24 * 4)
 
 
+def test_a_layout_is_planned_once(monkeypatch):
+    """The reduction is decided once per layout; later calls replay it on their own data, and a
+    new layout (other strides) is planned anew."""
+    from polymm import contract
+
+    planned = []
+    real = contract._plan_pair
+    monkeypatch.setattr(contract, "_PLANS", {})
+    monkeypatch.setattr(contract, "_plan_pair", lambda *a: planned.append(1) or real(*a))
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        x1, x2 = random_array(rng, (3, 6, 5), "float64"), random_array(rng, (3, 5, 6), "float64")
+        assert_contraction_matches(polymm.einsum("bij,bji->b", x1, x2), "bij,bji->b", [x1, x2])
+    assert len(planned) == 1
+    x2 = np.asfortranarray(x2)
+    assert_contraction_matches(polymm.einsum("bij,bji->b", x1, x2), "bij,bji->b", [x1, x2])
+    assert len(planned) == 2
+
+
 DOT_LAYOUTS = ["plain", "x1-strided", "x2-columns", "both-strided"]
 
 
