@@ -163,7 +163,7 @@ _PLANS_KEPT = 512
 
 def _plan_key(x1, labels1, x2, labels2, wanted, preferred):
     """What decides :func:`_pair`'s steps: the labels, the operands' types, dtypes, shapes and
-    strides; None where a library gives no shape to key on (Dask's unknown chunks)."""
+    strides; None for Dask arrays (whose sizes may be unknown) and unhashable dtypes."""
     try:
         key = (
             type(x1),
@@ -182,7 +182,7 @@ def _plan_key(x1, labels1, x2, labels2, wanted, preferred):
         hash(key)
     except TypeError:
         return None
-    if any(isinstance(n, float) for n in key[4] + key[5]):  # NaN sizes (Dask)
+    if is_dask_array(x1) or is_dask_array(x2):  # a Dask array's sizes may be unknown (NaN): never the same key
         return None
     return key
 
