@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from .arrays import DLPACK, is_dask_array, kind_of
 from .precision import check_precision
 from .registry import check_algorithm, get_backend, selected_backend
 
-__all__ = ["tensordot", "vecdot", "contract_pair", "namespace", "deliver", "sum_out"]
+__all__ = ["tensordot", "vecdot", "contract_pair", "run_pair", "namespace", "deliver", "sum_out"]
 
 
 def tensordot(x1, x2, /, *, axes=2, backend=None, algorithm="auto", out=None, precision=None):
@@ -34,6 +35,11 @@ def tensordot(x1, x2, /, *, axes=2, backend=None, algorithm="auto", out=None, pr
     (an integer ``n``: ``x1``'s last ``n`` with ``x2``'s first ``n``); the result's axes are
     ``x1``'s free axes then ``x2``'s.  Keywords as :func:`polymm.matmul`."""
     name = "polymm.tensordot"
+    options = _options(backend, algorithm, precision)
+    key = layout_key(("tensordot", _axes_key(axes)), (x1, x2))
+    known = _CALLS.get(key) if key is not None else None
+    if known is not None:  # checked and planned before, for operands laid out so
+        return deliver(name, _replay_pair(known, x1, x2, options), out)
     _check_arrays(name, x1, x2)
     if viewless((x1, x2)):
         return via_host(tensordot, (x1, x2), {"axes": axes}, _options(backend, algorithm, precision), out)
@@ -75,14 +81,18 @@ def tensordot(x1, x2, /, *, axes=2, backend=None, algorithm="auto", out=None, pr
         labels2[a2] = labels1[a1]
     kept = [labels1[i] for i in range(len(shape1)) if i not in axes1]
     kept += [labels2[j] for j in range(len(shape2)) if j not in axes2]
-    options = _options(backend, algorithm, precision)
-    return deliver(name, contract_pair(x1, labels1, x2, labels2, kept, options), out)
+    return deliver(name, _kept_pair(key, False, x1, labels1, x2, labels2, kept, options), out)
 
 
 def vecdot(x1, x2, /, *, axis=-1, backend=None, algorithm="auto", out=None, precision=None):
     """The array API's ``vecdot``: ``sum(conj(x1) * x2, axis=axis)`` over broadcast operands (the
     vectors' axis counted from the end, and not broadcast).  Keywords as :func:`polymm.matmul`."""
     name = "polymm.vecdot"
+    options = _options(backend, algorithm, precision)
+    key = layout_key(("vecdot", axis), (x1, x2))
+    known = _CALLS.get(key) if key is not None else None
+    if known is not None:  # checked and planned before, for operands laid out so
+        return deliver(name, _replay_pair(known, x1, x2, options), out)
     _check_arrays(name, x1, x2)
     if viewless((x1, x2)):
         return via_host(vecdot, (x1, x2), {"axis": axis}, _options(backend, algorithm, precision), out)
@@ -112,21 +122,86 @@ def vecdot(x1, x2, /, *, axis=-1, backend=None, algorithm="auto", out=None, prec
     labels2 = [len(shape2) - j for j in range(len(shape2))]
     kept = [r for r in range(max(len(shape1), len(shape2)), 0, -1) if r != -axis]
     _check_sizes(name, (shape1, shape2), (labels1, labels2))
-    if _is_complex(x1.dtype):
+    conj = _is_complex(x1.dtype)
+    if conj:
         x1 = namespace(x1).conj(x1)
-    options = _options(backend, algorithm, precision)
-    return deliver(name, contract_pair(x1, labels1, x2, labels2, kept, options), out)
+    return deliver(name, _kept_pair(key, conj, x1, labels1, x2, labels2, kept, options), out)
 
 
-def contract_pair(x1, labels1, x2, labels2, kept, options):
+def _kept_pair(key, conj, x1, labels1, x2, labels2, kept, options):
+    """:func:`contract_pair`, what it did kept under ``key`` (with ``conj``: ``x1`` conjugated
+    first) for :func:`_replay_pair`."""
+    record = [] if key is not None else None
+    result = contract_pair(x1, labels1, x2, labels2, kept, options, record)
+    if record is not None:
+        keep(_CALLS, key, (record[0], record[1], conj))
+    return result
+
+
+def _replay_pair(known, x1, x2, options):
+    plan, last, conj = known
+    if conj:
+        x1 = namespace(x1).conj(x1)
+    return _apply(run_pair(plan, x1, x2, options), last)
+
+
+def _axes_key(axes):
+    """``tensordot``'s ``axes`` as a key: the integer, or the pair of tuples; None where neither."""
+    if isinstance(axes, (int, np.integer)):
+        return ("n", bool(isinstance(axes, bool)), int(axes))
+    try:
+        return tuple(tuple(int(a) for a in group) for group in axes)
+    except (TypeError, ValueError):
+        return None
+
+
+def layout_key(call, operands):
+    """What decides all a contraction does besides its data: ``call`` (the subscripts, or the
+    function and its axes) and each operand's type, dtype, shape and strides; None for Dask arrays
+    (sizes maybe unknown) and for what is no array."""
+    if call is None or (isinstance(call, tuple) and call[-1] is None):
+        return None
+    try:
+        layouts = tuple((type(x), x.dtype, tuple(x.shape), _raw_strides(x)) for x in operands)
+        key = (call, id(sys.modules.get("opt_einsum"))) + layouts
+        hash(key)
+    except (AttributeError, TypeError):
+        return None
+    if any(is_dask_array(x) for x in operands):
+        return None
+    return key
+
+
+def keep(kept, key, value):
+    """``kept[key] = value``, ``kept`` emptied first when it holds :data:`_PLANS_KEPT` entries."""
+    if len(kept) >= _PLANS_KEPT:
+        kept.clear()
+    kept[key] = value
+
+
+#: tensordot and vecdot calls done, by layout (:func:`layout_key`): the plan to replay.
+_CALLS: dict = {}
+
+
+def contract_pair(x1, labels1, x2, labels2, kept, options, record=None):
     """Sum of ``x1 * x2`` over every label not ``kept``, the result's axes in ``kept``'s order (see
-    :func:`_pair`)."""
-    product, split = _pair(x1, labels1, x2, labels2, set(kept), options, kept)
+    :func:`_pair`); ``record``: a list the pair's plan and the result's last steps are added to
+    (:func:`run_pair` replays them)."""
+    product, split = _pair(x1, labels1, x2, labels2, set(kept), options, kept, record)
     sizes = dict(zip(split, product.shape))
-    return _grouped(product, split, list(kept), [sizes[a] for a in kept])
+    last = _grouping(split, sizes, list(kept), [sizes[a] for a in kept])
+    if record is not None:
+        record.append(tuple(last))
+    return _apply(product, last)
 
 
-def _pair(x1, labels1, x2, labels2, wanted, options, preferred=None):
+def run_pair(plan, x1, x2, options):
+    """The product of ``x1`` and ``x2`` by a plan :func:`_pair` made for operands of their layout."""
+    product = dispatch.matmul(_apply(x1, plan[0]), _apply(x2, plan[1]), **options)
+    return _apply(product, plan[2])
+
+
+def _pair(x1, labels1, x2, labels2, wanted, options, preferred=None, record=None):
     """``(product, its labels)``: the sum of ``x1 * x2`` over every label not in ``wanted``, by one
     :func:`polymm.matmul` of the operands seen as ``batch + (M, K)`` and ``batch + (K, N)``; its
     axes are the batch, then ``x1``'s free axes, then ``x2``'s (as ``preferred`` orders them where
@@ -152,6 +227,8 @@ def _pair(x1, labels1, x2, labels2, wanted, options, preferred=None):
             _PLANS[key] = plan
     else:
         a, b = _apply(x1, plan[0]), _apply(x2, plan[1])
+    if record is not None:
+        record.append(plan)
     product = dispatch.matmul(a, b, **options)
     return _apply(product, plan[2]), list(plan[3])
 

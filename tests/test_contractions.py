@@ -91,11 +91,12 @@ def test_a_copy_reads_its_operand_in_memory_order(products):
 def test_a_layout_is_planned_once(monkeypatch):
     """The reduction is decided once per layout; later calls replay it on their own data, and a
     new layout (other strides) is planned anew."""
-    from polymm import contract
+    from polymm import contract, notation
 
     planned = []
     real = contract._plan_pair
     monkeypatch.setattr(contract, "_PLANS", {})
+    monkeypatch.setattr(notation, "_EINSUMS", {})
     monkeypatch.setattr(contract, "_plan_pair", lambda *a: planned.append(1) or real(*a))
     rng = np.random.default_rng(7)
     for _ in range(3):
@@ -105,6 +106,22 @@ def test_a_layout_is_planned_once(monkeypatch):
     x2 = np.asfortranarray(x2)
     assert_contraction_matches(polymm.einsum("bij,bji->b", x1, x2), "bij,bji->b", [x1, x2])
     assert len(planned) == 2
+
+
+def test_kept_tensordots_and_vecdots_replay_on_new_data():
+    """A tensordot or vecdot seen before (same axes, types, dtypes, shapes, strides) replays its
+    plan: the conjugate of a complex x1 included, each axes spelling its own."""
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        x1, x2 = random_array(rng, (4, 6, 5), "complex128"), random_array(rng, (4, 6, 5), "complex128")
+        np.testing.assert_allclose(polymm.vecdot(x1, x2, axis=-2), np.vecdot(x1, x2, axis=-2), rtol=1e-12)
+        y1, y2 = random_array(rng, (4, 6, 5), "float64"), random_array(rng, (5, 6, 3), "float64")
+        for axes in (([1, 2], [1, 0]), ((2, 1), (0, 1)), 0):
+            np.testing.assert_allclose(
+                polymm.tensordot(y1, y2, axes=axes), np.tensordot(y1, y2, axes=axes), rtol=1e-12, atol=1e-12
+            )
+    with pytest.raises(ValueError):  # a kept layout does not skip the checks of another call's axes
+        polymm.tensordot(y1, y2, axes=([1, 2], [0, 1]))
 
 
 DOT_LAYOUTS = ["plain", "x1-strided", "x2-columns", "both-strided"]
