@@ -16,7 +16,9 @@ to make the merge a view: the caller's order when that merges, else the operand'
 
 from __future__ import annotations
 
+import itertools
 import math
+import sys
 
 import numpy as np
 
@@ -25,7 +27,7 @@ from .arrays import DLPACK, is_dask_array, kind_of
 from .precision import check_precision
 from .registry import check_algorithm, get_backend, selected_backend
 
-__all__ = ["tensordot", "vecdot", "contract_pair", "namespace", "deliver", "sum_out"]
+__all__ = ["tensordot", "vecdot", "contract_pair", "run_pair", "namespace", "deliver", "sum_out"]
 
 
 def tensordot(x1, x2, /, *, axes=2, backend=None, algorithm="auto", out=None, precision=None):
@@ -33,6 +35,11 @@ def tensordot(x1, x2, /, *, axes=2, backend=None, algorithm="auto", out=None, pr
     (an integer ``n``: ``x1``'s last ``n`` with ``x2``'s first ``n``); the result's axes are
     ``x1``'s free axes then ``x2``'s.  Keywords as :func:`polymm.matmul`."""
     name = "polymm.tensordot"
+    options = _options(backend, algorithm, precision)
+    key = layout_key(("tensordot", _axes_key(axes)), (x1, x2))
+    known = _CALLS.get(key) if key is not None else None
+    if known is not None:  # checked and planned before, for operands laid out so
+        return deliver(name, _replay_pair(known, x1, x2, options), out)
     _check_arrays(name, x1, x2)
     if viewless((x1, x2)):
         return via_host(tensordot, (x1, x2), {"axes": axes}, _options(backend, algorithm, precision), out)
@@ -74,14 +81,18 @@ def tensordot(x1, x2, /, *, axes=2, backend=None, algorithm="auto", out=None, pr
         labels2[a2] = labels1[a1]
     kept = [labels1[i] for i in range(len(shape1)) if i not in axes1]
     kept += [labels2[j] for j in range(len(shape2)) if j not in axes2]
-    options = _options(backend, algorithm, precision)
-    return deliver(name, contract_pair(x1, labels1, x2, labels2, kept, options), out)
+    return deliver(name, _kept_pair(key, False, x1, labels1, x2, labels2, kept, options), out)
 
 
 def vecdot(x1, x2, /, *, axis=-1, backend=None, algorithm="auto", out=None, precision=None):
     """The array API's ``vecdot``: ``sum(conj(x1) * x2, axis=axis)`` over broadcast operands (the
     vectors' axis counted from the end, and not broadcast).  Keywords as :func:`polymm.matmul`."""
     name = "polymm.vecdot"
+    options = _options(backend, algorithm, precision)
+    key = layout_key(("vecdot", axis), (x1, x2))
+    known = _CALLS.get(key) if key is not None else None
+    if known is not None:  # checked and planned before, for operands laid out so
+        return deliver(name, _replay_pair(known, x1, x2, options), out)
     _check_arrays(name, x1, x2)
     if viewless((x1, x2)):
         return via_host(vecdot, (x1, x2), {"axis": axis}, _options(backend, algorithm, precision), out)
@@ -111,25 +122,86 @@ def vecdot(x1, x2, /, *, axis=-1, backend=None, algorithm="auto", out=None, prec
     labels2 = [len(shape2) - j for j in range(len(shape2))]
     kept = [r for r in range(max(len(shape1), len(shape2)), 0, -1) if r != -axis]
     _check_sizes(name, (shape1, shape2), (labels1, labels2))
-    if _is_complex(x1.dtype):
+    conj = _is_complex(x1.dtype)
+    if conj:
         x1 = namespace(x1).conj(x1)
-    options = _options(backend, algorithm, precision)
-    return deliver(name, contract_pair(x1, labels1, x2, labels2, kept, options), out)
+    return deliver(name, _kept_pair(key, conj, x1, labels1, x2, labels2, kept, options), out)
 
 
-#: The product's own two axes, named so no caller's label (a letter, a place, an operand's axis) is the same.
-_ROWS, _COLS = ("rows",), ("cols",)
+def _kept_pair(key, conj, x1, labels1, x2, labels2, kept, options):
+    """:func:`contract_pair`, what it did kept under ``key`` (with ``conj``: ``x1`` conjugated
+    first) for :func:`_replay_pair`."""
+    record = [] if key is not None else None
+    result = contract_pair(x1, labels1, x2, labels2, kept, options, record)
+    if record is not None:
+        keep(_CALLS, key, (record[0], record[1], conj))
+    return result
 
 
-def contract_pair(x1, labels1, x2, labels2, kept, options):
+def _replay_pair(known, x1, x2, options):
+    plan, last, conj = known
+    if conj:
+        x1 = namespace(x1).conj(x1)
+    return _apply(run_pair(plan, x1, x2, options), last)
+
+
+def _axes_key(axes):
+    """``tensordot``'s ``axes`` as a key: the integer, or the pair of tuples; None where neither."""
+    if isinstance(axes, (int, np.integer)):
+        return ("n", bool(isinstance(axes, bool)), int(axes))
+    try:
+        return tuple(tuple(int(a) for a in group) for group in axes)
+    except (TypeError, ValueError):
+        return None
+
+
+def layout_key(call, operands):
+    """What decides all a contraction does besides its data: ``call`` (the subscripts, or the
+    function and its axes) and each operand's type, dtype, shape and strides; None for Dask arrays
+    (sizes maybe unknown) and for what is no array."""
+    if call is None or (isinstance(call, tuple) and call[-1] is None):
+        return None
+    try:
+        layouts = tuple((type(x), x.dtype, tuple(x.shape), _raw_strides(x)) for x in operands)
+        key = (call, id(sys.modules.get("opt_einsum"))) + layouts
+        hash(key)
+    except (AttributeError, TypeError):
+        return None
+    if any(is_dask_array(x) for x in operands):
+        return None
+    return key
+
+
+def keep(kept, key, value):
+    """``kept[key] = value``, ``kept`` emptied first when it holds :data:`_PLANS_KEPT` entries."""
+    if len(kept) >= _PLANS_KEPT:
+        kept.clear()
+    kept[key] = value
+
+
+#: tensordot and vecdot calls done, by layout (:func:`layout_key`): the plan to replay.
+_CALLS: dict = {}
+
+
+def contract_pair(x1, labels1, x2, labels2, kept, options, record=None):
     """Sum of ``x1 * x2`` over every label not ``kept``, the result's axes in ``kept``'s order (see
-    :func:`_pair`)."""
-    product, split = _pair(x1, labels1, x2, labels2, set(kept), options, kept)
+    :func:`_pair`); ``record``: a list the pair's plan and the result's last steps are added to
+    (:func:`run_pair` replays them)."""
+    product, split = _pair(x1, labels1, x2, labels2, set(kept), options, kept, record)
     sizes = dict(zip(split, product.shape))
-    return _grouped(product, split, list(kept), [sizes[a] for a in kept])
+    last = _grouping(split, sizes, list(kept), [sizes[a] for a in kept])
+    if record is not None:
+        record.append(tuple(last))
+    return _apply(product, last)
 
 
-def _pair(x1, labels1, x2, labels2, wanted, options, preferred=None):
+def run_pair(plan, x1, x2, options):
+    """The product of ``x1`` and ``x2`` by a plan :func:`_pair` made for operands of their layout."""
+    product = dispatch.matmul(_apply(x1, plan[0]), _apply(x2, plan[1]), **options)
+    return _apply(product, plan[2])
+
+
+def _pair(x1, labels1, x2, labels2, wanted, options, preferred=None, record=None):
     """``(product, its labels)``: the sum of ``x1 * x2`` over every label not in ``wanted``, by one
     :func:`polymm.matmul` of the operands seen as ``batch + (M, K)`` and ``batch + (K, N)``; its
     axes are the batch, then ``x1``'s free axes, then ``x2``'s (as ``preferred`` orders them where
@@ -137,36 +209,207 @@ def _pair(x1, labels1, x2, labels2, wanted, options, preferred=None):
 
     Labels are unique within an operand (diagonals are taken before); a label of length 1 in
     one operand and longer in the other is broadcast; a label of one operand only that is not
-    wanted is summed out of it first."""
+    wanted is summed out of it first.
+
+    The reduction is decided once per layout (labels, shapes, strides, dtypes, array types) and
+    kept (:data:`_PLANS`): a later call only replays its steps on the new operands -- views,
+    the copies the strides force, the sums -- so a contraction costs its products and a few
+    microseconds, not the tens it takes to decide."""
+    key = _plan_key(x1, labels1, x2, labels2, wanted, preferred)
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is None:
+        steps1, steps2, after = [], [], []
+        a, b, split = _plan_pair(x1, list(labels1), x2, list(labels2), wanted, preferred, steps1, steps2, after)
+        plan = (tuple(steps1), tuple(steps2), tuple(after), tuple(split))
+        if key is not None:
+            if len(_PLANS) >= _PLANS_KEPT:
+                _PLANS.clear()
+            _PLANS[key] = plan
+    else:
+        a, b = _apply(x1, plan[0]), _apply(x2, plan[1])
+    if record is not None:
+        record.append(plan)
+    product = dispatch.matmul(a, b, **options)
+    return _apply(product, plan[2]), list(plan[3])
+
+
+#: Reductions decided (:func:`_pair`), by layout; cleared when this many are kept.
+_PLANS: dict = {}
+_PLANS_KEPT = 512
+
+
+def _plan_key(x1, labels1, x2, labels2, wanted, preferred):
+    """What decides :func:`_pair`'s steps: the labels, the operands' types, dtypes, shapes and
+    strides; None for Dask arrays (whose sizes may be unknown) and unhashable dtypes."""
+    try:
+        key = (
+            type(x1),
+            type(x2),
+            x1.dtype,
+            x2.dtype,
+            tuple(x1.shape),
+            tuple(x2.shape),
+            _raw_strides(x1),
+            _raw_strides(x2),
+            tuple(labels1),
+            tuple(labels2),
+            frozenset(wanted),
+            None if preferred is None else tuple(preferred),
+        )
+        hash(key)
+    except TypeError:
+        return None
+    if is_dask_array(x1) or is_dask_array(x2):  # a Dask array's sizes may be unknown (NaN): never the same key
+        return None
+    return key
+
+
+def _raw_strides(x):
+    strides = getattr(x, "strides", None)
+    if isinstance(strides, tuple):
+        return strides
+    stride = getattr(x, "stride", None)  # PyTorch
+    return tuple(stride()) if callable(stride) else None
+
+
+def _apply(x, steps):
+    """``x`` after ``steps``: ``("permute", axes)``, ``("reshape", shape)``, ``("sum", labels, wanted)``."""
+    for step in steps:
+        what = step[0]
+        if what == "permute":
+            x = x.transpose(step[1]) if type(x) is np.ndarray else namespace(x).permute_dims(x, step[1])
+        elif what == "reshape":
+            if type(x) is np.ndarray:
+                x = x.reshape(step[1])
+            elif is_dask_array(x) and 0 in tuple(x.shape):  # Dask cannot reshape empty arrays; no element to keep
+                x = namespace(x).zeros(step[1], dtype=x.dtype)
+            else:
+                x = namespace(x).reshape(x, step[1])
+        else:
+            x = sum_out(x, list(step[1]), step[2])[0]
+    return x
+
+
+def _run(x, steps, more):
+    """``x`` after ``more``, which are added to ``steps``."""
+    steps.extend(more)
+    return _apply(x, more)
+
+
+def _plan_pair(x1, labels1, x2, labels2, wanted, preferred, steps1, steps2, after):
+    """:func:`_pair`'s decisions, made on ``x1`` and ``x2``: ``(A, B, the product's labels)``, the
+    steps that made A and B from them added to ``steps1`` / ``steps2``, and those that make the
+    product's result from its C-contiguous ``batch + (M, N)`` array to ``after``."""
     sizes1, sizes2 = dict(zip(labels1, x1.shape)), dict(zip(labels2, x2.shape))
-    x1, labels1 = _squeeze(x1, labels1, [a for a in labels1 if sizes1[a] == 1 and sizes2.get(a, 1) != 1])
-    x2, labels2 = _squeeze(x2, labels2, [a for a in labels2 if sizes2[a] == 1 and sizes1.get(a, 1) != 1])
-    x1, labels1 = sum_out(x1, labels1, wanted | set(labels2))
-    x2, labels2 = sum_out(x2, labels2, wanted | set(labels1))
+    dropped1 = [a for a in labels1 if sizes1[a] == 1 and sizes2.get(a, 1) != 1]
+    dropped2 = [a for a in labels2 if sizes2[a] == 1 and sizes1.get(a, 1) != 1]
+    if dropped1:  # broadcast against x2: the axes of length 1 go
+        labels1 = [a for a in labels1 if a not in dropped1]
+        x1 = _run(x1, steps1, [("reshape", tuple(sizes1[a] for a in labels1))])
+    if dropped2:
+        labels2 = [a for a in labels2 if a not in dropped2]
+        x2 = _run(x2, steps2, [("reshape", tuple(sizes2[a] for a in labels2))])
+    if any(a not in wanted and a not in labels2 for a in labels1):  # x1's own labels not wanted: summed out first
+        x1 = _run(x1, steps1, [("sum", tuple(labels1), frozenset(wanted | set(labels2)))])
+        labels1 = [a for a in labels1 if a in wanted or a in labels2]
+    if any(a not in wanted and a not in labels1 for a in labels2):
+        x2 = _run(x2, steps2, [("sum", tuple(labels2), frozenset(wanted | set(labels1)))])
+        labels2 = [a for a in labels2 if a in wanted or a in labels1]
     sizes = dict(zip(labels1, x1.shape)) | dict(zip(labels2, x2.shape))
     in1, in2 = set(labels1), set(labels2)
+    strides1, strides2 = _strides(x1, labels1), _strides(x2, labels2)
     order = list(preferred) if preferred is not None else labels1 + [a for a in labels2 if a not in in1]
     batch = [a for a in order if a in in1 and a in in2 and a in wanted]
-    rows = _merging_order([a for a in order if a in in1 and a not in in2], sizes, _strides(x1, labels1))
-    cols = _merging_order([a for a in order if a in in2 and a not in in1], sizes, _strides(x2, labels2))
+    rows = _merging_order([a for a in order if a in in1 and a not in in2], sizes, strides1)
+    cols = _merging_order([a for a in order if a in in2 and a not in in1], sizes, strides2)
     inner = _shared_order(
         [a for a in labels1 if a in in2 and a not in wanted],
         sizes,
-        _strides(x1, labels1),
-        _strides(x2, labels2),
+        strides1,
+        strides2,
         math.prod(x1.shape),
         math.prod(x2.shape),
     )
+    summed = _summed_batch(batch, rows, inner, cols, sizes, strides1, strides2, x1, x2)
+    if summed:  # row dots: the contracted axes that would force a copy become batch axes, summed after
+        inner = [a for a in inner if a not in summed]
+        batch = batch + summed
     lead = [sizes[a] for a in batch]
     m, k, n = (math.prod(sizes[a] for a in group) for group in (rows, inner, cols))
-    a = _grouped(x1, labels1, batch + rows + inner, lead + [m, k])
-    b = _grouped(x2, labels2, batch + inner + cols, lead + [k, n])
-    product = dispatch.matmul(a, b, **options)
+    a = _run(x1, steps1, _matrix(x1, labels1, strides1, batch, rows, inner, lead, m, k))
+    b = _run(x2, steps2, _matrix(x2, labels2, strides2, batch, inner, cols, lead, k, n))
     split = batch + rows + cols
-    if tuple(product.shape) != tuple(sizes[a] for a in split):  # (batch, M, N) split: a view of the new array
-        matrix = batch + [_ROWS, _COLS]
-        product = _grouped(product, matrix, matrix, [sizes[a] for a in split])
-    return product, split
+    if lead + [m, n] != [sizes[a] for a in split]:  # (batch, M, N) split: a view of the new array
+        after.append(("reshape", tuple(sizes[a] for a in split)))
+    if summed:
+        after.append(("sum", tuple(split), frozenset(split) - frozenset(summed)))
+        split = [a for a in split if a not in summed]
+    return a, b, split
+
+
+#: The most elements a summed batch (:func:`_summed_batch`) may add to the product, as a share of
+#: the copy it saves: the product then stays a small part of what the copy would have moved.
+_SUMMED_SHARE = 1 / 16
+
+
+def _summed_batch(batch, rows, inner, cols, sizes, strides1, strides2, x1, x2):
+    """The fewest contracted labels whose removal lets the rest merge in both operands, where
+    their strides forbid one contracted axis (one operand would be copied): as batch axes of the
+    product, summed over afterwards, they cost ``batch x them x M x N`` elements instead of a copy
+    of the operand -- worth it where ``M x N`` is small (``bij,bji->b``, a batched trace of a
+    product: 64 x 256 dot products of 256 over B's columns, then 64 sums of 256, instead of a
+    transposed copy of B that cost 3.5x the product). None where the operands merge already,
+    where a library does not tell its strides, or where the product would outgrow the copy."""
+    if len(inner) < 2 or strides1 is None or strides2 is None:
+        return None
+    if _merges(inner, sizes, strides1) and _merges(inner, sizes, strides2):
+        return None
+    copied = min(math.prod(x1.shape), math.prod(x2.shape))
+    outer = math.prod(sizes[a] for a in batch + rows + cols)
+    best = None
+    for count in range(1, len(inner)):
+        for moved in itertools.combinations(inner, count):
+            rest = [a for a in inner if a not in moved]
+            extra = outer * math.prod(sizes[a] for a in moved)
+            if extra > copied * _SUMMED_SHARE or (best is not None and extra >= best[0]):
+                continue
+            order = _shared_order(rest, sizes, strides1, strides2, 0, 0)
+            if _merges(order, sizes, strides1) and _merges(order, sizes, strides2):
+                best = (extra, list(moved))
+        if best is not None:
+            return best[1]
+    return None
+
+
+def _matrix(x, labels, strides, batch, first, second, lead, p, q):
+    """The steps that make ``x`` ``batch + (first, second)`` (shape ``lead + [p, q]``): views where
+    the strides allow; where a group's strides do not merge, the library's copy, laid out with
+    ``second``'s axes outermost where that follows ``x``'s memory order more closely (the copy then
+    reads ``x`` in long runs: ``aibj,jkbi->ak``'s second operand took 7.5 ms to copy in the order
+    ``(ibj, k)``, 0.75 ms as ``(k, ibj)``), seen transposed."""
+    order = batch + first + second
+    sizes = dict(zip(labels, x.shape))
+    if strides is None or (_merges(first, sizes, strides) and _merges(second, sizes, strides)):
+        return _grouping(labels, sizes, order, lead + [p, q])
+    swapped = batch + second + first
+
+    def reads(o):  # the source's strides in the copy's order, outermost first: larger outer is better
+        return [abs(strides[a]) for a in o if sizes[a] != 1]
+
+    if reads(swapped) <= reads(order):
+        return _grouping(labels, sizes, order, lead + [p, q])
+    axes = tuple(range(len(lead))) + (len(lead) + 1, len(lead))
+    return _grouping(labels, sizes, swapped, lead + [q, p]) + [("permute", axes)]
+
+
+def _grouping(labels, sizes, order, shape):
+    """The steps of :func:`_grouped`: a permutation (where the order differs), a reshape (where
+    the shape does)."""
+    perm = tuple(labels.index(a) for a in order)
+    steps = [] if perm == tuple(range(len(perm))) else [("permute", perm)]
+    if [sizes[a] for a in order] != list(shape):
+        steps.append(("reshape", tuple(shape)))
+    return steps
 
 
 def _grouped(x, labels, order, shape):
@@ -179,15 +422,6 @@ def _grouped(x, labels, order, shape):
     if perm != list(range(len(perm))):
         x = xp.permute_dims(x, tuple(perm))
     return x if tuple(x.shape) == tuple(shape) else xp.reshape(x, tuple(shape))
-
-
-def _squeeze(x, labels, dropped):
-    """``x`` without the axes of length 1 named in ``dropped`` (broadcast against the other operand)."""
-    if not dropped:
-        return x, labels
-    keep = [a for a in labels if a not in dropped]
-    sizes = dict(zip(labels, x.shape))
-    return namespace(x).reshape(x, tuple(sizes[a] for a in keep)), keep
 
 
 def sum_out(x, labels, wanted):

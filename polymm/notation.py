@@ -14,6 +14,7 @@ import math
 import sys
 
 from .contract import (
+    _apply,
     _check_arrays,
     _check_sizes,
     _grouped,
@@ -22,7 +23,10 @@ from .contract import (
     check_options,
     contract_pair,
     deliver,
+    keep,
+    layout_key,
     namespace,
+    run_pair,
     sum_out,
     via_host,
     viewless,
@@ -40,27 +44,89 @@ def einsum(subscripts, /, *operands, backend=None, algorithm="auto", out=None, p
         raise TypeError(f"{_NAME}: subscripts must be a string like 'ij,jk->ik', got {type(subscripts).__name__}")
     if not operands:
         raise ValueError(f"{_NAME}: no operands given for subscripts {subscripts!r}")
+    options = _options(backend, algorithm, precision)
+    key = layout_key(subscripts, operands)
+    known = _EINSUMS.get(key) if key is not None else None
+    if known is not None:  # this contraction, of operands laid out so, was checked and planned before
+        return deliver(_NAME, _replay(known, operands, options), out)
     _check_arrays(_NAME, *operands)
     if viewless(operands):
         return via_host(_einsum_of(subscripts), operands, {}, _options(backend, algorithm, precision), out)
-    inputs, output = parse(subscripts, [tuple(x.shape) for x in operands])
+    inputs, output = _parsed(subscripts, tuple(tuple(x.shape) for x in operands))
     terms = [diagonal(x, labels, f"operand {i}") for i, (x, labels) in enumerate(zip(operands, inputs))]
     _check_sizes(_NAME, [tuple(x.shape) for x, _ in terms], [labels for _, labels in terms])
-    options = _options(backend, algorithm, precision)
     if len(terms) == 1:
         check_options(options, operands[0])
         x, labels = sum_out(*terms[0], set(output))
         sizes = dict(zip(labels, x.shape))
         return deliver(_NAME, _grouped(x, labels, output, [sizes[a] for a in output]), out)
     sizes = {a: n for x, labels in terms for a, n in zip(labels, x.shape) if n != 1}
-    for step, (i, j) in enumerate(contraction_path([labels for _, labels in terms], output, sizes)):
+    # what is done is kept for operands of this layout, where no diagonal was taken first
+    steps = [] if key is not None and all(len(set(labels)) == len(labels) for labels in inputs) else None
+    for i, j in _path([labels for _, labels in terms], output, sizes):
         (x1, labels1), (x2, labels2) = terms[i], terms[j]
         terms = [term for p, term in enumerate(terms) if p not in (i, j)]
+        plan = [] if steps is not None else None
         if not terms:  # the last pair: the result in the output's order
-            return deliver(_NAME, contract_pair(x1, labels1, x2, labels2, output, options), out)
+            result = contract_pair(x1, labels1, x2, labels2, output, options, plan)
+            if steps is not None:
+                steps.append((i, j, plan[0], plan[1]))
+                keep(_EINSUMS, key, tuple(steps))
+            return deliver(_NAME, result, out)
         wanted = set(output).union(*(labels for _, labels in terms))
-        terms.append(_pair(x1, labels1, x2, labels2, wanted, options))
+        terms.append(_pair(x1, labels1, x2, labels2, wanted, options, record=plan))
+        if steps is not None:
+            steps.append((i, j, plan[0], None))
     raise AssertionError("a contraction path left more than one operand")
+
+
+def _replay(steps, operands, options):
+    """An einsum kept by :func:`einsum`: its pairs' plans replayed on these operands."""
+    terms = list(operands)
+    for i, j, plan, last in steps:
+        x1, x2 = terms[i], terms[j]
+        terms = [term for p, term in enumerate(terms) if p not in (i, j)]
+        product = run_pair(plan, x1, x2, options)
+        if last is not None:
+            return _apply(product, last)
+        terms.append(product)
+    raise AssertionError("a kept einsum left more than one operand")
+
+
+#: Einsums done, by layout (:func:`polymm.contract.layout_key`): the pairs' plans to replay.
+_EINSUMS: dict = {}
+
+
+def _parsed(subscripts, shapes):
+    """:func:`parse`, kept per subscripts and shapes (a loop calls einsum with the same ones)."""
+    key = (subscripts, shapes)
+    found = _PARSED.get(key)
+    if found is None:
+        found = parse(subscripts, shapes)
+        if len(_PARSED) >= _KEPT:
+            _PARSED.clear()
+        _PARSED[key] = found
+    inputs, output = found
+    return [list(labels) for labels in inputs], list(output)
+
+
+def _path(label_lists, output, sizes):
+    """:func:`contraction_path`, kept per labels and sizes."""
+    if len(label_lists) == 2:
+        return [(0, 1)]
+    key = (tuple(map(tuple, label_lists)), tuple(output), tuple(sorted(sizes.items(), key=repr)), id(_opt_einsum()))
+    found = _PATHS.get(key)
+    if found is None:
+        found = contraction_path(label_lists, output, sizes)
+        if len(_PATHS) >= _KEPT:
+            _PATHS.clear()
+        _PATHS[key] = found
+    return found
+
+
+_PARSED: dict = {}
+_PATHS: dict = {}
+_KEPT = 256
 
 
 def _einsum_of(subscripts):

@@ -64,6 +64,94 @@ def test_contracted_axes_that_cannot_merge_copy_the_smaller_operand(products):
     assert np.shares_memory(a, big) and not np.shares_memory(b, small)
 
 
+def test_a_batched_trace_is_row_dots_of_views(products):
+    """``bij,bji->b``: (i, j) merge in x1 only; one of them becomes a batch axis of the product
+    (dot products over the other, x2 read down its columns), summed after -- no copy."""
+    rng = np.random.default_rng(4)
+    x1, x2 = (random_array(rng, (3, 40, 50), "float64"), random_array(rng, (3, 50, 40), "float64"))
+    result = polymm.einsum("bij,bji->b", x1, x2, backend="cpu")
+    assert_contraction_matches(result, "bij,bji->b", [x1, x2])
+    ((a, b),) = products
+    assert np.shares_memory(a, x1) and np.shares_memory(b, x2)
+    assert a.shape[-2] == 1 and b.shape[-1] == 1  # dot products
+
+
+def test_a_copy_reads_its_operand_in_memory_order(products):
+    """``aibj,jkbi->ak``: x2's contracted axes cannot merge (k lies between them); its copy is laid
+    out (k, i b j) -- x2's own order as far as the product allows -- and handed over transposed."""
+    rng = np.random.default_rng(5)
+    x1, x2 = random_array(rng, (6, 3, 2, 4), "float32"), random_array(rng, (4, 5, 2, 3), "float32")
+    result = polymm.einsum("aibj,jkbi->ak", x1, x2, backend="cpu")
+    assert_contraction_matches(result, "aibj,jkbi->ak", [x1, x2])
+    ((a, b),) = products
+    assert np.shares_memory(a, x1) and not np.shares_memory(b, x2)
+    assert b.shape == (24, 5) and b.strides == (4, 24 * 4)
+
+
+def test_a_layout_is_planned_once(monkeypatch):
+    """The reduction is decided once per layout; later calls replay it on their own data, and a
+    new layout (other strides) is planned anew."""
+    from polymm import contract, notation
+
+    planned = []
+    real = contract._plan_pair
+    monkeypatch.setattr(contract, "_PLANS", {})
+    monkeypatch.setattr(notation, "_EINSUMS", {})
+    monkeypatch.setattr(contract, "_plan_pair", lambda *a: planned.append(1) or real(*a))
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        x1, x2 = random_array(rng, (3, 6, 5), "float64"), random_array(rng, (3, 5, 6), "float64")
+        assert_contraction_matches(polymm.einsum("bij,bji->b", x1, x2), "bij,bji->b", [x1, x2])
+    assert len(planned) == 1
+    x2 = np.asfortranarray(x2)
+    assert_contraction_matches(polymm.einsum("bij,bji->b", x1, x2), "bij,bji->b", [x1, x2])
+    assert len(planned) == 2
+
+
+def test_kept_tensordots_and_vecdots_replay_on_new_data():
+    """A tensordot or vecdot seen before (same axes, types, dtypes, shapes, strides) replays its
+    plan: the conjugate of a complex x1 included, each axes spelling its own."""
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        x1, x2 = random_array(rng, (4, 6, 5), "complex128"), random_array(rng, (4, 6, 5), "complex128")
+        np.testing.assert_allclose(polymm.vecdot(x1, x2, axis=-2), np.vecdot(x1, x2, axis=-2), rtol=1e-12)
+        y1, y2 = random_array(rng, (4, 6, 5), "float64"), random_array(rng, (5, 6, 3), "float64")
+        for axes in (([1, 2], [1, 0]), ((2, 1), (0, 1)), 0):
+            np.testing.assert_allclose(
+                polymm.tensordot(y1, y2, axes=axes), np.tensordot(y1, y2, axes=axes), rtol=1e-12, atol=1e-12
+            )
+    with pytest.raises(ValueError):  # a kept layout does not skip the checks of another call's axes
+        polymm.tensordot(y1, y2, axes=([1, 2], [0, 1]))
+
+
+DOT_LAYOUTS = ["plain", "x1-strided", "x2-columns", "both-strided"]
+
+
+@pytest.mark.parametrize("layout", DOT_LAYOUTS)
+@pytest.mark.parametrize("batch,k", [(64, 100), (700, 512)])  # one thread; threads
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "int8", "uint64", "bool", "float16"])
+def test_batches_of_dot_products(batch, k, layout, dtype):
+    """Batches of 1 x K by K x 1 (vecdot's product) in every layout the CPU backend's dot kernels
+    tell apart: operands read along K, or across the batch (a batched trace's transposed operand)."""
+    rng = np.random.default_rng(6)
+    x = random_array(rng, (batch, k), dtype)
+    y = random_array(rng, (batch, k), dtype)
+    if layout in ("x1-strided", "both-strided"):
+        x = np.asfortranarray(x)  # x1's K stride is the batch's length
+    if layout in ("x2-columns", "both-strided"):
+        y = np.asfortranarray(y)  # x2's column runs K with a long stride, its batch with one element
+    got = polymm.matmul(x[:, None, :], y[:, :, None], backend="cpu")
+    wide = np.complex128 if np.dtype(dtype).kind == "c" else np.float64
+    want = np.matmul(x[:, None, :].astype(wide), y[:, :, None].astype(wide))
+    if np.dtype(dtype).kind in "iub":
+        want = np.matmul(x[:, None, :], y[:, :, None])
+        np.testing.assert_array_equal(got, want)
+    else:
+        tol = 1e-2 if dtype == "float16" else 1e-5
+        np.testing.assert_allclose(got.astype(wide), want, rtol=tol, atol=tol * np.sqrt(k))
+    assert got.dtype == want.dtype or np.dtype(dtype).kind not in "iub"
+
+
 def test_tensordot_and_vecdot_are_views_too(products):
     rng = np.random.default_rng(2)
     x1 = random_array(rng, (6, 5, 4), "float32")

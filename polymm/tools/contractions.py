@@ -6,7 +6,8 @@ each backend: polymm's function; the input library's own (``numpy.einsum`` /
 ``numpy.tensordot`` / ``numpy.vecdot`` for NumPy arrays, ``cupy.einsum`` for CuPy's; none for
 PyOpenCL, which has no einsum); and the ``polymm.matmul`` calls the contraction reduces to, on
 the very views it hands over (caught once, then timed alone): the reduction's own cost is the
-difference.  A benchmark, never a test: the figures are recorded by whoever runs it, with the
+difference.  The three are sampled in rounds that take turns (:func:`_interleaved`), the best
+sample of each kept.  A benchmark, never a test: the figures are recorded by whoever runs it, with the
 card and commit beside them.  ``quick=True`` shrinks every case to check the tool works.
 """
 
@@ -140,24 +141,26 @@ def run(backends, cases=None, quick: bool = False, budget: float = 0.5, progress
             tol = 1e-3 * float(np.max(np.abs(expected), initial=1.0))
             check = "ok" if got.shape == expected.shape and np.allclose(got, expected, rtol=1e-3, atol=tol) else "WRONG"
             products = _products(lambda: _call(polymm, case, operands, backend=name))
-            timed = measure(lambda: _call(polymm, case, operands, backend=name), clock, budget=budget)
 
             def reduced():
                 for a, b, options in products:
                     polymm.matmul(a, b, **options)
 
-            plain = measure(reduced, clock, budget=budget)
-            own, own_us = _library_call(library, case, operands, clock, budget)
+            own, own_call = _library_call(library, case, operands)
+            sides = [lambda: _call(polymm, case, operands, backend=name), reduced]
+            if own_call is not None:
+                sides.append(own_call)
+            best = _interleaved(sides, clock, budget)
             results.append(
                 Result(
                     case.name,
                     name,
                     case.dtype,
                     tuple(shapes),
-                    timed.best * 1e6,
+                    best[0] * 1e6,
                     own,
-                    own_us,
-                    plain.best * 1e6,
+                    best[2] * 1e6 if own_call is not None else None,
+                    best[1] * 1e6,
                     len(products),
                     check,
                 )
@@ -165,8 +168,24 @@ def run(backends, cases=None, quick: bool = False, budget: float = 0.5, progress
     return results
 
 
-def _library_call(library, case, operands, clock, budget):
-    """``(the input library's function, its microseconds)``, or ``("", None)`` where it has none."""
+#: Rounds of :func:`_interleaved`: each side is sampled once a round, the order turning.
+ROUNDS = 5
+
+
+def _interleaved(sides, clock, budget) -> list[float]:
+    """The best seconds per call of each side, sampled in ``ROUNDS`` rounds that take turns (each
+    side ``budget / ROUNDS`` seconds a round, the first side changing): a busy spell of the
+    machine slows every side alike rather than the one measured then."""
+    best = [float("inf")] * len(sides)
+    for r in range(ROUNDS):
+        for i in [(r + j) % len(sides) for j in range(len(sides))]:
+            timing = measure(sides[i], clock, samples=3, budget=budget / ROUNDS, warm=r == 0)
+            best[i] = min(best[i], timing.best)
+    return best
+
+
+def _library_call(library, case, operands):
+    """``(the input library's function, a call of it)``, or ``("", None)`` where it has none."""
     if library == "numpy":
         module = np
     elif library == "cupy":
@@ -175,5 +194,4 @@ def _library_call(library, case, operands, clock, budget):
         return "", None
     if case.function == "vecdot" and not hasattr(module, "vecdot"):
         return "", None
-    timing = measure(lambda: _call(module, case, operands), clock, budget=budget)
-    return f"{library}.{case.function}", timing.best * 1e6
+    return f"{library}.{case.function}", lambda: _call(module, case, operands)

@@ -179,6 +179,29 @@ def _plan_narrow(a, b, out, m, n, size, p):
     return _slab(a, b, out, p.NARROW_SLAB, 1, size)
 
 
+#: K from which a batch of dot products runs ``dot_batch`` before the small-product kernel is
+#: considered (a row each: from ``_DOTS_FIRST_K_ROW``): shorter, the register tiles' reuse of B's
+#: column across rows wins. One thread, float32, 2-core Xeon (2026-11-27), small kernel -> dot:
+#: 8192 x (1 x 32) 410 -> 354 us, (1 x 128) 1111 -> 480; 2000 x (16 x 32) 555 -> 961,
+#: 1000 x (16 x 64) 533 -> 584, 500 x (16 x 128) 496 -> 403, 100 x (64 x 128) 432 -> 341;
+#: 20000 x (1 x 8) 420 -> 625, 4096 x (2 x 16) 175 -> 305.
+_DOTS_FIRST_K = 128
+_DOTS_FIRST_K_ROW = 32
+
+
+def _plan_dots(nbatch, m, n, kk, work, nth, p):
+    """``"dot_batch"`` (``"dot_batch_serial"``) for a batch of dot products -- one column of B
+    (vecdot: 1 x K by K x 1; a batched matrix-vector product of few rows): one dot product per
+    row of A, vectorised along K, rows in parallel; or None where the other paths serve better
+    (many rows per product: :func:`_plan_narrow`'s four-row kernel; too few rows for the
+    threads and long K: split-K)."""
+    if n != 1 or (m > 1 and m * kk >= p.NARROW_MIN_WORK):
+        return None
+    if work <= p.SERIAL_WORK or nth == 1:
+        return "dot_batch_serial"
+    return "dot_batch" if nbatch * m >= 2 * nth else None
+
+
 def _sig_2d(dtype: np.dtype):
     """``void(a, b, out)`` for single 2-D products (the short path)."""
     nb_dt = numba.from_dtype(dtype)
@@ -195,7 +218,7 @@ def _transposed(a, b, out):
 #: streams one contiguous range (chunks of K of B; blocks of rows of A). Handed out one at a
 #: time, as the compute-bound kernels are, slab_splitk took 2.1-2.2 ms on gevm-4096 float32
 #: against 1.6-1.7 ms static (2 threads, 2026-11-23); gemv-4096 float32 0.85-0.89x -> 0.91-0.95x.
-_STATIC = frozenset({"slab_splitk", "dot_parallel"})
+_STATIC = frozenset({"slab_splitk", "dot_parallel", "dot_batch"})
 
 #: The split-K drivers' arguments after ``(a, b, out)`` (``_kernels.split_k_driver``): the chunk
 #: size ``ks``, then a tuple of the family's chunk-kernel parameters.
@@ -216,6 +239,8 @@ _AUTO_KINDS = (
     "auto_parallel",
     "auto_slabs",
     "auto_splitk",
+    "dot_batch",
+    "dot_batch_serial",
 )
 
 #: What each kernel kind of :meth:`CPUBackend._plan` is, in words (``polymm explain``).
@@ -223,6 +248,7 @@ _PATH_WORDS = (
     ("slab_serial", "a small product: one serial loop, no threads, no packing"),
     ("slab_splitk", "few rows, long K: chunks of K in parallel, each streaming whole rows of B, summed in order"),
     ("slab", "whole products per task, unpacked"),
+    ("dot_batch", "a batch of dot products (N = 1): one per row, vectorised along K, rows in parallel, no copy"),
     ("dot", "few columns: dot products along K, blocks of rows in parallel"),
     ("auto_splitk", "deep K: packed blocked GEMM over chunks of K in parallel, summed in chunk order"),
     ("auto_batch", "packed blocked GEMM (BLIS loops), one batch entry per thread"),
@@ -289,6 +315,8 @@ class CPUBackend(Backend):
             py, extra, sig = k.slab_splitk, _SPLITK_EXTRA[kind], _sig_any_out
         elif kind == "tiny_2d":
             py, extra, sig = k.tiny_2d, (), _sig_2d
+        elif kind in ("dot_batch", "dot_batch_serial"):
+            py, extra, sig = getattr(k, kind), (i8,), _sig_any_out
         elif kind == "dot_parallel":
             py, extra, sig = k.dot_parallel, (i8,), _sig_any_out
         elif kind == "tiled_parallel":
@@ -465,6 +493,9 @@ class CPUBackend(Backend):
             # low latency: no threads, no packing
             return "slab_serial", _slab(a, b, out, n, 1, size)[1]
         nth = numba.get_num_threads()
+        dots = _plan_dots(nbatch, m, n, kk, work, nth, p)
+        if dots is not None and (kk >= _DOTS_FIRST_K or (m == 1 and kk >= _DOTS_FIRST_K_ROW)):
+            return dots, (a, b, out, max(1, p.SMALL_TASK // kk))
         if (
             dt in _SMALL_DT
             and m <= p.SMALL_MN
@@ -483,6 +514,8 @@ class CPUBackend(Backend):
             parallel = work > p.SMALL_SERIAL_WORK and nth > 1
             kind = "small_parallel" if parallel else "small_serial"
             return kind, (a, b, out, max(1, p.SMALL_TASK // per))
+        if dots is not None:  # short dot products the small kernel did not take
+            return dots, (a, b, out, max(1, p.SMALL_TASK // kk))
         if min(m, n) <= p.NARROW and per >= p.NARROW_MIN_WORK:
             return _plan_narrow(a, b, out, m, n, size, p)
         if per <= p.SMALL_PRODUCT:
