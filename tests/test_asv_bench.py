@@ -151,7 +151,7 @@ def test_the_quick_slice_selects_every_benchmark_and_stays_small():
     import re
 
     lines = (ROOT / "asv_bench" / "quick.txt").read_text().splitlines()
-    regexes = [re.compile(line) for line in lines if line and not line.startswith("#")]
+    regexes = [re.compile(line) for line in lines if line and not line.startswith("#")]  # regex by contract
     names = _combinations()
     chosen = [n for n in names if any(r.search(n) for r in regexes)]
     for regex in regexes:
