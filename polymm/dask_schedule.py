@@ -360,6 +360,8 @@ def candidates(blocks: Blocks, workers: Sequence[str], holders1: Mapping, holder
             blocks=blocks,
             loads=loads,
         )
+    else:
+        out["grid"] = "not considered: too few output blocks to lay out over the workers"
     if nk >= 2 and len(workers) >= 2:
         groups, finals = _split_k(blocks, workers, holders1, holders2)
         if len(groups) >= 2:

@@ -60,42 +60,31 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def _random_block(seed: int, block_info=None):
+def _random_block(seed: int, i: int, j: int, shape):
     import numpy as np
 
-    info = block_info[None]
-    i, j = info["chunk-location"]
-    return np.random.default_rng(seed * 1_000_003 + 7919 * i + j).standard_normal(info["chunk-shape"], "float32")
+    return np.random.default_rng(seed * 1_000_003 + 7919 * i + j).standard_normal(shape, "float32")
 
 
-class _Layout:
-    """A ``workers`` annotation for an operand's blocks: row-major order cut into contiguous runs, one per worker."""
-
-    def __init__(self, counts, workers):
-        self.counts, self.workers = counts, list(workers)
-
-    def __call__(self, key):
-        i, j = key[1:]
-        flat = i * self.counts[1] + j
-        return [self.workers[flat * len(self.workers) // (self.counts[0] * self.counts[1])]]
-
-
-def operand(shape, chunks, seed: int, workers=None):
-    """A random float32 Dask array made on the workers; with ``workers``, block (i, j) is made (and stays) on the
-    worker of its run of the row-major order (a fixed, reproducible placement)."""
-    import contextlib
-
-    import dask
+def operand(client, shape, chunks, seed: int, workers):
+    """A random float32 Dask array persisted on the workers: block (i, j) made on (and left on) the worker of its
+    run when the blocks, in row-major order, are cut into one contiguous run per worker (a fixed placement)."""
     import dask.array as da
     import numpy as np
+    from dask.highlevelgraph import HighLevelGraph
 
     chunks = da.core.normalize_chunks(chunks, shape)
-    context = contextlib.nullcontext()
-    if workers:
-        layout = _Layout(tuple(len(c) for c in chunks), workers)
-        context = dask.annotate(workers=layout, allow_other_workers=False)
-    with context:
-        return da.map_blocks(_random_block, seed, chunks=chunks, dtype="float32", meta=np.empty((0, 0), "float32"))
+    name = f"operand-{seed}"
+    counts = [len(c) for c in chunks]
+    graph = {}
+    for i, rows in enumerate(chunks[0]):
+        for j, cols in enumerate(chunks[1]):
+            worker = workers[(i * counts[1] + j) * len(workers) // (counts[0] * counts[1])]
+            graph[(name, i, j)] = client.submit(
+                _random_block, seed, i, j, (rows, cols), key=(name, i, j), workers=[worker], pure=False
+            )
+    layer = HighLevelGraph.from_collections(name, graph, dependencies=())
+    return da.Array(layer, name, chunks, meta=np.empty((0, 0), "float32"))
 
 
 def _received(dask_worker) -> int:
@@ -113,7 +102,6 @@ def moved(client, lazy) -> tuple[int, object]:
 
 
 def measure(args) -> dict:
-    import dask
     import distributed
     import numpy as np
 
@@ -127,37 +115,37 @@ def measure(args) -> dict:
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
+        workers = sorted(client.scheduler_info()["workers"])
         for n, name in enumerate(args.cases.split(",")):
             s1, c1, s2, c2 = CASES[name]
-            workers = sorted(client.scheduler_info()["workers"])
-            with dask.config.set({"optimization.fuse.active": False}):  # fusion would drop the layout's annotation
-                a = operand(s1, c1, args.seed + 2 * n, workers).persist()
-                b = operand(s2, c2, args.seed + 2 * n + 1, workers).persist()
-            distributed.wait([a, b])
-            placed = {
-                which: sorted(
-                    (list(k[1:]), workers.index(w[0])) for k, w in client.who_has(x).items()
-                )
-                for which, x in (("x1", a), ("x2", b))
-            }
             row = {"shape": [list(s1), list(s2)], "chunks": [list(c1), list(c2)], "dtype": "float32"}
-            row["placement"] = placed  # [block index, worker number] per operand
-            if explain is not None:
-                plan = explain(a, b)
-                row["schedule"] = plan.schedule
-                row["estimate_bytes"] = plan.bytes_moved
-                row["explain"] = str(plan)
-            graphs = {"polymm": lambda: polymm.matmul(a, b), "dask": lambda: a @ b}
+            graphs = {"polymm": lambda a, b: polymm.matmul(a, b), "dask": lambda a, b: a @ b}
             for impl, graph in graphs.items():
                 samples = []
-                for _ in range(args.repeats):
-                    nbytes, result = moved(client, graph())
+                for repeat in range(args.repeats):
+                    # fresh operands every run: a worker keeps the blocks it fetched, which would make a second
+                    # run (or the other implementation) look free
+                    seed = args.seed + 1000 * n + 10 * repeat + (0 if impl == "polymm" else 5)
+                    a = operand(client, s1, c1, seed, workers)
+                    b = operand(client, s2, c2, seed + 1, workers)
+                    distributed.wait([a, b])
+                    if "placement" not in row:
+                        row["placement"] = {  # [block index, worker number] per operand
+                            which: sorted((list(k[1:]), workers.index(w[0])) for k, w in client.who_has(x).items())
+                            for which, x in (("x1", a), ("x2", b))
+                        }
+                    if impl == "polymm" and explain is not None and "schedule" not in row:
+                        plan = explain(a, b)
+                        row["schedule"] = plan.schedule
+                        row["estimate_bytes"] = plan.bytes_moved
+                        row["explain"] = str(plan)
+                    nbytes, result = moved(client, graph(a, b))
                     samples.append(nbytes)
                     if impl == "polymm" and "check" not in row:
                         got = result.compute()
                         want = a.compute().astype("float64") @ b.compute().astype("float64")
                         row["check"] = bool(np.allclose(got, want, rtol=1e-4, atol=1e-3 * np.abs(want).max()))
-                    del result
+                    del result, a, b
                 row[f"{impl}_bytes"] = sorted(samples)[len(samples) // 2]
                 row[f"{impl}_bytes_samples"] = samples
             operands_bytes = (np.prod(s1) + np.prod(s2)) * 4
@@ -170,7 +158,6 @@ def measure(args) -> dict:
                 file=sys.stderr,
                 flush=True,
             )
-            del a, b
     return out
 
 
