@@ -195,8 +195,9 @@ def _plan(x1, x2, schedule, panel_limit, dtype, workers=None, placement=None):
     panel_fits = single_k_block or _panel_bytes(x1, x2) <= parse_bytes(limit)
     by_size = "panel" if panel_fits else "tree"
     size_reason = (
-        "K is one block" if single_k_block else
-        f"two whole K panels take {_panel_bytes(x1, x2)} bytes, "
+        "K is one block"
+        if single_k_block
+        else f"two whole K panels take {_panel_bytes(x1, x2)} bytes, "
         f"{'within' if panel_fits else 'over'} panel_limit ({parse_bytes(limit)} bytes)"
     )
     two_d = x1.ndim == 2 and x2.ndim == 2
@@ -208,11 +209,24 @@ def _plan(x1, x2, schedule, panel_limit, dtype, workers=None, placement=None):
             )
         chosen = by_size if schedule == "auto" else schedule
         why = f"{size_reason}" if schedule == "auto" else "asked for"
-        return dask_schedule.Plan(chosen, f"{why} (batched or 1-D: Dask places the tasks)", None,
-                                  placement="not used (batched or 1-D operands)", rechunk=rechunk), x1, x2
+        return (
+            dask_schedule.Plan(
+                chosen,
+                f"{why} (batched or 1-D: Dask places the tasks)",
+                None,
+                placement="not used (batched or 1-D operands)",
+                rechunk=rechunk,
+            ),
+            x1,
+            x2,
+        )
     blocks = dask_schedule.Blocks(
-        tuple(x1.chunks[0]), tuple(x1.chunks[1]), tuple(x2.chunks[1]),
-        x1.dtype.itemsize, x2.dtype.itemsize, _accumulation_dtype(dtype).itemsize,
+        tuple(x1.chunks[0]),
+        tuple(x1.chunks[1]),
+        tuple(x2.chunks[1]),
+        x1.dtype.itemsize,
+        x2.dtype.itemsize,
+        _accumulation_dtype(dtype).itemsize,
     )
     names, holders1, holders2, where = _placement(x1, x2, workers, placement)
     if len(names) < 2:
@@ -236,28 +250,36 @@ def _plan(x1, x2, schedule, panel_limit, dtype, workers=None, placement=None):
         h1, h2 = holders1, holders2
     if schedule == "auto" and not placed:
         estimate = dask_schedule.dask_placed_estimate(blocks, names, h1, h2, by_size)
-        return dask_schedule.Plan(
-            by_size,
-            f"{size_reason}; the operands are not persisted, so Dask places the tasks "
-            "(estimate: blocks assumed in contiguous runs per worker)",
-            estimate,
-            names,
-            placement=where,
-            blocks=blocks,
-            rechunk=rechunk,
-        ), x1, x2
+        return (
+            dask_schedule.Plan(
+                by_size,
+                f"{size_reason}; the operands are not persisted, so Dask places the tasks "
+                "(estimate: blocks assumed in contiguous runs per worker)",
+                estimate,
+                names,
+                placement=where,
+                blocks=blocks,
+                rechunk=rechunk,
+            ),
+            x1,
+            x2,
+        )
     if schedule in ("panel", "tree"):
         estimate = dask_schedule.dask_placed_estimate(blocks, names, h1, h2, schedule)
-        return dask_schedule.Plan(
-            schedule,
-            "asked for; Dask places the tasks (estimate: each task where most of its input bytes are, "
-            "no load balancing: a lower bound)",
-            estimate,
-            names,
-            placement=where,
-            blocks=blocks,
-            rechunk=rechunk,
-        ), x1, x2
+        return (
+            dask_schedule.Plan(
+                schedule,
+                "asked for; Dask places the tasks (estimate: each task where most of its input bytes are, "
+                "no load balancing: a lower bound)",
+                estimate,
+                names,
+                placement=where,
+                blocks=blocks,
+                rechunk=rechunk,
+            ),
+            x1,
+            x2,
+        )
     if schedule == "auto":
         plan = dask_schedule.choose(blocks, names, h1, h2, panel_fits=panel_fits, placement=where)
         if plan.schedule == "tree":
@@ -274,12 +296,21 @@ def _plan(x1, x2, schedule, panel_limit, dtype, workers=None, placement=None):
             groups = {names[0]: tuple(range(len(blocks.ks)))}  # every K block on one worker: one group
             finals = {(i, j): names[0] for i in range(len(blocks.rows)) for j in range(len(blocks.cols))}
             moved, loads = dask_schedule.cost_split_k(blocks, groups, finals, h1, h2)
-            plan = dask_schedule.Plan("split-k", "K lives on one worker: one group", moved, names,
-                                      groups=groups, finals=finals, blocks=blocks, loads=loads)
+            plan = dask_schedule.Plan(
+                "split-k",
+                "K lives on one worker: one group",
+                moved,
+                names,
+                groups=groups,
+                finals=finals,
+                blocks=blocks,
+                loads=loads,
+            )
         plan.reason = "asked for: " + plan.reason
         plan.placement = where
-        plan.candidates = {name: (p.bytes_moved if isinstance(p, dask_schedule.Plan) else p)
-                           for name, p in options.items()}
+        plan.candidates = {
+            name: (p.bytes_moved if isinstance(p, dask_schedule.Plan) else p) for name, p in options.items()
+        }
     plan.rechunk = rechunk
     if not placed:
         plan.placement = where + "; pinned as if blocks were in contiguous runs per worker"
@@ -296,14 +327,20 @@ def _placement(x1, x2, workers, placement):
     """
     if workers is not None or placement is not None:
         placement = placement or {}
-        names = tuple(workers) if workers is not None else tuple(sorted(
-            {w for which in ("x1", "x2") for v in placement.get(which, {}).values() for w in _as_set(v)}
-        ))
+        names = (
+            tuple(workers)
+            if workers is not None
+            else tuple(
+                sorted({w for which in ("x1", "x2") for v in placement.get(which, {}).values() for w in _as_set(v)})
+            )
+        )
         h1 = {tuple(k): _as_set(v) for k, v in placement.get("x1", {}).items()}
         h2 = {tuple(k): _as_set(v) for k, v in placement.get("x2", {}).items()}
         unknown = {w for h in (h1, h2) for v in h.values() for w in v} - set(names)
         if unknown:
-            raise ValueError(f"polymm.dask.explain: placement names workers {sorted(unknown)} not in workers={list(names)}")
+            raise ValueError(
+                f"polymm.dask.explain: placement names workers {sorted(unknown)} not in workers={list(names)}"
+            )
         for which, h, x, axes in (("x1", h1, x1, (0, 1)), ("x2", h2, x2, (0, 1))):
             counts = tuple(len(x.chunks[a]) for a in axes)
             bad = [k for k in h if len(k) != 2 or not all(0 <= k[d] < counts[d] for d in range(2))]

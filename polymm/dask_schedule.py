@@ -488,6 +488,7 @@ def dask_placed_estimate(blocks: Blocks, workers, holders1, holders2, schedule: 
         for j in range(nn):
             places = []
             for k in range(nk):
+
                 def held(w):
                     return (blocks.a(i, k) if w in h1.get((i, k), ()) else 0) + (
                         blocks.b(k, j) if w in h2.get((k, j), ()) else 0

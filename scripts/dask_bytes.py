@@ -218,8 +218,10 @@ def main(argv=None) -> int:
         "command": " ".join(["python", *sys.argv]) if argv is None else " ".join(["python", __file__, *argv]),
         "what": "bytes the workers received from each other while persisting polymm.matmul(a, b) (and a @ b) "
         "of float32 operands persisted on the workers; median of --repeats runs",
-        "cases": {name: {"x1": [CASES[name][0], CASES[name][1]], "x2": [CASES[name][2], CASES[name][3]]}
-                  for name in args.cases.split(",")},
+        "cases": {
+            name: {"x1": [CASES[name][0], CASES[name][1]], "x2": [CASES[name][2], CASES[name][3]]}
+            for name in args.cases.split(",")
+        },
     }
     if args.before:
         record["before"] = before(args)
