@@ -145,3 +145,22 @@ def test_the_clock_waits_for_the_devices_and_counts_transfers(script):
             assert seconds > 0 and moved > 0
             assert synced == ["_received", "_device_sync", "_received"]
             assert float(result[0, 0].compute()) == 256.0
+
+
+def test_bytes_script_records_measured_and_estimated_bytes(tmp_path):
+    """``scripts/dask_bytes.py`` on one case: the record's fields, and polymm's bytes equal to explain's estimate."""
+    out = tmp_path / "bytes.json"
+    script = SCRIPT.parent / "dask_bytes.py"
+    run = subprocess.run(
+        [sys.executable, str(script), "--cases", "small-x2-broadcast", "--repeats", "1", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    record = json.loads(out.read_text())
+    assert set(record) >= {"date", "machine", "command", "what", "cases", "after"}
+    case = record["after"]["cases"]["small-x2-broadcast"]
+    assert case["check"] and case["schedule"] == "broadcast"
+    assert case["polymm_bytes"] == case["estimate_bytes"] == 512 * 128 * 4  # x2 sent once, to the other worker
+    assert case["placement"]["x2"] == [[[0, 0], 0]]
