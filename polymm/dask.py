@@ -189,6 +189,7 @@ def _schedule_name(schedule, reduction) -> str:
 
 def _plan(x1, x2, schedule, panel_limit, dtype, workers=None, placement=None):
     """The :class:`~polymm.dask_schedule.Plan` for this product, and the operands with one chunking along K."""
+    originals = x1, x2
     x1, x2, rechunk = _common_k_chunks(x1, x2, note=True)
     limit = panel_limit if panel_limit is not None else dask.config.get("polymm.panel-limit", PANEL_LIMIT)
     single_k_block = len(x1.chunks[-1]) == 1
@@ -228,7 +229,9 @@ def _plan(x1, x2, schedule, panel_limit, dtype, workers=None, placement=None):
         x2.dtype.itemsize,
         _accumulation_dtype(dtype).itemsize,
     )
-    names, holders1, holders2, where = _placement(x1, x2, workers, placement)
+    names, holders1, holders2, where = _placement(*originals, workers, placement)
+    holders1 = _after_rechunk(holders1, originals[0].chunks[1], x1.chunks[1], axis=1)
+    holders2 = _after_rechunk(holders2, originals[1].chunks[0], x2.chunks[0], axis=0)
     if len(names) < 2:
         chosen = by_size if schedule == "auto" else schedule
         plan = dask_schedule.Plan(
@@ -366,6 +369,33 @@ def _placement(x1, x2, workers, placement):
         holders.append(h)
         described.append(f"{which} {'persisted' if h else 'not persisted'}")
     return names, holders[0], holders[1], f"distributed client: {', '.join(described)}"
+
+
+def _after_rechunk(holders: dict, before, after, axis: int) -> dict:
+    """Holders of the blocks after the K axis went from chunks ``before`` to ``after``.
+
+    A split piece is cut from one block, on the worker that holds it (Dask runs a
+    task with one input where that input is), so it inherits its holders; a
+    merged block is made from several, somewhere: it counts as held by nobody
+    (the estimate then charges it to every worker that reads it).
+    """
+    if not holders or tuple(before) == tuple(after):
+        return holders
+    edges = np.cumsum((0,) + tuple(before))
+    starts = np.cumsum((0,) + tuple(after))[:-1]
+    source = {}
+    for n, (start, size) in enumerate(zip(starts, after)):
+        b = int(np.searchsorted(edges, start, side="right")) - 1
+        if start + size <= edges[b + 1]:  # inside one block: a split piece
+            source[n] = b
+    out = {}
+    for key, who in holders.items():
+        for n, b in source.items():
+            if key[axis] == b:
+                new = list(key)
+                new[axis] = n
+                out[tuple(new)] = who
+    return out
 
 
 def _as_set(value) -> frozenset:

@@ -233,6 +233,7 @@ SHAPES = {
     "tall": ((160, 40), (20, 20), (40, 40), 20),
     "deep-k": ((20, 400), (20, 50), (400, 10), (50, 10)),
     "small-x2": ((160, 30), (20, 30), (30, 6), (30, 6)),
+    "x2-split-along-k": ((80, 40), (20, 20), (40, 10), (40, 10)),
 }
 
 
@@ -307,3 +308,15 @@ def test_operands_not_persisted_are_placed_by_dask(client):
     assert plan.schedule == "panel" and "not persisted" in plan.placement and "Dask places" in plan.reason
     assert isinstance(plan.bytes_moved, int)
     np.testing.assert_allclose(client.compute(polymm_dask.matmul(a, b)).result(), np.full((60, 60), 60.0))
+
+
+def test_a_split_operand_keeps_the_placement_of_the_blocks_it_is_cut_from():
+    # x1's K chunks (100, 100) split x2's single K block: x2's pieces stay on w1, where x2 lives
+    a = da.ones((200, 200), chunks=(100, 100), dtype="float32")
+    b = da.ones((200, 100), chunks=(200, 100), dtype="float32")
+    placement = {"x1": {(0, 0): "w0", (0, 1): "w0", (1, 0): "w1", (1, 1): "w1"}, "x2": {(0, 0): "w1"}}
+    plan = polymm_dask.explain(a, b, workers=W, placement=placement)
+    assert "split to x1's (1 -> 2; nothing moves)" in plan.rechunk
+    assert plan.schedule == "broadcast" and plan.bytes_moved == 2 * BLOCK  # x2 (two pieces) once, to w0
+    assert polymm_dask._after_rechunk({(0, 0): "w1"}, (200,), (100, 100), axis=0) == {(0, 0): "w1", (1, 0): "w1"}
+    assert polymm_dask._after_rechunk({(0, 0): "w", (0, 1): "v"}, (50, 50), (100,), axis=1) == {}  # merged: nobody
