@@ -252,17 +252,23 @@ def _plan(x1, x2, schedule, panel_limit, dtype, workers=None, placement=None):
     else:
         h1, h2 = holders1, holders2
     if schedule == "auto" and not placed:
-        estimate = dask_schedule.dask_placed_estimate(blocks, names, h1, h2, by_size)
+        estimates = {
+            name: dask_schedule.dask_placed_estimate(blocks, names, h1, h2, name) for name in ("panel", "tree")
+        }
+        chosen, why = by_size, size_reason
+        if panel_fits and estimates["tree"] < estimates["panel"]:
+            chosen, why = "tree", "the K blocks' partial products move fewer bytes than whole K panels"
         return (
             dask_schedule.Plan(
-                by_size,
-                f"{size_reason}; the operands are not persisted, so Dask places the tasks "
-                "(estimate: blocks assumed in contiguous runs per worker)",
-                estimate,
+                chosen,
+                f"{why}; the operands' blocks are not placed yet (not persisted), so Dask places the tasks "
+                "(estimate: blocks assumed in contiguous runs per worker, each task where most of its inputs are)",
+                estimates[chosen],
                 names,
                 placement=where,
                 blocks=blocks,
                 rechunk=rechunk,
+                candidates=dict(estimates),
             ),
             x1,
             x2,

@@ -320,3 +320,33 @@ def test_a_split_operand_keeps_the_placement_of_the_blocks_it_is_cut_from():
     assert plan.schedule == "broadcast" and plan.bytes_moved == 2 * BLOCK  # x2 (two pieces) once, to w0
     assert polymm_dask._after_rechunk({(0, 0): "w1"}, (200,), (100, 100), axis=0) == {(0, 0): "w1", (1, 0): "w1"}
     assert polymm_dask._after_rechunk({(0, 0): "w", (0, 1): "v"}, (50, 50), (100,), axis=1) == {}  # merged: nobody
+
+
+def test_unplaced_deep_k_takes_the_tree():
+    a = da.ones((100, 800), chunks=(100, 100), dtype="float32")
+    b = da.ones((800, 100), chunks=(100, 100), dtype="float32")
+    plan = polymm_dask.explain(a, b, workers=W, placement={})
+    assert plan.schedule == "tree" and "not placed yet" in plan.reason
+    assert plan.candidates["tree"] < plan.candidates["panel"]
+
+
+def test_polymm_explain_command_on_dask_chunks():
+    import subprocess
+    import sys
+
+    def run(*argv):
+        done = subprocess.run(
+            [sys.executable, "-m", "polymm.tools.cli", "explain", *argv], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    out = run("4096x512", "512x128", "--chunks", "512")
+    assert "schedule  broadcast" in out and "moves     262 kB (262144 bytes)" in out and "worker-1" in out
+    out = run("8192x8192", "8192x8192", "--chunks", "2048", "--workers", "4")
+    assert "schedule  grid" in out and "grid      2 x 2 workers" in out
+    out = run("1024x8192", "8192x1024", "--chunks", "1024x1024", "--chunks2", "1024x1024", "--schedule", "split-k")
+    assert "schedule  split-k: asked for" in out
+    assert "schedule  tree" in run(
+        "1024x65536", "65536x1024", "--chunks", "1024x8192", "--chunks2", "8192x1024", "--layout", "none"
+    )
