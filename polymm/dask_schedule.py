@@ -171,16 +171,22 @@ def _missing(blocks: Blocks, worker, needs1, needs2, holders1, holders2) -> int:
 
 
 def cost_assignment(blocks: Blocks, assignment: Mapping, holders1: Mapping, holders2: Mapping) -> tuple[int, dict]:
-    """Bytes moved by whole-K panel tasks placed by ``assignment`` ((i, j) -> worker), and each worker's flops."""
-    needs: dict = {}
+    """Bytes moved by whole-K panel tasks placed by ``assignment`` ((i, j) -> worker), and each worker's flops.
+
+    A worker reads the row panels of the output rows it has and the column panels of its output
+    columns, each once, whatever the number of its output blocks in that row or column."""
+    rows: dict = {}
+    cols: dict = {}
     loads: dict = {}
-    nk = len(blocks.ks)
     for (i, j), w in assignment.items():
-        n1, n2 = needs.setdefault(w, (set(), set()))
-        n1.update((i, k) for k in range(nk))
-        n2.update((k, j) for k in range(nk))
+        rows.setdefault(w, set()).add(i)
+        cols.setdefault(w, set()).add(j)
         loads[w] = loads.get(w, 0) + blocks.flops(i, j)
-    moved = sum(_missing(blocks, w, n1, n2, holders1, holders2) for w, (n1, n2) in needs.items())
+    nk = len(blocks.ks)
+    moved = 0
+    for w in rows:
+        moved += sum(blocks.a(i, k) for i in rows[w] for k in range(nk) if w not in holders1.get((i, k), ()))
+        moved += sum(blocks.b(k, j) for j in cols[w] for k in range(nk) if w not in holders2.get((k, j), ()))
     return moved, loads
 
 
@@ -252,7 +258,8 @@ def _broadcast(blocks, workers, holders1, holders2, along):
 
 
 def _grids(blocks, workers, holders1, holders2):
-    """The best pinned ``pr x pc`` grid for each factorisation of the worker count: (bytes, loads, assignment, grid)."""
+    """The pinned ``pr x pc`` grid (over the factorisations of the worker count, and the orders of the workers
+    over its cells) that moves the fewest bytes: [bytes, loads, assignment, (pr, pc)], or [] when none fits."""
     p = len(workers)
     nm, nn = len(blocks.rows), len(blocks.cols)
     best = []
@@ -264,33 +271,39 @@ def _grids(blocks, workers, holders1, holders2):
             continue
         rows, cols = _split(blocks.rows, pr), _split(blocks.cols, pc)
         cells = [(r, c) for r in range(pr) for c in range(pc)]
-        if p <= 5:
+        # bytes a worker lacks of each grid row's x1 panels and each grid column's x2 panels: a worker takes
+        # one cell, so an order's cost is a sum over cells
+        nk = len(blocks.ks)
+        lack1 = {(r, w): 0 for r in range(pr) for w in workers}
+        lack2 = {(c, w): 0 for c in range(pc) for w in workers}
+        for w in workers:
+            for i in range(nm):
+                lack1[rows[i], w] += sum(blocks.a(i, k) for k in range(nk) if w not in holders1.get((i, k), ()))
+            for j in range(nn):
+                lack2[cols[j], w] += sum(blocks.b(k, j) for k in range(nk) if w not in holders2.get((k, j), ()))
+        if p <= 6:
             orders = itertools.permutations(workers)
         else:  # each cell to the worker holding most of its panels, taken greedily; and the plain order
-            orders = [tuple(workers), _greedy_cells(blocks, workers, cells, rows, cols, holders1, holders2)]
+            orders = [tuple(workers), _greedy_cells(cells, workers, lack1, lack2)]
         for order in orders:
-            where = dict(zip(cells, order))
-            assignment = {(i, j): where[rows[i], cols[j]] for i in range(nm) for j in range(nn)}
-            moved, loads = cost_assignment(blocks, assignment, holders1, holders2)
+            moved = sum(lack1[r, w] + lack2[c, w] for (r, c), w in zip(cells, order))
             if not best or moved < best[0]:
-                best = [moved, loads, assignment, (pr, pc)]
-    return best
+                best = [moved, order, rows, cols, (pr, pc)]
+    if not best:
+        return []
+    moved, order, rows, cols, shape = best
+    where = dict(zip([(r, c) for r in range(shape[0]) for c in range(shape[1])], order))
+    assignment = {(i, j): where[rows[i], cols[j]] for i in range(nm) for j in range(nn)}
+    moved, loads = cost_assignment(blocks, assignment, holders1, holders2)  # (a cell may be empty: exact here)
+    return [moved, loads, assignment, shape]
 
 
-def _greedy_cells(blocks, workers, cells, rows, cols, holders1, holders2):
-    nk = len(blocks.ks)
+def _greedy_cells(cells, workers, lack1, lack2):
+    """Each cell, in turn, to the free worker that lacks the fewest bytes of its panels."""
     free = list(workers)
     order = []
     for r, c in cells:
-        keys1 = [(i, k) for i, ri in enumerate(rows) if ri == r for k in range(nk)]
-        keys2 = [(k, j) for j, cj in enumerate(cols) if cj == c for k in range(nk)]
-
-        def held(w):
-            return sum(blocks.a(*key) for key in keys1 if w in holders1.get(key, ())) + sum(
-                blocks.b(*key) for key in keys2 if w in holders2.get(key, ())
-            )
-
-        w = max(free, key=held)
+        w = min(free, key=lambda w: lack1[r, w] + lack2[c, w])
         free.remove(w)
         order.append(w)
     return tuple(order)
