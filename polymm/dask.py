@@ -296,6 +296,12 @@ def _plan(x1, x2, schedule, panel_limit, dtype, workers=None, placement=None):
     else:
         options = dask_schedule.candidates(blocks, names, h1, h2)
         plan = options.get(schedule)
+        if not isinstance(plan, dask_schedule.Plan) and schedule != "split-k":
+            raise ValueError(
+                f"polymm.matmul: schedule {schedule!r} does not apply to {tuple(x1.shape)} @ {tuple(x2.shape)} in "
+                f"{len(blocks.rows)} x {len(blocks.cols)} output blocks on {len(names)} workers ({plan}); "
+                "use 'auto' or another schedule"
+            )
         if not isinstance(plan, dask_schedule.Plan):
             if len(blocks.ks) < 2:
                 raise ValueError(

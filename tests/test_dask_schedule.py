@@ -199,6 +199,7 @@ def _persisted(client, x, chunks, layout):
     from dask.highlevelgraph import HighLevelGraph
 
     workers = sorted(client.scheduler_info()["workers"])
+    assert len(workers) == 2, f"the cluster has {len(workers)} worker(s): {workers}"
     chunks = da.core.normalize_chunks(chunks, x.shape)
     counts = tuple(len(c) for c in chunks)
     name = f"operand-{zlib.crc32(x.tobytes())}-{x.dtype}-{layout.__name__}"
@@ -245,6 +246,10 @@ def test_every_schedule_gives_numpys_values(client, case, schedule, rng):
     a, b = _persisted(client, x1, c1, rows), _persisted(client, x2, c2, rows)
     if schedule == "split-k" and len(a.chunks[1]) < 2:
         with pytest.raises(ValueError, match="split-k"):
+            polymm_dask.matmul(a, b, schedule=schedule)
+        return
+    if schedule == "grid" and len(a.chunks[0]) * len(b.chunks[1]) < 2:
+        with pytest.raises(ValueError, match="'grid' does not apply"):
             polymm_dask.matmul(a, b, schedule=schedule)
         return
     lazy = polymm_dask.matmul(a, b, schedule=schedule)
@@ -350,3 +355,10 @@ def test_polymm_explain_command_on_dask_chunks():
     assert "schedule  tree" in run(
         "1024x65536", "65536x1024", "--chunks", "1024x8192", "--chunks2", "8192x1024", "--layout", "none"
     )
+
+
+def test_a_grid_that_cannot_be_laid_out_says_so():
+    a, b = da.ones((10, 400), chunks=(10, 100)), da.ones((400, 10), chunks=(100, 10))
+    with pytest.raises(ValueError, match=r"'grid' does not apply to \(10, 400\) @ \(400, 10\) in 1 x 1 output blocks"):
+        polymm_dask.explain(a, b, workers=W, placement={}, schedule="grid")
+    assert polymm_dask.explain(a, b, workers=W, placement={}, schedule="split-k").schedule == "split-k"
