@@ -435,10 +435,15 @@ def _who_has(client, x) -> dict:
     keys = list(flatten(x.__dask_keys__()))
     if not keys:
         return {}
+    if getattr(client, "asynchronous", False):  # its calls return awaitables: the graph is built unpinned
+        return {}
     futures = client.futures_of(x)
     if len(futures) < len(keys):  # not (wholly) persisted: its blocks are still to be computed
         return {}
-    holders = client.who_has(futures)
+    try:
+        holders = client.who_has(futures)
+    except Exception:  # a scheduler gone or unreachable: build the graph as if nothing were placed
+        return {}
     out = {}
     for key in keys:
         workers = holders.get(key) or holders.get(str(key))
