@@ -524,13 +524,31 @@ class _Pin:
         return [worker] if worker is not None else None
 
 
+#: How pinned tasks hold to their worker (Dask config key ``polymm.pin``).
+PINS = ("loose", "strict")
+
+
+def _loose() -> bool:
+    """Whether pinned tasks may run elsewhere (Dask config ``polymm.pin``: "loose", the default, or "strict").
+
+    Loose: the scheduler may still move a task when its worker is gone or, through work
+    stealing, falls far behind (then a few more bytes move than :func:`explain` said).
+    Strict: a task waits for its worker, so the bytes are exactly the estimate, but it
+    waits for ever if that worker leaves the cluster.
+    """
+    pin = dask.config.get("polymm.pin", "loose")
+    if pin not in PINS:
+        raise ValueError(f"polymm.dask: unknown polymm.pin {pin!r}; choose one of {', '.join(PINS)}")
+    return pin == "loose"
+
+
 def _pinned(assignment, index):
     """A context that pins the layers made inside it (Dask's ``workers=`` annotation, loose), or does nothing."""
     import contextlib
 
     if not assignment:
         return contextlib.nullcontext()
-    return dask.annotate(workers=_Pin(assignment, index), allow_other_workers=True)
+    return dask.annotate(workers=_Pin(assignment, index), allow_other_workers=_loose())
 
 
 def _split_k_graph(x1, x2, plan, dtype, options):
@@ -560,8 +578,8 @@ def _split_k_graph(x1, x2, plan, dtype, options):
     pinned = {(i, j, g): w for i in range(nm) for j in range(nn) for g, (w, _) in enumerate(groups)}
     annotations_p = annotations_s = None
     if len(plan.workers) >= 2:
-        annotations_p = {"workers": _Pin(pinned, _block_index), "allow_other_workers": True}
-        annotations_s = {"workers": _Pin(finals, _block_index), "allow_other_workers": True}
+        annotations_p = {"workers": _Pin(pinned, _block_index), "allow_other_workers": _loose()}
+        annotations_s = {"workers": _Pin(finals, _block_index), "allow_other_workers": _loose()}
     layers = {**x1.dask.layers, **x2.dask.layers}
     dependencies = {**x1.dask.dependencies, **x2.dask.dependencies}
     layers[pname] = MaterializedLayer(partials, annotations=annotations_p)
