@@ -161,6 +161,13 @@ def measure(args) -> dict:
     return out
 
 
+def _pin() -> str:
+    """The Dask config ``polymm.pin`` in force: how pinned tasks hold to their worker."""
+    import dask
+
+    return dask.config.get("polymm.pin", "loose")
+
+
 def _versions() -> dict:
     import dask
     import distributed
@@ -209,7 +216,7 @@ def before(args) -> dict:
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.emit:  # a --before subprocess: its measurements only
-        args.emit.write_text(json.dumps({"cases": measure(args), "versions": _versions()}))
+        args.emit.write_text(json.dumps({"cases": measure(args), "versions": _versions(), "pin": _pin()}))
         return 0
     record = {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -225,7 +232,7 @@ def main(argv=None) -> int:
     }
     if args.before:
         record["before"] = before(args)
-    record["after"] = {"cases": measure(args), "versions": _versions(), "commit": _commit()}
+    record["after"] = {"cases": measure(args), "versions": _versions(), "commit": _commit(), "pin": _pin()}
     if args.before:
         record["table"] = [
             {
