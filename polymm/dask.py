@@ -20,9 +20,18 @@ them with SUMMA):
     in a tree (:meth:`dask.array.Array.sum`): no task ever holds more than one
     block of each operand, at the price of more, smaller calls and the sums.
 
-``"auto"`` takes the panel when one output block's two panels fit in
-``panel_limit`` bytes (default 1 GiB, or the Dask config key
-``polymm.panel-limit``), else the tree.
+With a ``distributed`` client of several workers and operands persisted on
+them, three more schedules pin the tasks to workers, chosen by a cost model in
+bytes moved (:mod:`polymm.dask_schedule`): ``"broadcast"`` (C follows the larger
+operand's panels, the smaller one travels once per worker), ``"grid"``
+(SUMMA-like ``pr x pc`` panels) and ``"split-k"`` (K split where its blocks
+live, only partial output blocks move).  :func:`explain` says which schedule a
+product gets, why, and how many bytes it is expected to move.
+
+``"auto"`` takes the pinned schedule that moves the fewest bytes when the
+placement is known (2-D operands, a client, persisted blocks); otherwise the
+panel when one output block's two panels fit in ``panel_limit`` bytes (default
+1 GiB, or the Dask config key ``polymm.panel-limit``), else the tree.
 """
 
 from __future__ import annotations
@@ -36,16 +45,19 @@ import numpy as np
 from dask.array.utils import meta_from_array
 from dask.utils import parse_bytes
 
-from . import dispatch, promotion
+from . import dask_schedule, dispatch, promotion
 from .arrays import DLPACK, is_dask_array, kind_named, kind_of
 from .precision import current as current_precision
 from .registry import BackendUnavailable, check_algorithm, get_backend, scoped_backend
 from .shapes import matmul_shape
 
-__all__ = ["matmul", "REDUCTIONS", "PANEL_LIMIT"]
+__all__ = ["matmul", "explain", "REDUCTIONS", "SCHEDULES", "PANEL_LIMIT"]
 
-#: How the contraction over K may be built.
+#: How the contraction over K may be built (``reduction=``, the older keyword, takes these).
 REDUCTIONS = ("auto", "panel", "tree")
+
+#: Every schedule ``schedule=`` takes (:mod:`polymm.dask_schedule` explains them).
+SCHEDULES = dask_schedule.SCHEDULES
 
 #: Default bytes of the two K panels one output block may need before ``"auto"`` prefers the tree.
 PANEL_LIMIT = 2**30
@@ -54,15 +66,19 @@ PANEL_LIMIT = 2**30
 CHUNK_LIBRARIES = ("numpy", "cupy")
 
 
-def matmul(x1, x2, /, *, reduction: str | None = None, panel_limit=None, out=None, **options):
+def matmul(
+    x1, x2, /, *, schedule: str | None = None, reduction: str | None = None, panel_limit=None, out=None, **options
+):
     """``x1 @ x2`` for Dask arrays: a lazy Dask array, each block product computed by :func:`polymm.matmul`.
 
     ``options`` (``backend=``, ``algorithm=``, ...) are handed to every block
     product; a backend chosen with :func:`polymm.use_backend` around this call
-    is carried into the graph too.  ``reduction`` is ``"auto"``, ``"panel"`` or
-    ``"tree"`` (default: the Dask config key ``polymm.reduction``, else
-    ``"auto"``); ``panel_limit`` (bytes, or a string like ``"2GiB"``) is the
-    largest pair of K panels ``"auto"`` gives one task.
+    is carried into the graph too.  ``schedule`` is one of :data:`SCHEDULES`
+    (default: the Dask config key ``polymm.schedule``, else ``polymm.reduction``,
+    else ``"auto"``); ``reduction`` is its older name and takes ``"auto"``,
+    ``"panel"`` or ``"tree"``.  ``panel_limit`` (bytes, or a string like
+    ``"2GiB"``) is the largest pair of K panels one task may be given.
+    :func:`explain` says what ``"auto"`` picks and why.
 
     One operand may be a NumPy (or CuPy) array when the other is a Dask array of
     NumPy (or CuPy) chunks: it is wrapped with :func:`dask.array.from_array`,
@@ -74,9 +90,7 @@ def matmul(x1, x2, /, *, reduction: str | None = None, panel_limit=None, out=Non
             f"{type(out).__module__}.{type(out).__qualname__}; use the returned Dask array "
             "(dask.array.store writes it into an existing array)"
         )
-    reduction = reduction if reduction is not None else dask.config.get("polymm.reduction", "auto")
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"polymm.matmul: unknown reduction {reduction!r}; choose one of {', '.join(REDUCTIONS)}")
+    schedule = _schedule_name(schedule, reduction)
     x1, x2, library = _operands(x1, x2)
 
     promotion.check_operand_dtype(x1.dtype, "x1")
@@ -85,27 +99,27 @@ def matmul(x1, x2, /, *, reduction: str | None = None, panel_limit=None, out=Non
     shape = matmul_shape(tuple(x1.shape), tuple(x2.shape))
     options = _carried(options)
 
-    x1, x2 = _common_k_chunks(x1, x2)
+    plan, x1, x2 = _plan(x1, x2, schedule, panel_limit, dtype)
     ind1, ind2, out_ind = _indices(x1.ndim, x2.ndim, len(shape.batch))
-    if reduction == "auto":
-        limit = panel_limit if panel_limit is not None else dask.config.get("polymm.panel-limit", PANEL_LIMIT)
-        single_k_block = len(x1.chunks[-1]) == 1
-        reduction = "panel" if single_k_block or _panel_bytes(x1, x2) <= parse_bytes(limit) else "tree"
-
-    if reduction == "panel":
-        return da.blockwise(
-            _panel_product,
-            out_ind,
-            x1,
-            ind1,
-            x2,
-            ind2,
-            concatenate=True,
-            dtype=dtype,
-            meta=meta_from_array(x1._meta, ndim=len(out_ind), dtype=dtype),
-            token="polymm-matmul-panel",
-            options=options,
-        )
+    if plan.schedule in ("panel", "broadcast", "grid"):
+        pin = plan.assignment if plan.schedule != "panel" and len(plan.workers) >= 2 else None
+        with _pinned(pin, _block_index):
+            result = da.blockwise(
+                _panel_product,
+                out_ind,
+                x1,
+                ind1,
+                x2,
+                ind2,
+                concatenate=True,
+                dtype=dtype,
+                meta=meta_from_array(x1._meta, ndim=len(out_ind), dtype=dtype),
+                token=f"polymm-matmul-{plan.schedule}",
+                options=options,
+            )
+        return _PinnedArray.of(result) if pin else result
+    if plan.schedule == "split-k":
+        return _split_k_graph(x1, x2, plan, dtype, options)
     accumulate = _accumulation_dtype(dtype)
     partial = da.blockwise(
         _block_product,
@@ -131,6 +145,475 @@ def matmul(x1, x2, /, *, reduction: str | None = None, panel_limit=None, out=Non
         meta=meta_from_array(x1._meta, ndim=len(out_ind), dtype=dtype),
         token="polymm-matmul-tree",
     )
+
+
+def explain(x1, x2, /, *, schedule: str | None = None, panel_limit=None, workers=None, placement=None):
+    """Which schedule :func:`matmul` builds for ``x1 @ x2``, why, and the bytes it expects to move between workers.
+
+    Returns a :class:`polymm.dask_schedule.Plan` (``.schedule``, ``.reason``,
+    ``.bytes_moved``, ``.candidates``, ...); ``print`` it for a report.  The
+    placement is read, like :func:`matmul` reads it, from the active
+    ``distributed`` client and the operands' persisted blocks, unless given:
+    ``workers`` (a sequence of worker names) and ``placement``
+    (``{"x1": {(i, k): worker or workers}, "x2": {(k, j): ...}}``, block indices
+    of the operands as chunked) describe a cluster that need not exist.
+    """
+    schedule = _schedule_name(schedule, None)
+    x1, x2, library = _operands(x1, x2)
+    dtype = promotion.check_operand_dtype(kind_named(library).result_type(x1, x2), "the result").newbyteorder("=")
+    matmul_shape(tuple(x1.shape), tuple(x2.shape))
+    plan, _, _ = _plan(x1, x2, schedule, panel_limit, dtype, workers=workers, placement=placement)
+    plan.shapes = (tuple(x1.shape), tuple(x2.shape))
+    return plan
+
+
+def _schedule_name(schedule, reduction) -> str:
+    if reduction is not None:
+        if reduction not in REDUCTIONS:
+            raise ValueError(
+                f"polymm.matmul: unknown reduction {reduction!r}; choose one of {', '.join(REDUCTIONS)} "
+                f"(or schedule= one of {', '.join(SCHEDULES)})"
+            )
+        if schedule is not None and schedule != reduction:
+            raise ValueError(f"polymm.matmul: schedule={schedule!r} and reduction={reduction!r} disagree; give one")
+        schedule = reduction
+    if schedule is None:
+        schedule = dask.config.get("polymm.schedule", None) or dask.config.get("polymm.reduction", "auto")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"polymm.matmul: unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}")
+    return schedule
+
+
+# -- planning: where the blocks are, and which schedule moves the fewest bytes -------------------------
+
+
+def _plan(x1, x2, schedule, panel_limit, dtype, workers=None, placement=None):
+    """The :class:`~polymm.dask_schedule.Plan` for this product, and the operands with one chunking along K."""
+    originals = x1, x2
+    x1, x2, rechunk = _common_k_chunks(x1, x2, note=True)
+    limit = panel_limit if panel_limit is not None else dask.config.get("polymm.panel-limit", PANEL_LIMIT)
+    single_k_block = len(x1.chunks[-1]) == 1
+    panel_fits = single_k_block or _panel_bytes(x1, x2) <= parse_bytes(limit)
+    by_size = "panel" if panel_fits else "tree"
+    size_reason = (
+        "K is one block"
+        if single_k_block
+        else f"two whole K panels take {_panel_bytes(x1, x2)} bytes, "
+        f"{'within' if panel_fits else 'over'} panel_limit ({parse_bytes(limit)} bytes)"
+    )
+    two_d = x1.ndim == 2 and x2.ndim == 2
+    if not two_d:
+        if schedule in dask_schedule.PINNED:
+            raise ValueError(
+                f"polymm.matmul: schedule {schedule!r} is for 2-D operands (got shapes {tuple(x1.shape)} and "
+                f"{tuple(x2.shape)}); batched and 1-D products use 'panel' or 'tree'"
+            )
+        chosen = by_size if schedule == "auto" else schedule
+        why = f"{size_reason}" if schedule == "auto" else "asked for"
+        return (
+            dask_schedule.Plan(
+                chosen,
+                f"{why} (batched or 1-D: Dask places the tasks)",
+                None,
+                placement="not used (batched or 1-D operands)",
+                rechunk=rechunk,
+            ),
+            x1,
+            x2,
+        )
+    blocks = dask_schedule.Blocks(
+        tuple(x1.chunks[0]),
+        tuple(x1.chunks[1]),
+        tuple(x2.chunks[1]),
+        x1.dtype.itemsize,
+        x2.dtype.itemsize,
+        _accumulation_dtype(dtype).itemsize,
+    )
+    names, holders1, holders2, where = _placement(*originals, workers, placement)
+    holders1 = _after_rechunk(holders1, originals[0].chunks[1], x1.chunks[1], axis=1)
+    holders2 = _after_rechunk(holders2, originals[1].chunks[0], x2.chunks[0], axis=0)
+    if len(names) < 2:
+        chosen = by_size if schedule == "auto" else schedule
+        plan = dask_schedule.Plan(
+            chosen,
+            (size_reason if schedule == "auto" else "asked for") + "; nothing moves between workers",
+            0,
+            names,
+            placement=where,
+            blocks=blocks,
+            rechunk=rechunk,
+        )
+        if chosen == "split-k":
+            plan.groups = {names[0] if names else "local": tuple(range(len(blocks.ks)))}
+        return plan, x1, x2
+    placed = bool(holders1) or bool(holders2)
+    if not placed:
+        h1, h2 = dask_schedule.assumed_placement(blocks, names)
+    else:
+        h1, h2 = holders1, holders2
+    if schedule == "auto" and not placed:
+        estimates = {
+            name: dask_schedule.dask_placed_estimate(blocks, names, h1, h2, name) for name in ("panel", "tree")
+        }
+        chosen, why = by_size, size_reason
+        if panel_fits and estimates["tree"] < estimates["panel"]:
+            chosen, why = "tree", "the K blocks' partial products move fewer bytes than whole K panels"
+        return (
+            dask_schedule.Plan(
+                chosen,
+                f"{why}; the operands' blocks are not placed yet (not persisted), so Dask places the tasks "
+                "(estimate: blocks assumed in contiguous runs per worker, each task where most of its inputs are)",
+                estimates[chosen],
+                names,
+                placement=where,
+                blocks=blocks,
+                rechunk=rechunk,
+                candidates=dict(estimates),
+            ),
+            x1,
+            x2,
+        )
+    if schedule in ("panel", "tree"):
+        estimate = dask_schedule.dask_placed_estimate(blocks, names, h1, h2, schedule)
+        return (
+            dask_schedule.Plan(
+                schedule,
+                "asked for; Dask places the tasks (estimate: each task where most of its input bytes are, "
+                "no load balancing: a lower bound)",
+                estimate,
+                names,
+                placement=where,
+                blocks=blocks,
+                rechunk=rechunk,
+            ),
+            x1,
+            x2,
+        )
+    if schedule == "auto":
+        plan = dask_schedule.choose(blocks, names, h1, h2, panel_fits=panel_fits, placement=where)
+        if plan.schedule == "tree":
+            plan.bytes_moved = dask_schedule.dask_placed_estimate(blocks, names, h1, h2, "tree")
+    else:
+        options = dask_schedule.candidates(blocks, names, h1, h2)
+        plan = options.get(schedule)
+        if not isinstance(plan, dask_schedule.Plan) and schedule != "split-k":
+            raise ValueError(
+                f"polymm.matmul: schedule {schedule!r} does not apply to {tuple(x1.shape)} @ {tuple(x2.shape)} in "
+                f"{len(blocks.rows)} x {len(blocks.cols)} output blocks on {len(names)} workers ({plan}); "
+                "use 'auto' or another schedule"
+            )
+        if not isinstance(plan, dask_schedule.Plan):
+            if len(blocks.ks) < 2:
+                raise ValueError(
+                    f"polymm.matmul: schedule 'split-k' needs K in at least two blocks; x1 {tuple(x1.shape)} "
+                    f"has K chunks {x1.chunks[1]}"
+                )
+            groups = {names[0]: tuple(range(len(blocks.ks)))}  # every K block on one worker: one group
+            finals = {(i, j): names[0] for i in range(len(blocks.rows)) for j in range(len(blocks.cols))}
+            moved, loads = dask_schedule.cost_split_k(blocks, groups, finals, h1, h2)
+            plan = dask_schedule.Plan(
+                "split-k",
+                "K lives on one worker: one group",
+                moved,
+                names,
+                groups=groups,
+                finals=finals,
+                blocks=blocks,
+                loads=loads,
+            )
+        plan.reason = "asked for: " + plan.reason
+        plan.placement = where
+        plan.candidates = {
+            name: (p.bytes_moved if isinstance(p, dask_schedule.Plan) else p) for name, p in options.items()
+        }
+    plan.rechunk = rechunk
+    if not placed:
+        plan.placement = where + "; pinned as if blocks were in contiguous runs per worker"
+    return plan, x1, x2
+
+
+def _placement(x1, x2, workers, placement):
+    """(worker names, holders of x1's blocks, holders of x2's blocks, a description).
+
+    Given ``workers``/``placement`` (explain's synthetic cluster), those; else the
+    active ``distributed`` client's workers and, for each persisted operand, which
+    workers hold its blocks (the scheduler's ``who_has``).  No client: one
+    "local" place, nothing moves.
+    """
+    if workers is not None or placement is not None:
+        placement = placement or {}
+        names = (
+            tuple(workers)
+            if workers is not None
+            else tuple(
+                sorted({w for which in ("x1", "x2") for v in placement.get(which, {}).values() for w in _as_set(v)})
+            )
+        )
+        h1 = {tuple(k): _as_set(v) for k, v in placement.get("x1", {}).items()}
+        h2 = {tuple(k): _as_set(v) for k, v in placement.get("x2", {}).items()}
+        unknown = {w for h in (h1, h2) for v in h.values() for w in v} - set(names)
+        if unknown:
+            raise ValueError(
+                f"polymm.dask.explain: placement names workers {sorted(unknown)} not in workers={list(names)}"
+            )
+        for which, h, x, axes in (("x1", h1, x1, (0, 1)), ("x2", h2, x2, (0, 1))):
+            counts = tuple(len(x.chunks[a]) for a in axes)
+            bad = [k for k in h if len(k) != 2 or not all(0 <= k[d] < counts[d] for d in range(2))]
+            if bad:
+                raise ValueError(
+                    f"polymm.dask.explain: placement of {which} names block(s) {bad[:3]} outside its "
+                    f"{counts[0]} x {counts[1]} blocks"
+                )
+        held = [which for which, h in (("x1", h1), ("x2", h2)) if h]
+        where = f"given: {', '.join(held) if held else 'no'} block(s) placed"
+        return names, h1, h2, where
+    client = _client()
+    if client is None:
+        return ("local",), {}, {}, "no distributed client: one process, nothing moves between workers"
+    try:
+        names = tuple(sorted(client.scheduler_info(n_workers=-1)["workers"]))
+    except TypeError:  # older distributed: no n_workers
+        names = tuple(sorted(client.scheduler_info()["workers"]))
+    holders = []
+    described = []
+    for which, x in (("x1", x1), ("x2", x2)):
+        h = _who_has(client, x)
+        holders.append(h)
+        described.append(f"{which} {'persisted' if h else 'not persisted'}")
+    return names, holders[0], holders[1], f"distributed client: {', '.join(described)}"
+
+
+def _after_rechunk(holders: dict, before, after, axis: int) -> dict:
+    """Holders of the blocks after the K axis went from chunks ``before`` to ``after``.
+
+    A split piece is cut from one block, on the worker that holds it (Dask runs a
+    task with one input where that input is), so it inherits its holders; a
+    merged block is made from several, somewhere: it counts as held by nobody
+    (the estimate then charges it to every worker that reads it).
+    """
+    if not holders or tuple(before) == tuple(after):
+        return holders
+    edges = np.cumsum((0,) + tuple(before))
+    starts = np.cumsum((0,) + tuple(after))[:-1]
+    source = {}
+    for n, (start, size) in enumerate(zip(starts, after)):
+        b = int(np.searchsorted(edges, start, side="right")) - 1
+        if start + size <= edges[b + 1]:  # inside one block: a split piece
+            source[n] = b
+    out = {}
+    for key, who in holders.items():
+        for n, b in source.items():
+            if key[axis] == b:
+                new = list(key)
+                new[axis] = n
+                out[tuple(new)] = who
+    return out
+
+
+def _as_set(value) -> frozenset:
+    return frozenset([value]) if isinstance(value, str) else frozenset(value)
+
+
+def _client():
+    """The active ``distributed`` client, or None (no distributed installed, or none running)."""
+    import sys
+
+    if "distributed" not in sys.modules:
+        return None
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def _who_has(client, x) -> dict:
+    """Block index -> workers holding it, when every block of ``x`` is in a worker's memory; else {}."""
+    from dask.core import flatten
+
+    keys = list(flatten(x.__dask_keys__()))
+    if not keys:
+        return {}
+    if getattr(client, "asynchronous", False):  # its calls return awaitables: the graph is built unpinned
+        return {}
+    futures = client.futures_of(x)
+    if len(futures) < len(keys):  # not (wholly) persisted: its blocks are still to be computed
+        return {}
+    try:
+        holders = client.who_has(futures)
+    except Exception:  # a scheduler gone or unreachable: build the graph as if nothing were placed
+        return {}
+    out = {}
+    for key in keys:
+        workers = holders.get(key) or holders.get(str(key))
+        if not workers:
+            return {}
+        out[tuple(key[1:])] = frozenset(workers)
+    return out
+
+
+def _block_index(key):
+    """The block index of a Dask array key: ``(name, i, j, ...)`` -> ``(i, j, ...)``."""
+    return tuple(key[1:])
+
+
+class _PinnedArray(da.Array):
+    """A Dask array whose worker annotations survive Dask's array optimisation.
+
+    Dask's low-level fusion (``optimization.fuse.active``, on by default) turns the
+    graph into a plain dict and drops every layer's annotations, so a ``workers=``
+    annotation never reaches the scheduler.  This class's optimiser reads the
+    annotations first and hands them back on the optimised graph.  Arrays made
+    from it by further operations are ordinary Dask arrays (their own tasks are
+    placed by Dask; the pinned tasks keep their pins only where their keys survive
+    fusion, i.e. when this array itself is persisted or computed).
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, x):
+        return cls(x.dask, x.name, x.chunks, meta=x._meta)
+
+    @staticmethod
+    def __dask_optimize__(dsk, keys, **kwargs):
+        return _optimize_keeping_annotations(dsk, keys, **kwargs)
+
+
+def _optimize_keeping_annotations(dsk, keys, **kwargs):
+    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+
+    kept: dict = {}
+    if isinstance(dsk, HighLevelGraph):
+        for layer in dsk.layers.values():
+            for kind, value in (layer.annotations or {}).items():
+                if kind in ("workers", "allow_other_workers"):
+                    values = kept.setdefault(kind, {})
+                    for key in layer:
+                        v = value(key) if callable(value) else value
+                        if v is not None:
+                            values[key] = v
+    out = da.Array.__dask_optimize__(dsk, keys, **kwargs)
+    if not kept or isinstance(out, HighLevelGraph):
+        return out
+    name = "polymm-pinned-optimized"
+    annotations = {kind: _Lookup(values) for kind, values in kept.items()}
+    return HighLevelGraph({name: MaterializedLayer(out, annotations=annotations)}, {name: set()})
+
+
+class _Lookup:
+    """An annotation given per key (None for keys it does not name)."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def __call__(self, key):
+        return self.values.get(key)
+
+
+class _Pin:
+    """A ``workers`` annotation: key -> [worker], from output block index (``index(key)``) to worker."""
+
+    def __init__(self, assignment, index):
+        self.assignment = assignment
+        self.index = index
+
+    def __call__(self, key):
+        worker = self.assignment.get(self.index(key))
+        return [worker] if worker is not None else None
+
+
+#: How pinned tasks hold to their worker (Dask config key ``polymm.pin``).
+PINS = ("loose", "strict")
+
+
+def _loose() -> bool:
+    """Whether pinned tasks may run elsewhere (Dask config ``polymm.pin``: "loose", the default, or "strict").
+
+    Loose: the scheduler may still move a task when its worker is gone or, through work
+    stealing, falls far behind (then a few more bytes move than :func:`explain` said).
+    Strict: a task waits for its worker, so the bytes are exactly the estimate, but it
+    waits for ever if that worker leaves the cluster.
+    """
+    pin = dask.config.get("polymm.pin", "loose")
+    if pin not in PINS:
+        raise ValueError(f"polymm.dask: unknown polymm.pin {pin!r}; choose one of {', '.join(PINS)}")
+    return pin == "loose"
+
+
+def _pinned(assignment, index):
+    """A context that pins the layers made inside it (Dask's ``workers=`` annotation, loose), or does nothing."""
+    import contextlib
+
+    if not assignment:
+        return contextlib.nullcontext()
+    return dask.annotate(workers=_Pin(assignment, index), allow_other_workers=_loose())
+
+
+def _split_k_graph(x1, x2, plan, dtype, options):
+    """Partial products of each worker's K blocks (pinned there), summed on ``plan.finals``' worker."""
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+
+    accumulate = _accumulation_dtype(dtype)
+    nm, nn = len(x1.chunks[0]), len(x2.chunks[1])
+    groups = list(plan.groups.items())
+    finals = plan.finals or {}
+    token = tokenize(x1.name, x2.name, [ks for _, ks in groups], options, str(dtype))
+    name, pname = f"polymm-matmul-split-k-{token}", f"polymm-matmul-split-k-partial-{token}"
+    partials, sums = {}, {}
+    for i in range(nm):
+        for j in range(nn):
+            for g, (_, ks) in enumerate(groups):
+                partials[(pname, i, j, g)] = (
+                    _group_product,
+                    [(x1.name, i, k) for k in ks],
+                    [(x2.name, k, j) for k in ks],
+                    options,
+                    dtype,
+                    accumulate,
+                )
+            sums[(name, i, j)] = (_sum_partials, [(pname, i, j, g) for g in range(len(groups))], dtype)
+    pinned = {(i, j, g): w for i in range(nm) for j in range(nn) for g, (w, _) in enumerate(groups)}
+    annotations_p = annotations_s = None
+    if len(plan.workers) >= 2:
+        annotations_p = {"workers": _Pin(pinned, _block_index), "allow_other_workers": _loose()}
+        annotations_s = {"workers": _Pin(finals, _block_index), "allow_other_workers": _loose()}
+    layers = {**x1.dask.layers, **x2.dask.layers}
+    dependencies = {**x1.dask.dependencies, **x2.dask.dependencies}
+    layers[pname] = MaterializedLayer(partials, annotations=annotations_p)
+    dependencies[pname] = {x1.name, x2.name} & set(layers) or set()
+    layers[name] = MaterializedLayer(sums, annotations=annotations_s)
+    dependencies[name] = {pname}
+    graph = HighLevelGraph(layers, dependencies)
+    cls = _PinnedArray if annotations_p else da.Array
+    return cls(graph, name, chunks=(x1.chunks[0], x2.chunks[1]), meta=meta_from_array(x1._meta, ndim=2, dtype=dtype))
+
+
+def _group_product(blocks1, blocks2, options, dtype_in, accumulate):
+    """One worker's share of one output block: its K blocks concatenated, one product, in the accumulation dtype."""
+    a = blocks1[0] if len(blocks1) == 1 else _concat(blocks1, 1)
+    b = blocks2[0] if len(blocks2) == 1 else _concat(blocks2, 0)
+    if accumulate != dtype_in:
+        a = a.astype(dtype_in, copy=False).astype(accumulate)
+        b = b.astype(dtype_in, copy=False).astype(accumulate)
+    return dispatch.matmul(a, b, **options)
+
+
+def _concat(parts, axis):
+    """Concatenate NumPy or CuPy blocks with their own library."""
+    module = type(parts[0]).__module__.split(".")[0]
+    xp = np if module == "numpy" else __import__(module)
+    return xp.concatenate(parts, axis=axis)
+
+
+def _sum_partials(partials, dtype):
+    """The partial products of one output block summed (in their accumulation dtype), then in the result dtype."""
+    total = partials[0].copy() if len(partials) > 1 else partials[0]
+    for p in partials[1:]:
+        total += p
+    return total.astype(dtype, copy=False)
 
 
 def _panel_product(a, b, options):
@@ -226,19 +709,31 @@ def _k_axis(which: str, ndim: int) -> int:
     return ndim - 1 if which == "x1" or ndim == 1 else ndim - 2
 
 
-def _common_k_chunks(x1, x2):
-    """Give both operands one chunking along K: the operand with more K blocks is rechunked to the other's.
+def _common_k_chunks(x1, x2, note=False):
+    """Give both operands one chunking along K.
 
-    Fewer, larger blocks along K keep the block products large; the rechunk is
-    an ordinary Dask rechunk, so the values are never affected.
+    Where one operand's K chunks split the other's (every boundary of the coarser
+    is one of the finer), the coarser is split: each piece comes from one block on
+    the worker that holds it, so nothing moves, and a panel task concatenates the
+    pieces again.  Otherwise the operand with more K blocks is rechunked to the
+    other's (fewer, larger block products; an ordinary Dask rechunk that moves
+    data but never changes a value).  With ``note``, also returns what was done
+    (None when nothing was).
     """
     a1, a2 = _k_axis("x1", x1.ndim), _k_axis("x2", x2.ndim)
     c1, c2 = x1.chunks[a1], x2.chunks[a2]
     if c1 == c2:
-        return x1, x2
-    if len(c1) <= len(c2):
-        return x1, x2.rechunk({a2: c1})
-    return x1.rechunk({a1: c2}), x2
+        return (x1, x2, None) if note else (x1, x2)
+    b1, b2 = set(np.cumsum(c1)), set(np.cumsum(c2))
+    if b2 < b1:  # x1's chunks split x2's: split x2
+        x1, x2, text = x1, x2.rechunk({a2: c1}), f"x2's K blocks split to x1's ({len(c2)} -> {len(c1)}; nothing moves)"
+    elif b1 < b2:
+        x1, x2, text = x1.rechunk({a1: c2}), x2, f"x1's K blocks split to x2's ({len(c1)} -> {len(c2)}; nothing moves)"
+    elif len(c1) <= len(c2):
+        x1, x2, text = x1, x2.rechunk({a2: c1}), f"x2 rechunked along K to x1's {len(c1)} blocks (moves data)"
+    else:
+        x1, x2, text = x1.rechunk({a1: c2}), x2, f"x1 rechunked along K to x2's {len(c2)} blocks (moves data)"
+    return (x1, x2, text) if note else (x1, x2)
 
 
 def _indices(ndim1: int, ndim2: int, batch_ndim: int):

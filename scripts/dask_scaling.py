@@ -53,7 +53,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=3, help="timed repetitions per implementation (after a warm-up)")
     p.add_argument("--backend", default=None, help="polymm backend= for the block products (default: by device)")
     p.add_argument("--algorithm", default="auto", help="polymm algorithm= for the block products")
-    p.add_argument("--reduction", default="auto", choices=["auto", "panel", "tree"], help="polymm's K-reduction")
+    p.add_argument(
+        "--reduction",
+        "--schedule",
+        dest="reduction",
+        default="auto",
+        choices=["auto", "panel", "tree", "broadcast", "grid", "split-k"],
+        help="polymm's schedule (polymm.dask.explain says what auto picks)",
+    )
     p.add_argument("--skip-dask", action="store_true", help="time polymm only (no Dask a @ b reference)")
     p.add_argument(
         "--protocol", choices=["auto", "ucx", "tcp"], default="auto", help="GPU transport (auto: ucx where installed)"
@@ -258,13 +265,16 @@ def measure(client, shape1, shape2, args, library: str, seed: int, device: str =
     b = random_operand(shape2, args.chunk, library, seed + 1).persist()
     distributed.wait([a, b])
     flops = 2.0 * shape1[0] * shape1[1] * shape2[1]
-    options = {"algorithm": args.algorithm, "reduction": args.reduction}
+    options = {"algorithm": args.algorithm, "schedule": args.reduction}
     if args.backend:
         options["backend"] = args.backend
     graphs = {"polymm": lambda x, y: dask_matmul(x, y, **options)}
     if not args.skip_dask:
         graphs["dask"] = lambda x, y: x @ y
-    reduction = "panel" if graphs["polymm"](a, b).name.startswith("polymm-matmul-panel") else "tree"
+    from polymm.dask import explain
+
+    plan = explain(a, b, schedule=args.reduction)  # the schedule polymm builds here, and its bytes estimate
+    reduction = plan.schedule
     seconds = {name: [] for name in graphs}
     moved = {name: [] for name in graphs}
     check = None
@@ -291,6 +301,7 @@ def measure(client, shape1, shape2, args, library: str, seed: int, device: str =
             "tflops": flops / median / 1e12,
             "bytes_moved": moved[name],
             "reduction": reduction if name == "polymm" else "dask",
+            "estimate_bytes": plan.bytes_moved if name == "polymm" else None,
             "check": check if name == "polymm" else None,
         }
         rows.append(_above_peak(row, device, len(client.scheduler_info()["workers"])))

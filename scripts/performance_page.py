@@ -103,7 +103,7 @@ def _dask_rows():
     yield "|---|---|---|---|---|---|---|---|"
     for path in sorted(DASK.glob("*.json")):
         doc = json.loads(path.read_text())
-        rows = {(f["mode"], f["workers"], f["impl"]): f for f in doc["figures"] if "error" not in f}
+        rows = {(f["mode"], f["workers"], f["impl"]): f for f in doc.get("figures", []) if "error" not in f}
         for mode in ("strong", "weak"):
             one, two = rows.get((mode, 1, "polymm")), rows.get((mode, 2, "polymm"))
             dask_two = rows.get((mode, 2, "dask"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -145,3 +146,27 @@ def test_the_clock_waits_for_the_devices_and_counts_transfers(script):
             assert seconds > 0 and moved > 0
             assert synced == ["_received", "_device_sync", "_received"]
             assert float(result[0, 0].compute()) == 256.0
+
+
+def test_bytes_script_records_measured_and_estimated_bytes(tmp_path):
+    """``scripts/dask_bytes.py`` on one case: the record's fields, and polymm's bytes equal to explain's estimate."""
+    out = tmp_path / "bytes.json"
+    script = SCRIPT.parent / "dask_bytes.py"
+    # strict pins: with loose ones (the default) work stealing may move a task when a worker falls behind,
+    # as it does on a loaded machine, and a few more bytes move than estimated
+    env = dict(os.environ, DASK_POLYMM__PIN="strict")
+    run = subprocess.run(
+        [sys.executable, str(script), "--cases", "small-x2-broadcast", "--repeats", "1", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    record = json.loads(out.read_text())
+    assert set(record) >= {"date", "machine", "command", "what", "cases", "after"}
+    assert record["after"]["pin"] == "strict"
+    case = record["after"]["cases"]["small-x2-broadcast"]
+    assert case["check"] and case["schedule"] == "broadcast"
+    assert case["polymm_bytes"] == case["estimate_bytes"] == 512 * 128 * 4  # x2 sent once, to the other worker
+    assert case["placement"]["x2"] == [[[0, 0], 0]]

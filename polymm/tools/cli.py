@@ -534,9 +534,40 @@ def _shape(text: str) -> tuple[int, ...]:
 
 
 def _explain(args) -> int:
+    if args.chunks is not None:
+        return _explain_dask(args)
     from .explain import explain
 
     print(explain(args.x1, args.x2, args.dtype, args.backend, args.algorithm, run=args.run, device=args.device))
+    return 0
+
+
+def _explain_dask(args) -> int:
+    """``polymm explain X1 X2 --chunks C``: the Dask schedule on a cluster of ``--workers`` workers, each operand's
+    blocks laid out in row-major order in one contiguous run per worker (``--layout rows``) or not yet
+    placed (``--layout none``: as for operands that are not persisted)."""
+    try:
+        import dask.array as da
+
+        from polymm.dask import explain
+    except ImportError as exc:
+        raise SystemExit(f"polymm explain --chunks needs Dask ({exc}): pip install 'polymm[dask]'") from None
+    chunks1 = args.chunks[0] if len(args.chunks) == 1 else args.chunks
+    chunks2 = args.chunks2 if args.chunks2 is not None else args.chunks
+    chunks2 = chunks2[0] if len(chunks2) == 1 else chunks2
+    a = da.empty(args.x1, chunks=chunks1, dtype=args.dtype)
+    b = da.empty(args.x2, chunks=chunks2, dtype=args.dtype)
+    workers = [f"worker-{n}" for n in range(args.workers)]
+    placement = {}
+    if args.layout == "rows" and a.ndim == 2 and b.ndim == 2:
+        for which, x in (("x1", a), ("x2", b)):
+            rows, cols = (len(c) for c in x.chunks)
+            placement[which] = {
+                (i, j): workers[(i * cols + j) * len(workers) // (rows * cols)]
+                for i in range(rows)
+                for j in range(cols)
+            }
+    print(explain(a, b, schedule=args.schedule, workers=workers, placement=placement))
     return 0
 
 
@@ -624,6 +655,28 @@ def main(argv=None) -> int:
         "--device",
         default=None,
         help="plan for a GPU that is not here (H100, H200) with --backend cuda or opencl; registers from nvcc",
+    )
+    ex.add_argument(
+        "--chunks",
+        type=_shape,
+        default=None,
+        help="explain the product of Dask arrays of these chunks instead (e.g. 1024 or 1024x512): the schedule "
+        "polymm.dask picks, why, and the bytes it moves between workers",
+    )
+    ex.add_argument("--chunks2", type=_shape, default=None, help="with --chunks: x2's chunks (default: --chunks)")
+    ex.add_argument("--workers", type=int, default=2, help="with --chunks: the number of Dask workers (default 2)")
+    ex.add_argument(
+        "--layout",
+        choices=["rows", "none"],
+        default="rows",
+        help="with --chunks: where the operands' blocks live: 'rows' (each operand's blocks in row-major order, one "
+        "contiguous run per worker, as persisted), 'none' (not persisted: Dask places the tasks)",
+    )
+    ex.add_argument(
+        "--schedule",
+        default=None,
+        help="with --chunks: a schedule to explain instead of the one 'auto' picks (panel, tree, broadcast, grid, "
+        "split-k)",
     )
     ex.set_defaults(func=_explain)
     fz = sub.add_parser(
