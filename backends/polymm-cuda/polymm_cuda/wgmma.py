@@ -296,33 +296,14 @@ def external_launch(shape, a, b, layout: str, isz: int, device) -> dict:
         s_batch, s_row, s_k = strides
         s_batch = s_batch if e > 1 else 0
         if s_row == 1 and s_k > 0:  # runs along the rows: the tiled transpose, K-rows of `rows`
+            kernel, abi, block = f"polymm_transpose_{isz}", TRANSPOSE, (32, 8, 1)
             values = dict(s_off=off, s_b=s_batch, s_r=s_k, ld=ldk, R=k, C=rows)
             grid = transpose_grid(isz, k, rows, e)
-            before.append(
-                _launch(
-                    f"polymm_transpose_{isz}",
-                    TRANSPOSE,
-                    values,
-                    {"src": src, "dst": slot},
-                    grid,
-                    (32, 8, 1),
-                    source="transpose",
-                )
-            )
         else:
+            kernel, abi, block = f"polymm_restride_{isz}", RESTRIDE, (256, 1, 1)
             values = dict(s_off=off, s_b=s_batch, s_r=s_row, s_c=s_k, ld=ldk, R=rows, C=k)
             grid = (-(-k // 256), min(rows, 65535), e)
-            before.append(
-                _launch(
-                    f"polymm_restride_{isz}",
-                    RESTRIDE,
-                    values,
-                    {"src": src, "dst": slot},
-                    grid,
-                    (256, 1, 1),
-                    source="transpose",
-                )
-            )
+        before.append(_launch(kernel, abi, values, {"src": src, "dst": slot}, grid, block, source="transpose"))
         return (slot, 0, rows * ldk if e > 1 else 0, ldk, 1)
 
     a_op = (0, a_off, *sa)

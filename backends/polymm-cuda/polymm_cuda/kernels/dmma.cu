@@ -113,16 +113,6 @@ __device__ __forceinline__ void dm_mma(double (&d)[DM_R], const double (&a)[DM_A
 #endif
 }
 
-// T where C holds, else F (no <type_traits> here)
-template <bool C, class T, class F>
-struct dm_pick {
-    typedef T type;
-};
-template <class T, class F>
-struct dm_pick<false, T, F> {
-    typedef F type;
-};
-
 // A tile in shared memory: K rows (KROWS: OUTER rows of KS) or outer rows (KS rows of OUTER), each
 // padded by PAD doubles, so that the lanes of a quarter warp (16-byte loads; a half warp for 8-byte
 // ones) read distinct banks; every fragment's address is a per-thread base plus a constant. KS: K
@@ -230,8 +220,8 @@ __device__ __forceinline__ void dm_gemm(int M, int N, int K, const double* __res
     constexpr int B_OUTER = CPLX && !BN ? DM_BN / 2 : DM_BN, B_KS = CPLX && BN ? DM_BK / 2 : DM_BK;
     typedef DmLayout<AK, DM_BM, 4> LA;
     typedef DmLayout<!BN, B_OUTER, 4, B_KS> LB;
-    typedef typename dm_pick<SWAP, LB, LA>::type LX;
-    typedef typename dm_pick<SWAP, LA, LB>::type LY;
+    typedef typename pm_pick<SWAP, LB, LA>::type LX;
+    typedef typename pm_pick<SWAP, LA, LB>::type LY;
     extern __shared__ __align__(16) double dm_smem[];  // DM_STAGES * (LX::SIZE + LY::SIZE)
     double* sX = dm_smem;
     double* sY = dm_smem + DM_STAGES * LX::SIZE;

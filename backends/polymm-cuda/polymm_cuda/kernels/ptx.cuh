@@ -6,6 +6,16 @@
 
 typedef long long pm_i64;
 
+// X where PICK holds, else Y (no #include: <type_traits> is not at hand).
+template <bool PICK, class X, class Y>
+struct pm_pick {
+    typedef X type;
+};
+template <class X, class Y>
+struct pm_pick<false, X, Y> {
+    typedef Y type;
+};
+
 // The shared-memory address (32-bit, what cp.async and ldmatrix take) of a generic pointer.
 __device__ __forceinline__ unsigned pm_smem_addr(const void* p) {
     unsigned r;

@@ -277,16 +277,6 @@ __device__ __forceinline__ void wg_tile(int tile, int tiles_m, int tiles_n, int&
     n0 = ((tile % per_group) / rows) * WG_BN;
 }
 
-// X if PICK, else Y (no #include: <type_traits> is not at hand).
-template <bool PICK, typename X, typename Y>
-struct wg_pick {
-    typedef X type;
-};
-template <typename X, typename Y>
-struct wg_pick<false, X, Y> {
-    typedef Y type;
-};
-
 // KIND: 0 float16, 1 bfloat16, 2 TF32 (float32 storage), 3 int8, 4 uint8; SEGMENTS: 1, or 3 for "tf32x3".
 template <int KIND, bool B_KMAJOR, int SEGMENTS, typename T>
 __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, int M, int N, int K, pm_i64 a_sb,
@@ -379,7 +369,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     C += c_off;
     // split-K: the partial sums, as the accumulators hold them, in the workspace passed as C
     ACC* const W = reinterpret_cast<ACC*>(C);
-    typedef typename wg_pick<WG_SPLIT, ACC, T>::type OUT;
+    typedef typename pm_pick<WG_SPLIT, ACC, T>::type OUT;
     constexpr int STORED = !WG_SPLIT ? KIND : KIND >= 3 ? 5 : 2;  // how wg_store packs an OUT pair
     OUT* const out = WG_SPLIT ? (OUT*)W : (OUT*)C;
     // every entry's C starts as aligned as the first when N is a multiple of 8
