@@ -254,4 +254,4 @@ def test_alternating_times_each_call_of_both_sides_in_turn():
     second = (lambda: calls.append("b"), timing.host_clock())
     (a, b), rounds = timing.alternating(first, second, 0.0, warm=(1.0, 1.0), min_rounds=4)
     assert rounds == 4 and a.samples == b.samples == 4
-    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]  # never two of one side's rounds in a row unmixed
+    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]  # one call of each a round, the first swapping

@@ -698,6 +698,17 @@ def main(argv=None) -> int:
         help=f"comma-separated, or 'all' the backend computes (default {','.join(DEFAULT_DTYPES)})",
     )
     wu.set_defaults(func=_warmup)
+    sub.add_parser(
+        "tune",
+        add_help=False,
+        help="time a backend's kernel parameters on this machine and record the fastest "
+        "(polymm tune --backend cpu|opencl|cuda; polymm tune --help)",
+    )
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["tune"]:  # its own options: polymm.tools.tune's parser
+        from polymm.tools import tune
+
+        return tune.main(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "bench":
         args.sizes_given, args.dtype_given = args.sizes is not None, args.dtype is not None

@@ -179,6 +179,13 @@ def _plan_narrow(a, b, out, m, n, size, p):
     return _slab(a, b, out, p.NARROW_SLAB, 1, size)
 
 
+def _entry(fn):
+    """The compiled entry point of ``fn`` (one signature): it skips the dispatcher's type checks
+    (about 0.3 us a call); the caller passes exactly the compiled types."""
+    (cres,) = fn.overloads.values()
+    return cres.entry_point
+
+
 def _sig_2d(dtype: np.dtype):
     """``void(a, b, out)`` for single 2-D products (the short path)."""
     nb_dt = numba.from_dtype(dtype)
@@ -295,20 +302,25 @@ class CPUBackend(Backend):
             py, extra = k.tiled_parallel, (i8, i8, i8)
         else:
             blk = params.blocking_for(dtype)
-            key = (blk.mr, blk.nr, dtype.kind != "c")
-            spec = self._specs.get(key)
-            if spec is None:
-                with _compile_env():
-                    spec = k.specialise(*key)
-                self._specs[key] = spec
-            py, extra = spec[kind], (i8, i8, i8, i8)
+            return self._packed(kind, dtype, blk.mr, blk.nr)
         extra = _SPLITK_EXTRA.get(kind, extra)
         parallel = not kind.endswith("serial") and kind != "tiny_2d"
-        fn = _jit(py, sig(dtype, *extra), parallel, k.JIT, _Notice(dtype))
-        # the compiled entry point skips the dispatcher's type checks (about
-        # 0.3 us a call); the caller passes exactly the compiled types
-        (cres,) = fn.overloads.values()
-        return cres.entry_point
+        return _entry(_jit(py, sig(dtype, *extra), parallel, k.JIT, _Notice(dtype)))
+
+    def _packed(self, kind, dtype, mr, nr):
+        """The packed ``"auto"`` kernel ``kind`` with an ``mr`` x ``nr`` register tile (the tuner
+        times tiles other than the one in use through this)."""
+        from . import _kernels as k
+
+        i8 = types.int64
+        key = (mr, nr, dtype.kind != "c")
+        spec = self._specs.get(key)
+        if spec is None:
+            with _compile_env():
+                spec = k.specialise(*key)
+            self._specs[key] = spec
+        extra = _SPLITK_EXTRA.get(kind, (i8, i8, i8, i8))
+        return _entry(_jit(spec[kind], _sig(dtype, *extra), kind != "auto_serial", k.JIT, _Notice(dtype)))
 
     def warmup(self, dtype):
         """Compile (or load from the cache) every kernel the ``"auto"`` path may run for ``dtype``,
@@ -318,6 +330,13 @@ class CPUBackend(Backend):
         for kind in ("tiny_2d", *small, *_AUTO_KINDS):
             self._kernel(kind, dt)
             yield kind
+
+    def tune(self, **options):
+        """Measure this machine's blocking and record it (``polymm tune --backend cpu``; see
+        :func:`polymm_numba.tuning.tune` for ``options``); later processes use it."""
+        from .tuning import tune
+
+        return tune(**options)
 
     # -- compute ---------------------------------------------------------
     def check_dtype(self, dtype, operand) -> None:
@@ -394,7 +413,7 @@ class CPUBackend(Backend):
             words = next(text for prefix, text in _PATH_WORDS if kind.startswith(prefix))
         blocking = params.AUTO_BLOCKING[dt] if kind.startswith("auto_") else None
         if blocking is not None:
-            settings.append(params.SETTINGS[f"blocking {dt.itemsize}"])
+            settings.append(params.blocking_setting(dt))
         if kind.startswith("small_"):
             settings += [params.SETTINGS["SMALL_REGS"], params.SETTINGS["VECTOR_BYTES"]]
         threads = 1 if kind.endswith("serial") else numba.get_num_threads()
