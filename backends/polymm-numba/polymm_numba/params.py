@@ -93,8 +93,8 @@ HOST = DeviceInfo(
 SETTINGS: dict[str, Setting] = {}
 
 
-def _read(name: str, family: str, key: str):
-    SETTINGS[name] = found = settings_for(HOST).setting(family, key)
+def _read(name: str, family: str, key: str, default_key: str | None = None):
+    SETTINGS[name] = found = settings_for(HOST).setting(family, key, default_key)
     return found.value
 
 
@@ -108,6 +108,12 @@ _AUTO_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "float32", "int32", 
 AUTO_BLOCKING: dict[np.dtype, Blocking] = {
     np.dtype(t): _BLOCKINGS[np.dtype(t).itemsize] for t in (*_AUTO_DTYPES, "complex64", "complex128")
 }
+#: float32 and float64 may have blockings of their own (an entry named by the dtype, else the
+#: element size's): the integer and complex kernels of the same width run other instructions.
+for _name in ("float32", "float64"):
+    AUTO_BLOCKING[np.dtype(_name)] = Blocking(
+        **_read(f"blocking {_name}", "cpu-blocking", _name, str(np.dtype(_name).itemsize))
+    )
 
 
 def _model() -> str:
