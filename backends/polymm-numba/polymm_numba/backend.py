@@ -420,21 +420,30 @@ class CPUBackend(Backend):
         return {"path": kind, "reason": words, "blocking": blocking, "threads": threads, "settings": tuple(settings)}
 
     def _run(self, a, b, out, algorithm, dt):
-        """Plan and launch on the threads the process's other running threads leave free
-        (:mod:`.neighbours`: NumPy's BLAS pool spins on its cores for a while after each call)."""
+        """Plan and launch; a parallel plan runs on the threads that the other threads running
+        now leave free (:mod:`.neighbours`: NumPy's BLAS pool spins on its cores for a while after
+        each call; other programs run too), planned again for that team. A serial plan asks
+        nothing: a broadcast batch of 64 x 64 products of 32 cubes is 64 calls of serial work,
+        and counting threads (15 us, far more on a busy machine) before each doubled it."""
+        kind, args = self._choose(a, b, out, algorithm, dt)
         limit = numba.get_num_threads()
-        if limit > 1 and a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] >= params.NEIGHBOUR_MIN_WORK:
+        if (
+            limit > 1
+            and not kind.endswith("serial")
+            and a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] >= params.NEIGHBOUR_MIN_WORK
+        ):
             team = neighbours.team_size(limit, _PARALLEL_LOCK)
             if team < limit:
                 numba.set_num_threads(team)  # this Python thread's setting only
                 try:
-                    self._run_team(a, b, out, algorithm, dt)
+                    self._launch(*self._choose(a, b, out, algorithm, dt), dt)
                 finally:
                     numba.set_num_threads(limit)
                 return
-        self._run_team(a, b, out, algorithm, dt)
+        self._launch(kind, args, dt)
 
-    def _run_team(self, a, b, out, algorithm, dt):
+    def _choose(self, a, b, out, algorithm, dt):
+        """``(kernel kind, args)`` for ``algorithm`` on the current thread count."""
         if algorithm == "auto":
             kind, args = self._plan(a, b, out, dt)
         elif algorithm == "tiled":
@@ -447,6 +456,9 @@ class CPUBackend(Backend):
         if algorithm != "auto" and a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] <= params.TINY_WORK:
             kind, args = _slab(a, b, out, b.shape[2], 1, dt.itemsize)
             kind = "slab_serial"
+        return kind, args
+
+    def _launch(self, kind, args, dt):
         fn = self._kernel(kind, dt)
         if kind.endswith("serial"):
             fn(*args)
