@@ -63,7 +63,9 @@ def main() -> int:
         ref = min(times["numpy"])
         print(f"{dt.name} {n}^3, one thread, {len(times['numpy'])} rounds:")
         for name, t in times.items():
-            print(f"  {name:36s} best {min(t) * 1e3:9.3f} ms  median {statistics.median(t) * 1e3:9.3f}  {ref / min(t):.2f}x")
+            print(
+                f"  {name:36s} best {min(t) * 1e3:9.3f} ms  median {statistics.median(t) * 1e3:9.3f}  {ref / min(t):.2f}x"
+            )
     return 0
 
 

@@ -274,9 +274,23 @@ def _cliffs(names, args, console) -> int:
             title="polymm cliff suite: polymm.matmul speed / reference speed (best whole call; ratio: calls "
             "interleaved one by one with the reference, alone: each side in blocks of its own calls)"
         )
-        columns = ("backend", "case", "dtype", "shape", "ms", "GFLOP/s", "reference", "ref ms", "ratio", "alone", "check")
+        columns = (
+            "backend",
+            "case",
+            "dtype",
+            "shape",
+            "ms",
+            "GFLOP/s",
+            "reference",
+            "ref ms",
+            "ratio",
+            "alone",
+            "check",
+        )
         for column in columns:
-            table.add_column(column, justify="right" if column in ("ms", "GFLOP/s", "ref ms", "ratio", "alone") else "left")
+            table.add_column(
+                column, justify="right" if column in ("ms", "GFLOP/s", "ref ms", "ratio", "alone") else "left"
+            )
         clblast = any(c.clblast_ratio for c in cells)
         if clblast:
             table.add_column("vs CLBlast", justify="right")

@@ -5,11 +5,12 @@ while, each on a core of its own; a parallel kernel that then starts a thread pe
 at its end for the thread that shares a core with a spinner: on 2 cores a 200 x 200 float64
 product took 5.7 ms (median) right after a NumPy product against 0.12 ms alone. Other programs
 on the machine do the same to it (a CI runner, a second job): on the 2-core Xeon with other
-processes running (load average 3.2-3.8, 2026-11-27, ``python scripts/cpu_neighbours_ab.py 512:float32:6,...``: an A/B in one
-process, calls in random order), medians counting only this process's threads against counting
-the machine's too: 200^3 float64 2.27 -> 0.48 ms, 256^3 float32 1.82 -> 0.43, 512^3 float32
-10.1 -> 3.2, 1024^3 float32 47 -> 21, 2048^3 float64 370 -> 325 (best calls, taken in the
-moments the other core was free, 0.23 -> 0.27, 1.26 -> 2.20, 172 -> 301 ms). So before a parallel launch the backend counts the threads of this process that are
+processes running (load average 3.2-3.8, 2026-11-27; ``python scripts/cpu_neighbours_ab.py``,
+an A/B in one process, calls in random order), medians counting only this process's threads
+against counting the machine's too: 200^3 float64 2.27 -> 0.48 ms, 256^3 float32 1.82 -> 0.43,
+512^3 float32 10.1 -> 3.2, 1024^3 float32 47 -> 21, 2048^3 float64 370 -> 325 (the best calls,
+taken in the moments the other core was free: 0.23 -> 0.27, 1.26 -> 2.20, 172 -> 301 ms).
+So before a parallel launch the backend counts the threads of this process that are
 running now (Linux's ``/proc/self/task/*/stat``, state ``R``), leaving out the calling thread
 and Numba's own pool (whose threads may be spinning from our last call, and join the next),
 and those of other processes (the machine's runnable count of ``/proc/loadavg`` less this

@@ -160,6 +160,7 @@ def blocking_setting(dtype) -> Setting:
     """The entry behind ``AUTO_BLOCKING[dtype]``: the tuning file's, else the database's."""
     return SETTINGS.get(f"blocking {np.dtype(dtype).name}") or SETTINGS[f"blocking {np.dtype(dtype).itemsize}"]
 
+
 #: Tile sizes of the ``"tiled"`` kernel (all dtypes).
 TILED = Tiling(**_read("TILED", "cpu-tiled", "tiles"))
 

@@ -102,7 +102,13 @@ def _time_round_robin(calls: dict, seconds: float) -> dict:
 
 
 def tune(
-    dtypes=params.TUNED_DTYPES, n=640, seconds=3.0, max_tiles=4, log=print, command="polymm tune --backend cpu", save=True
+    dtypes=params.TUNED_DTYPES,
+    n=640,
+    seconds=3.0,
+    max_tiles=4,
+    log=print,
+    command="polymm tune --backend cpu",
+    save=True,
 ):
     """Measure the blocking of each of ``dtypes`` and (``save``) record it in the tuning file;
     returns ``{dtype name: (Blocking, evidence)}``. ``n``: the side of the square products timed;
@@ -131,7 +137,9 @@ def tune(
             fn()
             error = np.abs(out[0] - expect).max() / np.abs(expect).max()
             if not error < (1e-4 if dt.itemsize == 4 else 1e-12):
-                raise RuntimeError(f"polymm tune: the {name} blocking {blk} computed a wrong product (error {error:.1e})")
+                raise RuntimeError(
+                    f"polymm tune: the {name} blocking {blk} computed a wrong product (error {error:.1e})"
+                )
             return fn
 
         def rate(t):
@@ -151,7 +159,8 @@ def tune(
         if best[winner] > (1 - MARGIN) * best[tiles[0]]:
             winner = tiles[0]
         blocks = [
-            params.Blocking(winner.mr, winner.nr, mc, winner.nc, kc) for mc, kc in block_candidates(dt, winner.mr, winner.nr)
+            params.Blocking(winner.mr, winner.nr, mc, winner.nc, kc)
+            for mc, kc in block_candidates(dt, winner.mr, winner.nr)
         ]
         blocks = [winner] + [blk for blk in blocks if blk != winner]
         timed = _time_round_robin({blk: checked(blk) for blk in blocks}, seconds)
