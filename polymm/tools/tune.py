@@ -175,7 +175,7 @@ def record(node: str, device, dtype, best: KernelParams, results, n: int, comman
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="polymm tune", description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="opencl", choices=["opencl", "cuda", "cpu"])
     parser.add_argument("--size", type=int, default=None, help="side of the squares timed (default 2048; cpu 640)")
     parser.add_argument("--dtype", default=None, help="default float32; cpu: float32,float64")
