@@ -122,10 +122,14 @@ def test_suite_command_writes_json_and_heatmap(backend, tmp_path):
         assert set(cell) >= {"backend", "case", "dtype", "shape", "ratio", "gflops", "ref_gflops"}
         assert cell["correct"] and cell["ratio"] > 0 and cell["gflops"] > 0 and cell["ref_gflops"] > 0
         assert cell["ratio"] == pytest.approx(cell["gflops"] / cell["ref_gflops"])
+        # both timings: interleaved call by call (the ratio the floors judge) and each side alone
+        assert cell["timing"] == "interleaved" and cell["ratio_alone"] > 0
+        assert cell["ratio_alone"] == pytest.approx(cell["ref_seconds_alone"] / cell["seconds_alone"])
     summary = document["summary"][backend]
     assert summary["worst"] == min(c["ratio"] for c in cells)
     assert summary["worst_case"] in {f"{c['case']} {c['dtype']}" for c in cells}
     assert min(c["ratio"] for c in cells) <= summary["geomean"] <= max(c["ratio"] for c in cells)
+    assert summary["alone"]["worst"] == min(c["ratio_alone"] for c in cells)
     assert png.stat().st_size > 10_000
     if backend == "opencl" and _importable("pyclblast"):  # CLBlast's column, where it is installed
         square = next(c for c in cells if c["case"] == "square-32" and c["dtype"] == "float32")
@@ -240,3 +244,14 @@ def test_unknown_case_pattern_is_a_clear_error(capsys):
 def test_sizes_and_suite_do_not_mix(capsys):
     assert main(["bench", "--suite", "cliffs", "--backend", "cpu", "--sizes", "64"]) == 2
     assert "--cases" in capsys.readouterr().err
+
+
+def test_alternating_times_each_call_of_both_sides_in_turn():
+    from polymm.tools import timing
+
+    calls = []
+    first = (lambda: calls.append("a"), timing.host_clock())
+    second = (lambda: calls.append("b"), timing.host_clock())
+    (a, b), rounds = timing.alternating(first, second, 0.0, warm=(1.0, 1.0), min_rounds=4)
+    assert rounds == 4 and a.samples == b.samples == 4
+    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]  # one call of each a round, the first swapping

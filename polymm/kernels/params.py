@@ -30,6 +30,8 @@ __all__ = [
     "tuning_path",
     "fits",
     "save_tuned",
+    "save_tuned_value",
+    "tuned_value",
 ]
 
 
@@ -133,13 +135,25 @@ def _checked_entry(device: DeviceInfo, name: str) -> KernelParams | None:
 
 def save_tuned(device: DeviceInfo, dtype, params: KernelParams, path: str | None = None) -> str:
     """Record ``params`` for (``device``, ``dtype``) in the tuning file; returns its path."""
+    return save_tuned_value(device.key, np.dtype(dtype).name, dataclasses.asdict(params), path)
+
+
+def tuned_value(key: str, name: str):
+    """The tuning file's raw entry ``name`` under the device key ``key``, or None (a backend
+    that tunes something other than regblock tiles reads its own entries through this)."""
+    return _tuned().get(key, {}).get(name)
+
+
+def save_tuned_value(key: str, name: str, value, path: str | None = None) -> str:
+    """Record ``value`` as entry ``name`` under the device key ``key`` in the tuning file (the
+    other entries kept); returns its path."""
     path = path or tuning_path()
     try:
         with open(path) as f:
             data = json.load(f)
     except (OSError, ValueError):
         data = {}
-    data.setdefault(device.key, {})[np.dtype(dtype).name] = dataclasses.asdict(params)
+    data.setdefault(key, {})[name] = value
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     partial = f"{path}.{os.getpid()}.tmp"  # written whole, then renamed: readers never see half a file
     with open(partial, "w") as f:

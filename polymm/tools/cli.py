@@ -254,7 +254,8 @@ def _cliffs(names, args, console) -> int:
             if not console.is_terminal:
                 console.print(
                     f"{c.backend} {c.case} {c.dtype}: {cliffs.format_ratio(c.ratio)} ({c.seconds * 1e3:.3f} ms, "
-                    f"{c.reference} {c.ref_seconds * 1e3:.3f} ms){'' if c.correct else ' WRONG: ' + str(c.error)}"
+                    f"{c.reference} {c.ref_seconds * 1e3:.3f} ms; alone {cliffs.format_ratio(c.ratio_alone)})"
+                    f"{'' if c.correct else ' WRONG: ' + str(c.error)}"
                 )
             done.append(c)
             if args.json and args.json != "-":
@@ -270,10 +271,26 @@ def _cliffs(names, args, console) -> int:
         _write_json(document, args.json)
     if args.json != "-":
         table = Table(
-            title="polymm cliff suite: polymm.matmul speed / reference speed (best of interleaved samples, whole call)"
+            title="polymm cliff suite: polymm.matmul speed / reference speed (best whole call; ratio: calls "
+            "interleaved one by one with the reference, alone: each side in blocks of its own calls)"
         )
-        for column in ("backend", "case", "dtype", "shape", "ms", "GFLOP/s", "reference", "ref ms", "ratio", "check"):
-            table.add_column(column, justify="right" if column in ("ms", "GFLOP/s", "ref ms", "ratio") else "left")
+        columns = (
+            "backend",
+            "case",
+            "dtype",
+            "shape",
+            "ms",
+            "GFLOP/s",
+            "reference",
+            "ref ms",
+            "ratio",
+            "alone",
+            "check",
+        )
+        for column in columns:
+            table.add_column(
+                column, justify="right" if column in ("ms", "GFLOP/s", "ref ms", "ratio", "alone") else "left"
+            )
         clblast = any(c.clblast_ratio for c in cells)
         if clblast:
             table.add_column("vs CLBlast", justify="right")
@@ -290,6 +307,7 @@ def _cliffs(names, args, console) -> int:
                 c.reference,
                 f"{c.ref_seconds * 1e3:.3f}",
                 f"[{colour}]{ratio}[/]",
+                cliffs.format_ratio(c.ratio_alone) if c.ratio_alone else "-",
                 "[green]ok[/]" if c.correct else f"[red]WRONG[/] {c.error}",
             ]
             if clblast:
@@ -311,6 +329,12 @@ def _cliffs(names, args, console) -> int:
                     f"({floor['worst_case']}) vs {f['worst']}, geomean {cliffs.format_ratio(floor['geomean'])} vs "
                     f"{f['geomean']}: " + ("[green]holds[/]" if floor["holds"] else "[red]not met[/]")
                 )
+                if "alone" in floor:
+                    alone = floor["alone"]
+                    console.print(
+                        f"  the same cells timed alone: worst {cliffs.format_ratio(alone['worst'])} "
+                        f"({alone['worst_case']}), geomean {cliffs.format_ratio(alone['geomean'])}"
+                    )
     if args.plot:
         cliffs.plot(document, args.plot)
         console.print(f"heatmap written to {args.plot}")
@@ -741,6 +765,17 @@ def main(argv=None) -> int:
         help=f"comma-separated, or 'all' the backend computes (default {','.join(DEFAULT_DTYPES)})",
     )
     wu.set_defaults(func=_warmup)
+    sub.add_parser(
+        "tune",
+        add_help=False,
+        help="time a backend's kernel parameters on this machine and record the fastest "
+        "(polymm tune --backend cpu|opencl|cuda; polymm tune --help)",
+    )
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["tune"]:  # its own options: polymm.tools.tune's parser
+        from polymm.tools import tune
+
+        return tune.main(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "bench":
         args.sizes_given, args.dtype_given = args.sizes is not None, args.dtype is not None

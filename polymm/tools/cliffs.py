@@ -4,9 +4,12 @@ A backend that is fast on big squares can still be 20x slower than the vendor
 library on a matrix-vector product, a batch of tiny matrices or a transposed
 view.  ``polymm bench --suite cliffs`` times every case of :data:`CASES` end to
 end (``polymm.matmul`` as a user calls it, operands already on the device)
-against the backend's reference library, interleaved in the same process, and
-summarises each backend by its **worst cell** and the **geometric mean** of its
-ratios.  :data:`FLOORS` holds the floors the issues set, so the summary can say
+against the backend's reference library in the same process, twice: *interleaved*,
+call by call as a user's program runs them (each call meets the threads the other
+library's last call left spinning; the cell's ``ratio``, which the floors judge), and
+*alone*, each side in blocks of its own calls (``ratio_alone``: what each can do when
+the other's threads sleep), and summarises each backend by its **worst cell** and the
+**geometric mean** of its ratios.  :data:`FLOORS` holds the floors the issues set, so the summary can say
 whether they hold; they are benchmark results, never test assertions.  GPU backends also run the
 grid (:data:`GRID_CLASSES`: every shape class crossed with every dtype and precision mode).
 
@@ -199,7 +202,13 @@ FLOORS: dict[str, Floor] = {
 
 @dataclass
 class Cell:
-    """One measured (backend, case, dtype); times are the best per-call seconds of interleaved samples."""
+    """One measured (backend, case, dtype); times are the best per-call seconds.
+
+    ``seconds``, ``ref_seconds``, ``ratio``, the spreads and ``samples``: calls interleaved one by
+    one with the reference (:func:`polymm.tools.timing.alternating`, ``timing`` =
+    ``"interleaved"``); the ``*_alone`` figures: each side in blocks of its own calls
+    (:func:`polymm.tools.timing.interleaved`). Records written before the two were told apart
+    have only the block figure, as ``ratio``, and no ``timing``."""
 
     backend: str
     case: str
@@ -221,6 +230,10 @@ class Cell:
     error: str | None = None
     clblast_ratio: float | None = None
     precision: str = "default"
+    timing: str = "interleaved"
+    ratio_alone: float | None = None
+    seconds_alone: float | None = None
+    ref_seconds_alone: float | None = None
 
 
 # -- operands ------------------------------------------------------------------------------------
@@ -442,7 +455,8 @@ def _clblast_ratio(backend, a, b, seconds, budget):
 
 
 def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8) -> Cell:
-    """Check one cell's answer (into a poisoned ``out``, sampled rows), then time it interleaved."""
+    """Check one cell's answer (into a poisoned ``out``, sampled rows), then time it alone (blocks of
+    each side's calls) and interleaved (call by call), half the budget each."""
     dt = np.dtype(dtype)
     layouts = case.operand_layouts
     host = [random_array(rng, _base_shape(s, lay), dt) for s, lay in zip((case.x1, case.x2), layouts)]
@@ -465,7 +479,8 @@ def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8) -> 
     ref_warm = backend.ref_clock(ref[0], 1)
     if warm is None or warm < 1.0 or ref_warm < 0.1:
         warm = None
-    (timed, ref_timed), rounds = timing.interleaved(ours, ref, budget, warm=(warm, ref_warm))
+    (alone, ref_alone), _ = timing.interleaved(ours, ref, budget / 2, warm=(warm, ref_warm))
+    (timed, ref_timed), rounds = timing.alternating(ours, ref, budget / 2, warm=(alone.best, ref_alone.best))
     best, median, ref_best, ref_median = timed.best, timed.median, ref_timed.best, ref_timed.median
     ops = flops(case.multiply_adds(), 1, 1, dt)
     spread, ref_spread = median / best, ref_median / ref_best
@@ -488,8 +503,11 @@ def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8) -> 
         samples=rounds,
         correct=correct,
         error=error,
-        clblast_ratio=_clblast_ratio(backend, a, b, best, budget / 2),
+        clblast_ratio=_clblast_ratio(backend, a, b, alone.best, budget / 2),
         precision=mode,
+        ratio_alone=ref_alone.best / alone.best,
+        seconds_alone=alone.best,
+        ref_seconds_alone=ref_alone.best,
     )
 
 
@@ -562,12 +580,21 @@ def _geomean(values):
 
 def _worst(cells):
     worst = min(cells, key=lambda c: c.ratio)
-    return {
+    found = {
         "worst": worst.ratio,
         "worst_case": f"{worst.case} {worst.dtype}",
         "geomean": _geomean([c.ratio for c in cells]),
         "cells": len(cells),
     }
+    alone = [c for c in cells if c.ratio_alone]
+    if alone:  # the same over the figures of each side timed alone (reported; the floors judge ``ratio``)
+        least = min(alone, key=lambda c: c.ratio_alone)
+        found["alone"] = {
+            "worst": least.ratio_alone,
+            "worst_case": f"{least.case} {least.dtype}",
+            "geomean": _geomean([c.ratio_alone for c in alone]),
+        }
+    return found
 
 
 def summarise(cells: list[Cell], keys: dict | None = None) -> dict:

@@ -5,7 +5,9 @@ A *clock* times ``inner`` calls of a function and returns seconds per call:
 sees), :func:`cuda_clock` (CUDA events around each call) and :func:`event_clock`
 (OpenCL profiling events of the event each call returns).  :func:`measure`
 samples one call; :func:`interleaved` samples two in alternating blocks, so that
-drift and thread pools left spinning by one side hit both alike.
+drift hits both alike while each side runs as if alone (the other's thread pools
+asleep); :func:`alternating` samples two call by call, as a program that calls
+both runs them: each call then meets the threads the other left spinning.
 
 The module imports nothing of polymm: the asv suite loads it by path, to time
 older commits with the same helper.
@@ -18,7 +20,16 @@ import statistics
 import time
 from dataclasses import dataclass
 
-__all__ = ["Timing", "host_clock", "cuda_clock", "event_clock", "measure", "interleaved", "BLOCK_SECONDS"]
+__all__ = [
+    "Timing",
+    "host_clock",
+    "cuda_clock",
+    "event_clock",
+    "measure",
+    "interleaved",
+    "alternating",
+    "BLOCK_SECONDS",
+]
 
 #: Seconds each side of :func:`interleaved` runs before the other takes over. A BLAS or OpenMP
 #: pool keeps its threads spinning for a while after a call (OpenBLAS: about 0.1 s by default),
@@ -135,5 +146,31 @@ def interleaved(
         for which in (0, 1) if r % 2 == 0 else (1, 0):
             fn, clock = sides[which]
             samples[which].extend(clock(fn, inner[which]) for _ in range(block[which]))
+    timings = tuple(Timing(min(s), statistics.median(s), len(s)) for s in samples)
+    return timings, rounds
+
+
+def alternating(first, second, budget, warm=(None, None), min_rounds=3) -> tuple[tuple[Timing, Timing], int]:
+    """Time two ``(fn, clock)`` sides call by call: one call of each a round, each timed alone,
+    the side that goes first swapping every round; returns their timings and the rounds.
+
+    This is a user's program that calls NumPy and polymm in turn: a call starts while the
+    threads of the other side's last call may still be spinning (OpenBLAS: about 0.1 s; an
+    OpenMP pool: its wait policy), which :func:`interleaved`'s blocks deliberately let sleep.
+    Rounds run until ``budget`` seconds are spent, at least ``min_rounds`` and at most 2000;
+    ``warm``: as for :func:`interleaved` (a side whose call time is known makes no warm-up call).
+    """
+    sides = (first, second)
+    for w, (fn, clock) in zip(warm, sides):
+        if w is None:
+            clock(fn, 1)
+    samples = ([], [])
+    start = time.perf_counter()
+    rounds = 0
+    while rounds < min_rounds or (rounds < 2000 and time.perf_counter() - start < budget):
+        for which in (0, 1) if rounds % 2 == 0 else (1, 0):
+            fn, clock = sides[which]
+            samples[which].append(clock(fn, 1))
+        rounds += 1
     timings = tuple(Timing(min(s), statistics.median(s), len(s)) for s in samples)
     return timings, rounds

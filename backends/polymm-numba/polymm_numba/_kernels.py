@@ -488,12 +488,15 @@ def _block_regs(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp, direct):
     in turn (B's block stays in L2, the panel's rows in L1), instead of packing the A block
     first: for few columns and a long K (split-K chunks) packing A costs as much as a quarter
     of the multiply-adds. Needs A unit-stride along K; a last panel of fewer rows is packed.
+    Rows a multiple of 4 KiB apart all fall in one set of the L1 cache (indexed by the low 12
+    bits of the address on x86), which holds 8 to 12 lines: taller panels are then packed.
     Callers that never read A in place pass ``None``, which Numba resolves at compile time."""
     M = out.shape[1]
     N = out.shape[2]
     isz = a.itemsize
     if direct is not None:  # None: Numba prunes this branch, and with it _block_direct's compile (seconds)
-        if direct and a.strides[2] == isz and a.strides[1] % isz == 0 and a.strides[0] % isz == 0:
+        apart = MR <= 8 or a.strides[1] % 4096 != 0  # the panel's rows in distinct L1 sets
+        if direct and apart and a.strides[2] == isz and a.strides[1] % isz == 0 and a.strides[0] % isz == 0:
             _block_direct(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp)
             return
     ap = np.empty(((mb + MR - 1) // MR) * MR * kb, a.dtype)

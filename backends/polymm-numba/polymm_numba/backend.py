@@ -202,6 +202,13 @@ def _plan_dots(nbatch, m, n, kk, work, nth, p):
     return "dot_batch" if nbatch * m >= 2 * nth else None
 
 
+def _entry(fn):
+    """The compiled entry point of ``fn`` (one signature): it skips the dispatcher's type checks
+    (about 0.3 us a call); the caller passes exactly the compiled types."""
+    (cres,) = fn.overloads.values()
+    return cres.entry_point
+
+
 def _sig_2d(dtype: np.dtype):
     """``void(a, b, out)`` for single 2-D products (the short path)."""
     nb_dt = numba.from_dtype(dtype)
@@ -323,20 +330,25 @@ class CPUBackend(Backend):
             py, extra = k.tiled_parallel, (i8, i8, i8)
         else:
             blk = params.blocking_for(dtype)
-            key = (blk.mr, blk.nr, dtype.kind != "c")
-            spec = self._specs.get(key)
-            if spec is None:
-                with _compile_env():
-                    spec = k.specialise(*key)
-                self._specs[key] = spec
-            py, extra = spec[kind], (i8, i8, i8, i8)
+            return self._packed(kind, dtype, blk.mr, blk.nr)
         extra = _SPLITK_EXTRA.get(kind, extra)
         parallel = not kind.endswith("serial") and kind != "tiny_2d"
-        fn = _jit(py, sig(dtype, *extra), parallel, k.JIT, _Notice(dtype))
-        # the compiled entry point skips the dispatcher's type checks (about
-        # 0.3 us a call); the caller passes exactly the compiled types
-        (cres,) = fn.overloads.values()
-        return cres.entry_point
+        return _entry(_jit(py, sig(dtype, *extra), parallel, k.JIT, _Notice(dtype)))
+
+    def _packed(self, kind, dtype, mr, nr):
+        """The packed ``"auto"`` kernel ``kind`` with an ``mr`` x ``nr`` register tile (the tuner
+        times tiles other than the one in use through this)."""
+        from . import _kernels as k
+
+        i8 = types.int64
+        key = (mr, nr, dtype.kind != "c")
+        spec = self._specs.get(key)
+        if spec is None:
+            with _compile_env():
+                spec = k.specialise(*key)
+            self._specs[key] = spec
+        extra = _SPLITK_EXTRA.get(kind, (i8, i8, i8, i8))
+        return _entry(_jit(spec[kind], _sig(dtype, *extra), kind != "auto_serial", k.JIT, _Notice(dtype)))
 
     def warmup(self, dtype):
         """Compile (or load from the cache) every kernel the ``"auto"`` path may run for ``dtype``,
@@ -346,6 +358,13 @@ class CPUBackend(Backend):
         for kind in ("tiny_2d", *small, *_AUTO_KINDS):
             self._kernel(kind, dt)
             yield kind
+
+    def tune(self, **options):
+        """Measure this machine's blocking and record it (``polymm tune --backend cpu``; see
+        :func:`polymm_numba.tuning.tune` for ``options``); later processes use it."""
+        from .tuning import tune
+
+        return tune(**options)
 
     # -- compute ---------------------------------------------------------
     def check_dtype(self, dtype, operand) -> None:
@@ -422,28 +441,37 @@ class CPUBackend(Backend):
             words = next(text for prefix, text in _PATH_WORDS if kind.startswith(prefix))
         blocking = params.AUTO_BLOCKING[dt] if kind.startswith("auto_") else None
         if blocking is not None:
-            settings.append(params.SETTINGS[f"blocking {dt.itemsize}"])
+            settings.append(params.blocking_setting(dt))
         if kind.startswith("small_"):
             settings += [params.SETTINGS["SMALL_REGS"], params.SETTINGS["VECTOR_BYTES"]]
         threads = 1 if kind.endswith("serial") else numba.get_num_threads()
         return {"path": kind, "reason": words, "blocking": blocking, "threads": threads, "settings": tuple(settings)}
 
     def _run(self, a, b, out, algorithm, dt):
-        """Plan and launch on the threads the process's other running threads leave free
-        (:mod:`.neighbours`: NumPy's BLAS pool spins on its cores for a while after each call)."""
+        """Plan and launch; a parallel plan runs on the threads that the other threads running
+        now leave free (:mod:`.neighbours`: NumPy's BLAS pool spins on its cores for a while after
+        each call; other programs run too), planned again for that team. A serial plan asks
+        nothing: a broadcast batch of 64 x 64 products of 32 cubes is 64 calls of serial work,
+        and counting threads (15 us, far more on a busy machine) before each doubled it."""
+        kind, args = self._choose(a, b, out, algorithm, dt)
         limit = numba.get_num_threads()
-        if limit > 1 and a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] >= params.NEIGHBOUR_MIN_WORK:
+        if (
+            limit > 1
+            and not kind.endswith("serial")
+            and a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] >= params.NEIGHBOUR_MIN_WORK
+        ):
             team = neighbours.team_size(limit, _PARALLEL_LOCK)
             if team < limit:
                 numba.set_num_threads(team)  # this Python thread's setting only
                 try:
-                    self._run_team(a, b, out, algorithm, dt)
+                    self._launch(*self._choose(a, b, out, algorithm, dt), dt)
                 finally:
                     numba.set_num_threads(limit)
                 return
-        self._run_team(a, b, out, algorithm, dt)
+        self._launch(kind, args, dt)
 
-    def _run_team(self, a, b, out, algorithm, dt):
+    def _choose(self, a, b, out, algorithm, dt):
+        """``(kernel kind, args)`` for ``algorithm`` on the current thread count."""
         if algorithm == "auto":
             kind, args = self._plan(a, b, out, dt)
         elif algorithm == "tiled":
@@ -456,6 +484,9 @@ class CPUBackend(Backend):
         if algorithm != "auto" and a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] <= params.TINY_WORK:
             kind, args = _slab(a, b, out, b.shape[2], 1, dt.itemsize)
             kind = "slab_serial"
+        return kind, args
+
+    def _launch(self, kind, args, dt):
         fn = self._kernel(kind, dt)
         if kind.endswith("serial"):
             fn(*args)

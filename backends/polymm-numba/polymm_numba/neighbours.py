@@ -1,13 +1,21 @@
-"""A good neighbour: a parallel product takes only the cores other threads of the process leave.
+"""A good neighbour: a parallel product takes only the cores that nothing else is running on.
 
 A user's program calls NumPy too. After each call OpenBLAS's threads keep spinning for a
 while, each on a core of its own; a parallel kernel that then starts a thread per core waits
 at its end for the thread that shares a core with a spinner: on 2 cores a 200 x 200 float64
-product took 5.7 ms (median) right after a NumPy product against 0.12 ms alone. So before a
-parallel launch the backend counts the threads of this process that are running now (Linux's
-``/proc/self/task/*/stat``, state ``R``), leaving out the calling thread and Numba's own pool
-(whose threads may be spinning from our last call, and join the next), and runs on the cores
-that remain. Elsewhere (no ``/proc``) nothing is counted and every thread is used.
+product took 5.7 ms (median) right after a NumPy product against 0.12 ms alone. Other programs
+on the machine do the same to it (a CI runner, a second job): on the 2-core Xeon with other
+processes running (load average 3.2-3.8, 2026-11-27; ``python scripts/cpu_neighbours_ab.py``,
+an A/B in one process, calls in random order), medians counting only this process's threads
+against counting the machine's too: 200^3 float64 2.27 -> 0.48 ms, 256^3 float32 1.82 -> 0.43,
+512^3 float32 10.1 -> 3.2, 1024^3 float32 47 -> 21, 2048^3 float64 370 -> 325 (the best calls,
+taken in the moments the other core was free: 0.23 -> 0.27, 1.26 -> 2.20, 172 -> 301 ms).
+So before a parallel launch the backend counts the threads of this process that are
+running now (Linux's ``/proc/self/task/*/stat``, state ``R``), leaving out the calling thread
+and Numba's own pool (whose threads may be spinning from our last call, and join the next),
+and those of other processes (the machine's runnable count of ``/proc/loadavg`` less this
+process's), and runs on the cores that remain. Elsewhere (no ``/proc``) nothing is counted and
+every thread is used.
 """
 
 from __future__ import annotations
@@ -63,12 +71,13 @@ def _pool_ids() -> set[int]:
     return set(pool_thread_ids(64 * numba.get_num_threads()).tolist())
 
 
-def _running_others(tasks: list[str], pool: set[int]) -> int:
-    """How many of the threads ``tasks`` (ids) are in state R, outside ``pool`` and the caller."""
+def _running_others(tasks: list[str], pool: set[int]) -> tuple[int, int]:
+    """Of the threads ``tasks`` (ids) in state R: how many are outside ``pool`` and the caller,
+    and how many in all (the caller counted as running)."""
     me = threading.get_native_id()
-    count = 0
+    others, running = 0, 1
     for tid in tasks:
-        if int(tid) == me or int(tid) in pool:
+        if int(tid) == me:
             continue
         try:
             with open(f"{_TASKS}/{tid}/stat", "rb") as f:
@@ -76,8 +85,28 @@ def _running_others(tasks: list[str], pool: set[int]) -> int:
         except OSError:  # the thread ended meanwhile
             continue
         if stat[stat.rindex(b")") + 2] == ord("R"):
-            count += 1
-    return count
+            running += 1
+            others += int(tid) not in pool
+    return others, running
+
+
+_LOADAVG = "/proc/loadavg"
+
+
+def _running_machine() -> int:
+    """The machine's runnable threads now, the caller's included (the fourth field of
+    ``/proc/loadavg``, ``running/total``); 0 where unknown."""
+    try:
+        with open(_LOADAVG, "rb") as f:
+            return int(f.read().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _running_elsewhere(own: int, machine: int | None = None) -> int:
+    """Threads of other processes running now: the machine's runnable threads (``machine``, else
+    read now) less ``own``, this process's; 0 where unknown."""
+    return max(0, (_running_machine() if machine is None else machine) - own)
 
 
 #: Past this many threads in the process, reading each one's state costs more than it saves.
@@ -86,7 +115,7 @@ MAX_THREADS_READ = 128
 
 def team_size(limit: int, launch_lock: threading.Lock) -> int:
     """How many of ``limit`` threads a parallel launch should use now: the CPUs this process may
-    run on, less the other threads of the process that are running, at least 1. ``launch_lock``
+    run on, less the other threads running now (of this process, and of others), at least 1. ``launch_lock``
     is held while the pool's ids are learnt (a parallel launch of its own: Numba's workqueue
     layer must not see two at once)."""
     global _pool, _pool_size
@@ -98,8 +127,12 @@ def team_size(limit: int, launch_lock: threading.Lock) -> int:
         return limit
     if len(tasks) > MAX_THREADS_READ:
         return limit
+    machine = _running_machine()
+    if machine == 1:  # the caller alone runs: every core is free (one small file read, a few us)
+        return min(limit, _CPUS)
     if len(tasks) != _pool_size:  # new threads (a pool started, the team grew): learn the pool again
         with launch_lock:
             _pool = _pool_ids()
             _pool_size = len(os.listdir(_TASKS))  # counted after: the launch may have started the pool
-    return max(1, min(limit, _CPUS - _running_others(tasks, _pool)))
+    others, own = _running_others(tasks, _pool)
+    return max(1, min(limit, _CPUS - others - _running_elsewhere(own, machine)))

@@ -3,7 +3,9 @@
 Every value here is an entry of ``polymm/kernels/devices.json`` (device ``host CPU``, or its
 ``host CPU, AVX-512`` child on a machine with 512-bit vectors; families ``cpu-*``), with why it
 is what it is and what was measured for it; this module binds each to the name the kernels and
-the backend's planning use, so that a call compares plain numbers.
+the backend's planning use, so that a call compares plain numbers. The float32 and float64
+blockings measured on this very machine by ``polymm tune --backend cpu`` (:mod:`.tuning`), where
+the tuning file has them, take the database's place.
 
 The register micro-tile (``mr`` x ``nr``) is baked into the compiled
 micro-kernel (LLVM must see constant loop bounds to keep the accumulator in
@@ -17,12 +19,13 @@ from __future__ import annotations
 
 import os
 import platform
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from polymm.kernels.devices import Setting, settings_for
-from polymm.kernels.params import DeviceInfo
+from polymm.kernels.params import DeviceInfo, tuned_value, tuning_path
 
 __all__ = ["Blocking", "Tiling", "AUTO_BLOCKING", "TILED", "TINY_WORK", "SERIAL_WORK", "blocking_for"]
 
@@ -90,8 +93,8 @@ HOST = DeviceInfo(
 SETTINGS: dict[str, Setting] = {}
 
 
-def _read(name: str, family: str, key: str):
-    SETTINGS[name] = found = settings_for(HOST).setting(family, key)
+def _read(name: str, family: str, key: str, default_key: str | None = None):
+    SETTINGS[name] = found = settings_for(HOST).setting(family, key, default_key)
     return found.value
 
 
@@ -105,6 +108,58 @@ _AUTO_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "float32", "int32", 
 AUTO_BLOCKING: dict[np.dtype, Blocking] = {
     np.dtype(t): _BLOCKINGS[np.dtype(t).itemsize] for t in (*_AUTO_DTYPES, "complex64", "complex128")
 }
+#: float32 and float64 may have blockings of their own (an entry named by the dtype, else the
+#: element size's): the integer and complex kernels of the same width run other instructions.
+for _name in ("float32", "float64"):
+    AUTO_BLOCKING[np.dtype(_name)] = Blocking(
+        **_read(f"blocking {_name}", "cpu-blocking", _name, str(np.dtype(_name).itemsize))
+    )
+
+
+def _model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    except OSError:
+        return ""
+
+
+#: This machine's key in the tuning file: a home directory shared by several machines keeps one
+#: tuning for each kind of processor.
+TUNING_KEY = f"numba {_model() or platform.machine()} {HOST.platform}"
+#: The dtypes whose blocking ``polymm tune --backend cpu`` measures.
+TUNED_DTYPES = ("float32", "float64")
+
+
+def tuned_blocking(dtype) -> Setting | None:
+    """The blocking the tuning file records for ``dtype`` on this machine, as a setting (with the
+    tuner's evidence), or None; an entry that is not a valid blocking is ignored with a warning."""
+    entry = tuned_value(TUNING_KEY, f"cpu-blocking {np.dtype(dtype).name}")
+    if entry is None:
+        return None
+    try:
+        blk = Blocking(**entry["value"])
+        lanes = max(1, VECTOR_BYTES // np.dtype(dtype).itemsize)
+        if min(blk.mr, blk.nr, blk.mc, blk.nc, blk.kc) < 1 or blk.nr % lanes or blk.mc % blk.mr:
+            raise ValueError(f"{blk} is not a blocking of whole vectors and panels here")
+    except (TypeError, KeyError, ValueError) as exc:
+        warnings.warn(
+            f"polymm cpu: ignoring the {np.dtype(dtype).name} blocking of the tuning file {tuning_path()} ({exc}); "
+            "the device database's is used (run `polymm tune --backend cpu` again)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    return Setting(
+        f"tuning file {tuning_path()}", "cpu-blocking", np.dtype(dtype).name, entry["value"],
+        entry.get("why", "measured on this machine by polymm tune --backend cpu"), entry.get("evidence", {}),
+    )  # fmt: skip
+
+
+def blocking_setting(dtype) -> Setting:
+    """The entry behind ``AUTO_BLOCKING[dtype]``: the tuning file's, else the database's."""
+    return SETTINGS.get(f"blocking {np.dtype(dtype).name}") or SETTINGS[f"blocking {np.dtype(dtype).itemsize}"]
+
 
 #: Tile sizes of the ``"tiled"`` kernel (all dtypes).
 TILED = Tiling(**_read("TILED", "cpu-tiled", "tiles"))
@@ -137,6 +192,12 @@ SPLITK_CHUNK = _read("SPLITK_CHUNK", "cpu-split-k", "chunk")
 
 SMALL_REGS = _read("SMALL_REGS", "cpu-vectors", "registers")
 VECTOR_BYTES = _read("VECTOR_BYTES", "cpu-vectors", "bytes")
+
+for _name in TUNED_DTYPES:
+    _found = tuned_blocking(_name)
+    if _found is not None:
+        SETTINGS[f"blocking {_name}"] = _found
+        AUTO_BLOCKING[np.dtype(_name)] = Blocking(**_found.value)
 
 
 def blocking_for(dtype) -> Blocking:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
 import sys
 import threading
 import time
@@ -25,6 +26,34 @@ def _busy(stop):
         hashlib.sha256(data).digest()  # C code without the GIL: the thread stays running
 
 
+@pytest.fixture
+def quiet_machine(monkeypatch):
+    """No other process counted as running (the machine the tests run on may be busy)."""
+    monkeypatch.setattr(neighbours, "_running_elsewhere", lambda own, machine=None: 0)
+
+
+def test_a_running_process_elsewhere_takes_a_core_from_the_team():
+    limit = numba.get_num_threads()
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        seen = {neighbours.team_size(limit, LOCK) for _ in range(50)}
+    finally:
+        busy.kill()
+        busy.wait()
+    assert min(seen) <= min(limit, neighbours._CPUS - 1), seen
+
+
+def test_the_machine_count_leaves_out_this_process(tmp_path, monkeypatch):
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("0.50 0.40 0.30 3/120 4242\n")
+    monkeypatch.setattr(neighbours, "_LOADAVG", str(loadavg))
+    assert neighbours._running_elsewhere(2) == 1 and neighbours._running_elsewhere(5) == 0
+    monkeypatch.setattr(neighbours, "_LOADAVG", str(tmp_path / "missing"))
+    assert neighbours._running_elsewhere(1) == 0
+
+
+@pytest.mark.usefixtures("quiet_machine")
 def test_a_running_thread_of_the_process_takes_a_core_from_the_team():
     limit = numba.get_num_threads()
     stop = threading.Event()
@@ -40,6 +69,7 @@ def test_a_running_thread_of_the_process_takes_a_core_from_the_team():
     assert neighbours.team_size(limit, LOCK) == min(limit, neighbours._CPUS)
 
 
+@pytest.mark.usefixtures("quiet_machine")
 def test_the_pools_own_threads_are_not_counted():
     """Numba's pool spins for a while after a parallel product: the next product still uses it all."""
     backend = CPUBackend()

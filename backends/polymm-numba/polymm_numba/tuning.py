@@ -1,0 +1,188 @@
+"""``polymm tune --backend cpu``: the packed kernel's blocking measured on this machine, in seconds.
+
+The device database gives every machine of an ISA one blocking (``cpu-blocking``); machines of
+one ISA still differ in FMA units, cache sizes and load ports, and the best register tile with
+them. The tuner times, for float32 and float64, a few register tiles that fit this machine's
+vector registers (``cpu-vectors``), then cache blocks (``kc``, ``mc``) around what its L1 and L2
+hold, and records the fastest in the tuning file (:func:`polymm.kernels.params.tuning_path`),
+where :mod:`.params` reads it in every later process. Each candidate is the packed kernel on
+one thread, timed by the thread's CPU clock round-robin with the others (other processes on
+the machine then slow no candidate more than another); the database's blocking stays unless
+another is faster by more than :data:`MARGIN`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+
+import numpy as np
+
+from . import params
+
+__all__ = ["tile_candidates", "block_candidates", "caches", "tune"]
+
+#: A candidate replaces the incumbent only when its best time is this much lower: the tuner
+#: runs on machines shared with other work, where a few percent is noise.
+MARGIN = 0.05
+
+
+def caches() -> dict[str, int]:
+    """This CPU's data cache sizes in bytes per core (``L1``, ``L2``) from Linux's sysfs; empty
+    where it is not readable."""
+    found = {}
+    root = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for index in sorted(os.listdir(root)):
+            path = os.path.join(root, index)
+            with open(os.path.join(path, "type")) as f:
+                if f.read().strip() not in ("Data", "Unified"):
+                    continue
+            with open(os.path.join(path, "level")) as f:
+                level = int(f.read())
+            with open(os.path.join(path, "size")) as f:
+                text = f.read().strip().upper()
+            scale = {"K": 1024, "M": 1024**2}.get(text[-1], 1)
+            found[f"L{level}"] = int(text.rstrip("KM")) * scale
+    except (OSError, ValueError):
+        pass
+    return found
+
+
+def tile_candidates(dtype) -> list[tuple[int, int]]:
+    """``(mr, nr)`` register tiles worth timing for ``dtype``: the database's first, then for two,
+    three and four vectors of B per row as many rows as the vector registers hold beside those
+    vectors and the broadcast A value (at least 4 rows, at most 16)."""
+    size = np.dtype(dtype).itemsize
+    lanes = max(1, params.VECTOR_BYTES // size)
+    blk = params.AUTO_BLOCKING[np.dtype(dtype)]
+    found = [(blk.mr, blk.nr)]
+    for vectors in (2, 3, 4):
+        rows = min(16, (params.SMALL_REGS - vectors - 1) // vectors)
+        if rows >= 4 and (rows, vectors * lanes) not in found:
+            found.append((rows, vectors * lanes))
+    return found
+
+
+def block_candidates(dtype, mr: int, nr: int) -> list[tuple[int, int]]:
+    """``(mc, kc)`` cache blocks worth timing with an ``mr`` x ``nr`` tile: the database's, and
+    ``kc`` such that the packed ``kc x nr`` panel of B fills a half or all of L1 (it is reused by
+    every row panel of the A block), ``mc`` such that the ``mc x kc`` block of A fills an eighth
+    or a quarter of L2; ``mc`` a whole number of row panels."""
+    size = np.dtype(dtype).itemsize
+    blk = params.AUTO_BLOCKING[np.dtype(dtype)]
+    l1, l2 = (caches().get(k) for k in ("L1", "L2"))
+    kcs = {blk.kc, 256}
+    if l1:
+        kcs |= {max(64, l1 // (f * nr * size) // 32 * 32) for f in (1, 2)}
+    found = []
+    for kc in sorted(kcs):
+        mcs = {blk.mc, 128}
+        if l2:
+            mcs |= {min(512, l2 // (f * kc * size)) for f in (4, 8)}
+        for mc in sorted({max(mr, m // mr * mr) for m in mcs}):
+            found.append((mc, kc))
+    return found
+
+
+def _time_round_robin(calls: dict, seconds: float) -> dict:
+    """The best CPU time of this thread per call of each of ``calls``, taken one call of each a
+    round until ``seconds`` have passed (at least three rounds)."""
+    times = {key: [] for key in calls}
+    end = time.perf_counter() + seconds
+    rounds = 0
+    while rounds < 3 or time.perf_counter() < end:
+        for key, call in calls.items():
+            start = time.thread_time()
+            call()
+            times[key].append(time.thread_time() - start)
+        rounds += 1
+    return {key: min(t) for key, t in times.items()}
+
+
+def tune(
+    dtypes=params.TUNED_DTYPES,
+    n=640,
+    seconds=3.0,
+    max_tiles=4,
+    log=print,
+    command="polymm tune --backend cpu",
+    save=True,
+):
+    """Measure the blocking of each of ``dtypes`` and (``save``) record it in the tuning file;
+    returns ``{dtype name: (Blocking, evidence)}``. ``n``: the side of the square products timed;
+    ``seconds``: per dtype and phase (tiles, then cache blocks); ``max_tiles``: register tiles
+    tried (the database's first)."""
+    import polymm
+    from polymm.kernels.params import save_tuned_value
+
+    backend = polymm.get_backend("cpu")
+    rng = np.random.default_rng(0)
+    found = {}
+    for name in dtypes:
+        dt = np.dtype(name)
+        a = rng.standard_normal((1, n, n)).astype(dt)
+        b = rng.standard_normal((1, n, n)).astype(dt)
+        out = np.empty((1, n, n), dt)
+        expect = a[0].astype(np.float64) @ b[0].astype(np.float64)
+        incumbent = params.AUTO_BLOCKING[dt]
+
+        def call(blk):
+            kernel = backend._packed("auto_serial", dt, blk.mr, blk.nr)
+            return lambda: kernel(a, b, out, blk.mc, blk.nc, blk.kc, 1)
+
+        def checked(blk):
+            fn = call(blk)
+            fn()
+            error = np.abs(out[0] - expect).max() / np.abs(expect).max()
+            if not error < (1e-4 if dt.itemsize == 4 else 1e-12):
+                raise RuntimeError(
+                    f"polymm tune: the {name} blocking {blk} computed a wrong product (error {error:.1e})"
+                )
+            return fn
+
+        def rate(t):
+            return f"{2 * n**3 / t / 1e9:.0f} GFLOP/s"
+
+        tiles = []
+        for mr, nr in tile_candidates(dt)[:max_tiles]:
+            mc = max(mr, incumbent.mc // mr * mr)
+            tiles.append(params.Blocking(mr, nr, mc, incumbent.nc, incumbent.kc))
+        started = time.perf_counter()
+        calls = {blk: checked(blk) for blk in tiles}  # compiled (or loaded from the cache) here
+        log(f"{name}: {len(tiles)} register tiles compiled in {time.perf_counter() - started:.1f} s")
+        best = _time_round_robin(calls, seconds)
+        for blk, t in best.items():
+            log(f"  {blk.mr:2d} x {blk.nr:2d} tile: {rate(t)}")
+        winner = min(best, key=best.get)
+        if best[winner] > (1 - MARGIN) * best[tiles[0]]:
+            winner = tiles[0]
+        blocks = [
+            params.Blocking(winner.mr, winner.nr, mc, winner.nc, kc)
+            for mc, kc in block_candidates(dt, winner.mr, winner.nr)
+        ]
+        blocks = [winner] + [blk for blk in blocks if blk != winner]
+        timed = _time_round_robin({blk: checked(blk) for blk in blocks}, seconds)
+        for blk, t in timed.items():
+            log(f"  mc {blk.mc:4d} kc {blk.kc:4d}: {rate(t)}")
+        chosen = min(timed, key=timed.get)
+        if timed[chosen] > (1 - MARGIN) * timed[winner]:
+            chosen = winner
+        evidence = {
+            "date": datetime.date.today().isoformat(),
+            "device": f"{params.TUNING_KEY}, {os.cpu_count()} CPUs, caches {caches()}",
+            "command": command,
+            "result": f"{name} {n}^3 on one thread, best of round-robin CPU times: {rate(timed[chosen])} "
+            f"(the database's {incumbent.mr} x {incumbent.nr}, mc {incumbent.mc}, kc {incumbent.kc}: "
+            f"{rate(best[tiles[0]])})",
+        }
+        value = {k: getattr(chosen, k) for k in ("mr", "nr", "mc", "nc", "kc")}
+        why = f"the fastest of {len(tiles)} register tiles and {len(blocks)} cache blocks timed on this machine"
+        if save:
+            entry = {"value": value, "why": why, "evidence": evidence}
+            log(f"{name}: {value} written to {save_tuned_value(params.TUNING_KEY, f'cpu-blocking {name}', entry)}")
+        else:
+            log(f"{name}: {value} (not written)")
+        found[name] = (chosen, evidence)
+    return found
