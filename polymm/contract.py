@@ -36,13 +36,11 @@ def tensordot(x1, x2, /, *, axes=2, backend=None, algorithm="auto", out=None, pr
     ``x1``'s free axes then ``x2``'s.  Keywords as :func:`polymm.matmul`."""
     name = "polymm.tensordot"
     options = _options(backend, algorithm, precision)
-    key = layout_key(("tensordot", _axes_key(axes)), (x1, x2))
-    known = _CALLS.get(key) if key is not None else None
-    if known is not None:  # checked and planned before, for operands laid out so
-        return deliver(name, _replay_pair(known, x1, x2, options), out)
-    _check_arrays(name, x1, x2)
-    if viewless((x1, x2)):
-        return via_host(tensordot, (x1, x2), {"axes": axes}, _options(backend, algorithm, precision), out)
+    key, done = _replayed_or_on_host(
+        name, tensordot, ("tensordot", _axes_key(axes)), {"axes": axes}, x1, x2, options, out
+    )
+    if done is not None:
+        return done
     shape1, shape2 = tuple(x1.shape), tuple(x2.shape)
     if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
         count = int(axes)
@@ -89,13 +87,9 @@ def vecdot(x1, x2, /, *, axis=-1, backend=None, algorithm="auto", out=None, prec
     vectors' axis counted from the end, and not broadcast).  Keywords as :func:`polymm.matmul`."""
     name = "polymm.vecdot"
     options = _options(backend, algorithm, precision)
-    key = layout_key(("vecdot", axis), (x1, x2))
-    known = _CALLS.get(key) if key is not None else None
-    if known is not None:  # checked and planned before, for operands laid out so
-        return deliver(name, _replay_pair(known, x1, x2, options), out)
-    _check_arrays(name, x1, x2)
-    if viewless((x1, x2)):
-        return via_host(vecdot, (x1, x2), {"axis": axis}, _options(backend, algorithm, precision), out)
+    key, done = _replayed_or_on_host(name, vecdot, ("vecdot", axis), {"axis": axis}, x1, x2, options, out)
+    if done is not None:
+        return done
     shape1, shape2 = tuple(x1.shape), tuple(x2.shape)
     if not shape1 or not shape2:
         raise ValueError(f"{name}: operands must have at least one dimension, got shapes {shape1} and {shape2}")
@@ -584,6 +578,20 @@ def viewless(operands) -> bool:
         return False
     kind = kind_of(x)
     return kind is not None and kind is not DLPACK and not hasattr(x, "__array_namespace__")
+
+
+def _replayed_or_on_host(name, function, call_key, keywords, x1, x2, options, out):
+    """``(layout key, result)`` of the start every two-operand contraction shares: the result where
+    a call laid out so was checked and planned before (replayed), or where the operands have no
+    view polymm reads (computed on the host copies); else ``(key, None)``, the operands checked."""
+    key = layout_key(call_key, (x1, x2))
+    known = _CALLS.get(key) if key is not None else None
+    if known is not None:
+        return key, deliver(name, _replay_pair(known, x1, x2, options), out)
+    _check_arrays(name, x1, x2)
+    if viewless((x1, x2)):
+        return key, via_host(function, (x1, x2), keywords, options, out)
+    return key, None
 
 
 def via_host(function, operands, keywords, options, out):

@@ -430,9 +430,9 @@ def tf32_min_work(mode: str, device) -> int:
     return int(forced) if forced else settings_for(device)("tf32", "min_work")[mode]
 
 
-def tf32_rule(mode: str, device, shape) -> str | None:  # wgmma: deep products split K
+def tf32_rule(mode: str, device, shape) -> str | None:
     """Why a float32 product in precision ``mode`` stays on the SIMT kernels of ``device`` (at full
-    precision, which every mode accepts), or None."""
+    precision, which every mode accepts), or None (deep products on few tiles too: wgmma splits K)."""
     if mode not in wgmma.TF32_PRODUCTS:
         return f"precision {mode!r}: float32 in float32"
     cc = device.cc
