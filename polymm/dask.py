@@ -595,10 +595,7 @@ def _group_product(blocks1, blocks2, options, dtype_in, accumulate):
     """One worker's share of one output block: its K blocks concatenated, one product, in the accumulation dtype."""
     a = blocks1[0] if len(blocks1) == 1 else _concat(blocks1, 1)
     b = blocks2[0] if len(blocks2) == 1 else _concat(blocks2, 0)
-    if accumulate != dtype_in:
-        a = a.astype(dtype_in, copy=False).astype(accumulate)
-        b = b.astype(dtype_in, copy=False).astype(accumulate)
-    return dispatch.matmul(a, b, **options)
+    return _widened_product(a, b, options, dtype_in, accumulate)
 
 
 def _concat(parts, axis):
@@ -622,16 +619,24 @@ def _panel_product(a, b, options):
 
 
 def _block_product(a, b, options, dtype_in, accumulate):
-    """One K block's contribution to one output block, with a trailing axis of length 1 for the tree sum.
+    """One K block's contribution to one output block, with a trailing axis of length 1 for the tree sum."""
+    return _widened_product(a, b, options, dtype_in, accumulate)[..., None]
 
-    Where the result dtype accumulates in a wider one (float16 in float32), the
-    operands are widened first: products of float16 values are exact in float32,
-    so the sum rounds to float16 once, at the end, as a single kernel would.
+
+def _widened_product(a, b, options, dtype_in, accumulate):
+    """A partial product in the accumulation dtype.
+
+    Where the result dtype accumulates in a wider one (float16 in float32), the operands are
+    widened first, so the partial sums round to float16 once, at the end, as a single kernel
+    would.  The widened product may run in the ``"tf32"`` mode: float16 and bfloat16 values
+    carry at most 10 mantissa bits, so TF32 reads them exactly and its float32 accumulation is
+    the half-precision kernel's own arithmetic, on tensor cores instead of float32 SIMT units.
     """
-    if accumulate != dtype_in:
-        a = a.astype(dtype_in, copy=False).astype(accumulate)
-        b = b.astype(dtype_in, copy=False).astype(accumulate)
-    return dispatch.matmul(a, b, **options)[..., None]
+    if accumulate == dtype_in:
+        return dispatch.matmul(a, b, **options)
+    a = a.astype(dtype_in, copy=False).astype(accumulate)
+    b = b.astype(dtype_in, copy=False).astype(accumulate)
+    return dispatch.matmul(a, b, **{**options, "precision": "tf32"})
 
 
 def _drop_k_axis(total, dtype):

@@ -8,13 +8,19 @@ persisted on the workers, then, interleaved, ``polymm.matmul(a, b).persist()`` a
 (cuBLAS per block) timed until every worker's device has finished (a CuPy task returns when its
 kernels are queued: ``wait`` alone stops the clock early), with the bytes the workers received
 from each other during the run beside each time.  A throughput above the devices' peak for the
-dtype is recorded as an error, not a figure.  Strong scaling: one ``n x n @ n x n`` problem per size, every w.  Weak scaling:
-``(w n0) x n0 @ n0 x n0``, the work per worker constant.  A sample of every polymm result is checked
+dtype is recorded as an error, not a figure.  Strong scaling: one ``n x n @ n x n`` problem per size, every w; the
+same for a tall (``m x n @ n x n``) and a deep (``n x k @ k x n``) product.  Weak scaling:
+``(w n0) x n0 @ n0 x n0``, the work per worker constant.  Beside each time, what explains it: the
+bytes moved and the seconds the workers spent receiving them (their transfer logs), and the
+compute time, the block products' work a worker runs (in whole-block equivalents) times one block
+product's time on its GPU
+(CUDA events, each implementation's own).  A sample of every polymm result is checked
 against the higher-precision reference (and compared with the chunk library's own matmul).  Writes
 JSON (date, device, command, versions, every timing) and a plot; ``docs/scaling.md`` explains both.
 
     python scripts/dask_scaling.py --json dask-h200x2.json --plot dask-h200x2.png   # every GPU
     python scripts/dask_scaling.py --cpu --strong 512 --weak 256 --chunk 128         # NumPy chunks, CPU
+    python scripts/dask_scaling.py --dtype float32 --precision tf32x3 ...            # polymm's float32-accurate TF32
 
 ``NCCL_NVLS_ENABLE=0`` is set for this process and every worker (NVLink multicast stays off).
 """
@@ -49,6 +55,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--workers", type=_int_list, default=None, help="worker counts, e.g. 1,2 (default: 1..N GPUs)")
     p.add_argument("--strong", type=_int_list, default=[32768, 65536], help="strong-scaling sizes n (n x n @ n x n)")
     p.add_argument("--weak", type=_int_list, default=[16384], help="weak-scaling n0: (w*n0) x n0 @ n0 x n0")
+    p.add_argument("--tall", type=_pair_list, default=[], help="tall products m:n (m x n @ n x n), e.g. 65536:4096")
+    p.add_argument("--deep", type=_pair_list, default=[], help="deep products n:k (n x k @ k x n), e.g. 8192:65536")
+    p.add_argument("--dtype", default="float32", choices=sorted(PEAK), help="operands' dtype (both)")
+    p.add_argument("--precision", default=None, help="polymm precision= for the block products (e.g. tf32x3)")
     p.add_argument("--chunk", type=int, default=8192, help="square chunk edge, the same for both operands")
     p.add_argument("--repeats", type=int, default=3, help="timed repetitions per implementation (after a warm-up)")
     p.add_argument("--backend", default=None, help="polymm backend= for the block products (default: by device)")
@@ -74,6 +84,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.workers is not None and min(args.workers) < 1:
         p.error("--workers must be positive")
     return args
+
+
+def _pair_list(text: str) -> list[tuple[int, int]]:
+    try:
+        pairs = [tuple(int(x) for x in v.split(":")) for v in text.split(",") if v.strip()]
+    except ValueError:
+        pairs = []
+    if not pairs or any(len(p) != 2 or min(p) < 1 for p in pairs):
+        raise argparse.ArgumentTypeError(f"expected comma-separated pairs of positive integers a:b, got {text!r}")
+    return pairs
 
 
 def _int_list(text: str) -> list[int]:
@@ -134,14 +154,21 @@ def versions() -> dict:
     return out
 
 
-#: float32 peak of one device without tensor cores (TFLOP/s), by a word of its name: a measured
-#: throughput above ``workers`` times this is a clock stopped before the devices finished.
-PEAK_FLOAT32 = {"H100": 67.0, "H200": 67.0, "A100": 19.5, "L40": 91.6, "cpu": 10.0}
+#: Dense peak of one device (TFLOP/s) per dtype, by a word of its name: a measured throughput
+#: above ``workers`` times this is a clock stopped before the devices finished.  float32 is the
+#: SIMT peak, or the TF32 tensor cores' under a ``tf32*`` precision (see :func:`peak`).
+PEAK = {
+    "float32": {"H100": 67.0, "H200": 67.0, "A100": 19.5, "L40": 91.6, "cpu": 10.0},
+    "tf32": {"H100": 495.0, "H200": 495.0, "A100": 156.0, "L40": 181.0, "cpu": 10.0},
+    "float16": {"H100": 990.0, "H200": 990.0, "A100": 312.0, "L40": 362.0, "cpu": 10.0},
+    "bfloat16": {"H100": 990.0, "H200": 990.0, "A100": 312.0, "L40": 362.0, "cpu": 10.0},
+}
 
 
-def peak(device: str, workers: int) -> float | None:
-    """The summed float32 peak of ``workers`` devices described by ``device`` (None: unknown)."""
-    found = [v for k, v in PEAK_FLOAT32.items() if k.lower() in device.lower()]
+def peak(device: str, workers: int, dtype: str = "float32", precision: str | None = None) -> float | None:
+    """The summed peak of ``workers`` devices described by ``device`` (None: unknown)."""
+    table = PEAK["tf32" if dtype == "float32" and (precision or "").startswith("tf32") else dtype]
+    found = [v for k, v in table.items() if k.lower() in device.lower()]
     return workers * found[0] if found else None
 
 
@@ -189,21 +216,21 @@ def start_cluster(workers: int, cpu: bool, protocol: str = "tcp"):
 # -- operands, timing, checking ----------------------------------------------------------------------
 
 
-def _random_block(library: str, seed: int, block_info=None):
-    """One float32 block of standard normals, made on the worker that will hold it (its own stream of numbers)."""
+def _random_block(library: str, seed: int, dtype: str = "float32", block_info=None):
+    """One block of standard normals, made on the worker that will hold it (its own stream of numbers)."""
     xp = __import__(library)
     info = block_info[None]
     location = info["chunk-location"]
     block_seed = seed * 1_000_003 + 7919 * location[0] + location[1]
-    return xp.random.default_rng(block_seed).standard_normal(info["chunk-shape"], dtype="float32")
+    return xp.random.default_rng(block_seed).standard_normal(info["chunk-shape"], dtype="float32").astype(dtype)
 
 
-def random_operand(shape, chunk: int, library: str, seed: int):
+def random_operand(shape, chunk: int, library: str, seed: int, dtype: str = "float32"):
     import dask.array as da
 
     xp = __import__(library)
     chunks = tuple(tuple(min(chunk, n - i) for i in range(0, n, chunk)) for n in shape)
-    return da.map_blocks(_random_block, library, seed, chunks=chunks, dtype="float32", meta=xp.empty((0, 0), "float32"))
+    return da.map_blocks(_random_block, library, seed, dtype, chunks=chunks, dtype=dtype, meta=xp.empty((0, 0), dtype))
 
 
 def _device_sync() -> None:
@@ -212,27 +239,67 @@ def _device_sync() -> None:
         sys.modules["cupy"].cuda.runtime.deviceSynchronize()
 
 
-def _received(dask_worker) -> int:
-    """Bytes this worker has received from other workers so far (its transfer log)."""
-    return sum(entry.get("total", 0) for entry in dask_worker.transfer_incoming_log)
+def _received(dask_worker) -> tuple[int, float]:
+    """Bytes this worker has received from other workers so far, and the seconds those transfers took (its transfer log)."""
+    log = dask_worker.transfer_incoming_log
+    return sum(entry.get("total", 0) for entry in log), sum(entry.get("duration", 0.0) for entry in log)
 
 
-def timed(client, lazy) -> tuple[float, int, object]:
+def _transfers(client) -> tuple[int, float]:
+    """Bytes received and seconds spent receiving, summed over the workers."""
+    logs = client.run(_received).values()
+    return sum(b for b, _ in logs), sum(s for _, s in logs)
+
+
+def timed(client, lazy) -> tuple[float, int, float, object]:
     """Seconds to persist ``lazy`` on the cluster until every worker's device has finished, the
-    bytes the workers received from each other meanwhile, and the persisted array."""
+    bytes the workers received from each other meanwhile and the seconds they spent receiving
+    them (summed over workers), and the persisted array."""
     import distributed
 
-    before = sum(client.run(_received).values())
+    bytes_before, seconds_before = _transfers(client)
     start = time.perf_counter()
     result = lazy.persist()
     distributed.wait(result)
     client.run(_device_sync)
     seconds = time.perf_counter() - start
-    return seconds, sum(client.run(_received).values()) - before, result
+    bytes_after, seconds_after = _transfers(client)
+    return seconds, bytes_after - bytes_before, seconds_after - seconds_before, result
 
 
-def check_sample(c, a, b, library: str, seed: int, size: int = 64) -> dict:
-    """A ``size x size`` window of ``c`` against the reference oracle (float64 on the host)."""
+def _block_product_seconds(chunk: int, dtype: str, options: dict, repeats: int = 5) -> dict:
+    """On this worker's GPU: the best time of one ``chunk x chunk @ chunk x chunk`` block product,
+    polymm's (``options``) and the chunk library's, each timed with CUDA events around the call."""
+    import cupy
+
+    import polymm
+
+    rng = cupy.random.default_rng(7)
+    a, b = (rng.standard_normal((chunk, chunk), dtype="float32").astype(dtype) for _ in range(2))
+    out = {}
+    for name, call in (("polymm", lambda: polymm.matmul(a, b, **options)), ("dask", lambda: cupy.matmul(a, b))):
+        call()
+        best = float("inf")
+        for _ in range(repeats):
+            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            call()
+            stop.record()
+            stop.synchronize()
+            best = min(best, cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+        out[name] = best
+    return out
+
+
+def block_products(shape1, shape2, chunk: int) -> float:
+    """How many ``chunk``-cube block products the work of this product equals (its flops over one block's)."""
+    m, k = shape1
+    return m * k * shape2[1] / chunk**3
+
+
+def check_sample(c, a, b, library: str, seed: int, size: int = 64, precision: str | None = None) -> dict:
+    """A ``size x size`` window of ``c`` against the reference oracle (float64 on the host), within
+    the error bound of the ``precision`` mode it was computed in."""
     import numpy as np
 
     from polymm.testing.reference import assert_matches
@@ -246,7 +313,7 @@ def check_sample(c, a, b, library: str, seed: int, size: int = 64) -> dict:
     library_result = xp.matmul(rows, cols)
     to_host = (lambda x: x.get()) if library == "cupy" else np.asarray
     window, rows, cols, library_result = map(to_host, (window, rows, cols, library_result))
-    assert_matches(window, rows, cols)  # raises AssertionError naming the worst element
+    assert_matches(window, rows, cols, precision=precision)  # raises AssertionError naming the worst element
     scale = float(np.abs(library_result).max()) or 1.0
     return {
         "window": [i, j, size],
@@ -255,19 +322,24 @@ def check_sample(c, a, b, library: str, seed: int, size: int = 64) -> dict:
     }
 
 
-def measure(client, shape1, shape2, args, library: str, seed: int, device: str = "") -> list[dict]:
-    """Interleaved timings of polymm and Dask's ``a @ b`` on one pair of persisted operands."""
+def measure(
+    client, shape1, shape2, args, library: str, seed: int, device: str = "", block_seconds: dict | None = None
+) -> list[dict]:
+    """Interleaved timings of polymm and Dask's ``a @ b`` on one pair of persisted operands;
+    ``block_seconds`` (one block product's time per implementation) gives each its compute estimate."""
     import distributed
 
     from polymm.dask import matmul as dask_matmul
 
-    a = random_operand(shape1, args.chunk, library, seed).persist()
-    b = random_operand(shape2, args.chunk, library, seed + 1).persist()
+    a = random_operand(shape1, args.chunk, library, seed, args.dtype).persist()
+    b = random_operand(shape2, args.chunk, library, seed + 1, args.dtype).persist()
     distributed.wait([a, b])
     flops = 2.0 * shape1[0] * shape1[1] * shape2[1]
     options = {"algorithm": args.algorithm, "schedule": args.reduction}
     if args.backend:
         options["backend"] = args.backend
+    if args.precision:
+        options["precision"] = args.precision
     graphs = {"polymm": lambda x, y: dask_matmul(x, y, **options)}
     if not args.skip_dask:
         graphs["dask"] = lambda x, y: x @ y
@@ -277,21 +349,26 @@ def measure(client, shape1, shape2, args, library: str, seed: int, device: str =
     reduction = plan.schedule
     seconds = {name: [] for name in graphs}
     moved = {name: [] for name in graphs}
+    receiving = {name: [] for name in graphs}
     check = None
     for repeat in range(args.repeats + 1):  # the first round warms up (kernels, cuBLAS, pools) and is not kept
         for name, graph in graphs.items():
-            elapsed, received, result = timed(client, graph(a, b))
+            elapsed, received, receive_s, result = timed(client, graph(a, b))
             if repeat:
                 seconds[name].append(elapsed)
                 moved[name].append(received)
+                receiving[name].append(receive_s)
             if name == "polymm" and check is None:
-                check = check_sample(result, a, b, library, seed)
+                check = check_sample(result, a, b, library, seed, precision=args.precision)
             del result
     del a, b
     client.run(_free_pools)
+    workers = len(client.scheduler_info()["workers"])
+    block_s = block_seconds or {}
     rows = []
     for name, values in seconds.items():
         median = statistics.median(values)
+        one_block = block_s.get(name)
         row = {
             "impl": name,
             "shape": [list(shape1), list(shape2)],
@@ -299,18 +376,25 @@ def measure(client, shape1, shape2, args, library: str, seed: int, device: str =
             "seconds": values,
             "median_s": median,
             "tflops": flops / median / 1e12,
+            "dtype": args.dtype,
+            "precision": args.precision if name == "polymm" else None,
             "bytes_moved": moved[name],
+            "receive_s": receiving[name],
+            "block_product_s": one_block,
+            "compute_estimate_s": (
+                one_block * block_products(shape1, shape2, args.chunk) / workers if one_block else None
+            ),
             "reduction": reduction if name == "polymm" else "dask",
             "estimate_bytes": plan.bytes_moved if name == "polymm" else None,
             "check": check if name == "polymm" else None,
         }
-        rows.append(_above_peak(row, device, len(client.scheduler_info()["workers"])))
+        rows.append(_above_peak(row, device, workers))
     return rows
 
 
 def _above_peak(row: dict, device: str, workers: int) -> dict:
     """``row``, made an error where its throughput exceeds the devices' peak (a clock stopped early)."""
-    most = peak(device, workers)
+    most = peak(device, workers, row.get("dtype", "float32"), row.get("precision"))
     if most is not None and row["tflops"] > most:
         return {**row, "error": f"{row['tflops']:.1f} TFLOP/s is above the peak of {workers} x {device} ({most:.1f})"}
     return row
@@ -348,12 +432,19 @@ def run(args) -> dict:
         try:
             env = client.run(lambda: {k: os.environ.get(k) for k in WORKER_ENV})
             assert all(e == WORKER_ENV for e in env.values()), f"worker environment: {env}"
-            problems = [("strong", (n, n), (n, n)) for n in args.strong]
-            problems += [("weak", (workers * n0, n0), (n0, n0)) for n0 in args.weak]
-            for mode, shape1, shape2 in problems:
-                base = {"mode": mode, "workers": workers, "n": shape2[0]}
+            block_seconds = None
+            if not args.cpu:
+                options = {"algorithm": args.algorithm, **({"precision": args.precision} if args.precision else {})}
+                if args.backend:
+                    options["backend"] = args.backend
+                block_seconds = client.submit(
+                    _block_product_seconds, args.chunk, args.dtype, options, pure=False
+                ).result()
+                print(f"w={workers} one {args.chunk}-block product: {block_seconds}", flush=True)
+            for mode, shape1, shape2 in problems_for(args, workers):
+                base = {"mode": mode, "workers": workers, "n": _size_key(mode, shape1, shape2)}
                 try:
-                    rows = measure(client, shape1, shape2, args, library, args.seed + workers, device)
+                    rows = measure(client, shape1, shape2, args, library, args.seed + workers, device, block_seconds)
                 except Exception as exc:
                     rows = [{"impl": "polymm", "shape": [list(shape1), list(shape2)], "error": f"{exc!r}"}]
                     client.run(_free_pools)
@@ -367,13 +458,37 @@ def run(args) -> dict:
     return record
 
 
+def problems_for(args, workers: int) -> list[tuple[str, tuple, tuple]]:
+    """Every (mode, shape1, shape2) to run on ``workers`` workers."""
+    problems = [("strong", (n, n), (n, n)) for n in args.strong]
+    problems += [("tall", (m, n), (n, n)) for m, n in args.tall]
+    problems += [("deep", (n, k), (k, n)) for n, k in args.deep]
+    problems += [("weak", (workers * n0, n0), (n0, n0)) for n0 in args.weak]
+    return problems
+
+
+def _size_key(mode: str, shape1, shape2):
+    """What names a problem across worker counts: n (strong, weak's n0), ``m:n`` (tall), ``n:k`` (deep)."""
+    if mode == "tall":
+        return f"{shape1[0]}:{shape1[1]}"
+    if mode == "deep":
+        return f"{shape1[0]}:{shape1[1]}"
+    return shape2[0]
+
+
 def _line(row: dict) -> str:
     head = f"{row['mode']:6} w={row['workers']} {row['shape'][0]}@{row['shape'][1]} {row['impl']:6}"
     if "error" in row:
         return f"{head} FAILED {row['error']}"
     rate = f"{row['tflops']:.2f} TFLOP/s" if row["tflops"] >= 1 else f"{row['tflops'] * 1e3:.2f} GFLOP/s"
     moved = statistics.median(row["bytes_moved"]) / 1e9
-    return f"{head} {row['median_s']:.3f} s {rate}, {moved:.2f} GB between workers ({row['reduction']})"
+    receive = statistics.median(row.get("receive_s") or [0.0])
+    compute = row.get("compute_estimate_s")
+    compute = f", compute ~{compute:.3f} s" if compute else ""
+    return (
+        f"{head} {row['median_s']:.3f} s {rate}, {moved:.2f} GB between workers in {receive:.3f} s of receiving"
+        f"{compute} ({row['reduction']})"
+    )
 
 
 def summary(figures: list[dict]) -> dict:
@@ -382,7 +497,7 @@ def summary(figures: list[dict]) -> dict:
     out = {"strong_speedup": {}, "polymm_over_dask": {}, "weak_efficiency": {}}
     for (mode, n, workers, impl), f in ok.items():
         one = ok.get((mode, n, 1, impl))
-        if mode == "strong" and one and workers > 1:
+        if mode in ("strong", "tall", "deep") and one and workers > 1:
             out["strong_speedup"][f"{impl} n={n} w={workers}"] = one["median_s"] / f["median_s"]
         if mode == "weak" and one:
             out["weak_efficiency"][f"{impl} n0={n} w={workers}"] = f["tflops"] / (workers * one["tflops"])

@@ -163,6 +163,21 @@ def test_float16_accumulates_in_float32_across_k_blocks(client):
         np.testing.assert_array_equal(client.compute(lazy).result(), np.full((2, 3), 4096, np.float16))
 
 
+@pytest.mark.parametrize("schedule", ["tree", "split-k"])
+def test_half_precision_partials_widen_onto_tf32(client, counted, rng, schedule):
+    """Widened float16 partial products run in the "tf32" mode: TF32 reads float16 values exactly,
+    so a GPU may take its tensor cores instead of float32 SIMT units, with the same sums."""
+    x1, x2 = random_array(rng, (20, 64), "float16"), random_array(rng, (64, 12), "float16")
+    lazy = polymm_dask.matmul(_dask(x1, (10, 16)), _dask(x2, (16, 12)), backend="counting", schedule=schedule)
+    _check(client, lazy, x1, x2)
+    products = counted()
+    assert products and {mode for *_, mode in products} == {"tf32"}, products
+    client.run(_counted_products, clear=True)
+    panel = polymm_dask.matmul(_dask(x1, (10, 64)), _dask(x2, (64, 12)), backend="counting", reduction="panel")
+    _check(client, panel, x1, x2)  # whole K in one float16 product: its own mode
+    assert {mode for *_, mode in counted()} == {"default"}
+
+
 def test_integer_products_wrap_across_k_blocks(client):
     x1, x2 = np.full((5, 300), 127, np.int8), np.full((300, 4), 127, np.int8)
     lazy = polymm_dask.matmul(_dask(x1, (5, 70)), _dask(x2, (70, 4)), reduction="tree")

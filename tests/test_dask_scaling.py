@@ -35,7 +35,16 @@ def test_arguments(script):
     assert args.strong[0] == 32768 and args.workers is None and not args.cpu and args.reduction == "auto"
     args = script.parse_args(["--workers", "1,2", "--strong", "64,128", "--chunk", "32", "--reduction", "tree"])
     assert (args.workers, args.strong, args.chunk, args.reduction) == ([1, 2], [64, 128], 32, "tree")
-    for bad in (["--workers", "one"], ["--workers", "0"], ["--chunk", "0"], ["--reduction", "sideways"]):
+    args = script.parse_args(["--tall", "256:64", "--deep", "64:512,32:128", "--precision", "tf32x3"])
+    assert (args.tall, args.deep, args.precision, args.dtype) == (
+        [(256, 64)],
+        [(64, 512), (32, 128)],
+        "tf32x3",
+        "float32",
+    )
+    bad_args = (["--workers", "one"], ["--workers", "0"], ["--chunk", "0"], ["--reduction", "sideways"])
+    bad_args += (["--tall", "256"], ["--deep", "64:0"], ["--dtype", "int3"])
+    for bad in bad_args:
         with pytest.raises(SystemExit):
             script.parse_args(bad)
 
@@ -80,6 +89,7 @@ def test_cpu_run_writes_json_and_plot(tmp_path):
     """The command itself (its block maker must reach the workers), on a one-worker CPU cluster, tiny sizes."""
     out, png = tmp_path / "scaling.json", tmp_path / "scaling.png"
     argv = ["--cpu", "--workers", "1", "--strong", "96", "--weak", "40", "--chunk", "32", "--repeats", "1"]
+    argv += ["--tall", "128:32", "--deep", "32:128"]
     run = subprocess.run(
         [sys.executable, str(SCRIPT), *argv, "--json", str(out), "--plot", str(png)],
         capture_output=True,
@@ -92,7 +102,8 @@ def test_cpu_run_writes_json_and_plot(tmp_path):
     assert set(record) >= {"date", "device", "command", "versions", "settings", "figures", "summary"}
     assert record["device"].startswith("cpu") and record["versions"]["dask"] and "--cpu" in record["command"]
     figures = record["figures"]
-    assert {(f["mode"], f["impl"]) for f in figures} == {(m, i) for m in ("strong", "weak") for i in ("polymm", "dask")}
+    modes = ("strong", "tall", "deep", "weak")
+    assert {(f["mode"], f["impl"]) for f in figures} == {(m, i) for m in modes for i in ("polymm", "dask")}
     for f in figures:
         assert "error" not in f, f
         assert len(f["seconds"]) == 1 and f["median_s"] > 0 and f["tflops"] > 0
@@ -101,6 +112,8 @@ def test_cpu_run_writes_json_and_plot(tmp_path):
             assert f["check"]["passed"] and f["check"]["max_rel_diff_vs_library"] < 1e-4
             assert f["reduction"] in ("panel", "tree")
     assert [f["shape"] for f in figures if f["mode"] == "weak"][0] == [[40, 40], [40, 40]]
+    assert [f["shape"] for f in figures if f["mode"] == "tall"][0] == [[128, 32], [32, 32]]
+    assert [f["shape"] for f in figures if f["mode"] == "deep"][0] == [[32, 128], [128, 32]]
     assert png.stat().st_size > 10_000
 
 
@@ -111,6 +124,9 @@ def test_a_throughput_above_the_peak_is_an_error(script):
     assert flagged["error"] == "297.0 TFLOP/s is above the peak of 1 x 1 x NVIDIA H200 (67.0)"
     assert "error" not in script._above_peak({**row, "tflops": 120.0}, "2 x NVIDIA H200", 2)
     assert "error" not in script._above_peak(row, "1 x Some Future GPU", 1)  # unknown peak: kept
+    tf32 = {**row, "dtype": "float32", "precision": "tf32x3"}  # TF32 tensor cores: a higher ceiling
+    assert "error" not in script._above_peak(tf32, "1 x NVIDIA H200", 1)
+    assert "error" in script._above_peak({**tf32, "tflops": 600.0}, "1 x NVIDIA H200", 1)
 
 
 def test_gpu_transport_says_when_it_falls_back_to_tcp(script, capsys, monkeypatch):
@@ -142,8 +158,8 @@ def test_the_clock_waits_for_the_devices_and_counts_transfers(script):
                 return real_run(fn, *args, **kwargs)
 
             client.run = run
-            seconds, moved, result = script.timed(client, a @ b)
-            assert seconds > 0 and moved > 0
+            seconds, moved, receiving, result = script.timed(client, a @ b)
+            assert seconds > 0 and moved > 0 and receiving > 0
             assert synced == ["_received", "_device_sync", "_received"]
             assert float(result[0, 0].compute()) == 256.0
 
