@@ -6,7 +6,8 @@ GPU grid runs as two ``--cases`` halves), as one record.
 
 The parts must come from one machine (the same devices); their cells are concatenated (a cell
 measured twice keeps the later part's), the header is the first part's with every part's command
-and date listed, and the summary and floors are computed again over all cells.
+and date listed, and the summary and floors are computed again over all cells.  A part cut short (its ``partial``
+note: the run was stopped before it ended) leaves the merged record partial, saying which.
 """
 
 from __future__ import annotations
@@ -30,8 +31,14 @@ def merge(parts: list[dict]) -> dict:
             if "floor" in entry:
                 keys[name] = entry["floor"]["key"]
     merged = [cliffs.Cell(**c) for c in cells.values()]
+    cut = [
+        f"part {i + 1} ({p['command'].split('--cases ')[-1].split(' ')[0]}): {p['partial']}"
+        for i, p in enumerate(parts)
+        if p.get("partial")
+    ]
     return {
-        **{k: v for k, v in parts[0].items() if k not in ("cells", "summary")},
+        **{k: v for k, v in parts[0].items() if k not in ("cells", "summary", "partial")},
+        **({"partial": "; ".join(cut)} if cut else {}),
         "command": " && ".join(p["command"] for p in parts),
         "parts": [{"date": p["date"], "command": p["command"], "cells": len(p["cells"])} for p in parts],
         "cells": list(cells.values()),

@@ -75,6 +75,8 @@ def _run_section(stem, doc):
     )
     for name, devices in m.get("devices", {}).items():
         yield f"Devices of `{name}`: {'; '.join(devices) or '-'}."
+    if doc.get("partial"):
+        yield f"Cut short, so some cells are missing: {doc['partial']}."
     yield ""
     yield "```bash"
     yield doc["command"]

@@ -83,7 +83,8 @@ def _today_rows(runs: dict):
     yield "| device | backend | date (UTC) | cells | worst cell | geomean | floor (its cells: worst / geomean) | record |"
     yield "|---|---|---|---:|---|---:|---|---|"
     for (backend, device), history in runs.items():
-        date, stem, s, _ = history[-1]
+        date, stem, s, doc = history[-1]
+        cells = f"{s['cells']} (cut short)" if doc.get("partial") else str(s["cells"])
         f = s.get("floor")
         floor = "-"
         if f:
@@ -93,7 +94,7 @@ def _today_rows(runs: dict):
                 f"(asks {f['floor']['worst']} / {f['floor']['geomean']})"
             )
         yield (
-            f"| {device} | `{backend}` | {date[:16].replace('T', ' ')} | {s['cells']} | "
+            f"| {device} | `{backend}` | {date[:16].replace('T', ' ')} | {cells} | "
             f"{format_ratio(s['worst'])} ({s['worst_case']}) | {format_ratio(s['geomean'])} | {floor} | `{stem}` |"
         )
 
@@ -104,16 +105,18 @@ def _dask_rows():
     for path in sorted(DASK.glob("*.json")):
         doc = json.loads(path.read_text())
         rows = {(f["mode"], f["workers"], f["impl"]): f for f in doc.get("figures", []) if "error" not in f}
-        for mode in ("strong", "weak"):
+        for mode in ("strong", "tall", "deep", "weak"):
             one, two = rows.get((mode, 1, "polymm")), rows.get((mode, 2, "polymm"))
             dask_two = rows.get((mode, 2, "dask"))
             if not (one and two):
                 continue
             case = "x".join(map(str, one["shape"][0])) + " @ " + "x".join(map(str, one["shape"][1]))
+            kind = " ".join(x for x in (one.get("dtype", "float32"), one.get("precision")) if x)
             scaled = f"{two['median_s']:.3f} s ({one['median_s'] / two['median_s']:.2f}x)"
             if mode == "weak":
                 case = f"weak: {one['shape'][0][0]} rows per GPU"
                 scaled = f"{two['median_s']:.3f} s ({two['tflops'] / (2 * one['tflops']):.0%} efficient)"
+            case = f"{case}, {kind}"
             versus = format_ratio(two["tflops"] / dask_two["tflops"]) if dask_two else "-"
             yield (
                 f"| {doc['device']} | {doc.get('protocol', 'tcp')} | {doc['date'][:16].replace('T', ' ')} | {case} | "
