@@ -24,6 +24,9 @@ H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "NVIDIA", "gpu", "cuda", 132, 1024, 4
 H200 = DeviceInfo("NVIDIA H200", "NVIDIA", "gpu", "cuda", 132, 1024, 48 * 1024, key="model-h200")
 AMD = DeviceInfo("gfx1100", "Advanced Micro Devices, Inc.", "gpu", "opencl", 48, 256, 64 * 1024, key="model-amd")
 POCL = DeviceInfo("cpu-haswell-AMD EPYC", "AuthenticAMD", "cpu", "opencl", 2, 4096, 0, key="model-pocl")
+POCL_AVX512 = DeviceInfo(
+    "pthread-Intel Xeon", "GenuineIntel", "cpu", "opencl", 2, 4096, 0, key="pocl512", vector_bytes=64
+)
 HOST_AVX2 = DeviceInfo("x86_64", "", "cpu", "numba", 2, 1, 0, key="model-host", platform="host avx2")
 HOST_AVX512 = DeviceInfo("x86_64", "", "cpu", "numba", 16, 1, 0, key="model-host", platform="host avx512")
 
@@ -50,6 +53,7 @@ def test_every_entry_says_what_it_is_and_why():
         (H200, ("NVIDIA GPU", "gpu", "any")),  # the H100's tiles are not assumed for it
         (AMD, ("gpu", "any")),
         (POCL, ("OpenCL CPU", "any")),
+        (POCL_AVX512, ("OpenCL CPU, AVX-512", "OpenCL CPU", "any")),
         (HOST_AVX2, ("host CPU", "any")),
         (HOST_AVX512, ("host CPU, AVX-512", "host CPU", "any")),
     ],
@@ -241,6 +245,18 @@ def test_the_cpu_backend_reads_its_numbers_from_the_database():
     assert "database  host CPU / cpu-threads.tiny_work = 4096" in str(report)
     narrow = explain((4000, 4000), (4000,), "float64", backend="cpu")
     assert "host CPU / cpu-narrow.most" in [s.cite for s in narrow.settings]
+
+
+def test_the_tuner_sizes_cpu_candidates_by_the_devices_vectors():
+    """PoCL reports its native float vector width: the tuner's CPU shapes use one vector of the
+    dtype (16 floats on AVX-512, 8 on AVX2 or where the width is unknown)."""
+    from polymm.tools import tune
+
+    def widths(device, dtype):
+        return {p.vw for p in tune.candidates(device, dtype)[1:]}  # [0]: the database's own entry
+
+    assert widths(POCL, "float32") == {8} and widths(POCL_AVX512, "float32") == {16}
+    assert widths(POCL_AVX512, "float64") == {8}
 
 
 def test_the_tuner_writes_the_database(tmp_path):

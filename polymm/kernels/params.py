@@ -43,7 +43,9 @@ class DeviceInfo:
     driver) in the tuning file; ``max_batch``: most batch entries one launch
     covers (CUDA's grid z); the ``*_per_cu`` limits and ``registers`` feed the
     occupancy figures of :func:`polymm.tools.explain.explain` (0: unknown); ``cc``: CUDA
-    compute capability x 10 (0 elsewhere), for CUDA-only planner entries.
+    compute capability x 10 (0 elsewhere), for CUDA-only planner entries; ``vector_bytes``: the
+    width of a CPU device's native float vectors (64 on AVX-512, which adds the database word
+    ``avx512``; 0: unknown, taken as 32).
     """
 
     name: str
@@ -61,13 +63,15 @@ class DeviceInfo:
     local_mem_per_cu: int = 0
     registers_per_cu: int = 0
     cc: int = 0
+    vector_bytes: int = 0
 
     @property
     def is_cpu(self) -> bool:
         return self.kind == "cpu"
 
     def words(self) -> str:
-        return f"{self.kind} {self.vendor} {self.platform} {self.name} {self.dialect}".lower()
+        wide = " avx512" if self.vector_bytes >= 64 else ""
+        return f"{self.kind} {self.vendor} {self.platform} {self.name} {self.dialect}{wide}".lower()
 
 
 def tuning_path() -> str:

@@ -33,7 +33,7 @@ from ..kernels import KernelParams, devices
 from ..kernels import params as _params
 
 #: CPU shape candidates: (rows per work-item, mr, columns, vw, mdimc, kwg[, nr, pack_b]),
-#: columns and nr in 4-byte floats.
+#: columns and nr in 4-byte floats on 256-bit vectors (scaled to the device's vector width).
 _CPU_SHAPES = [
     (96, 6, 16, 8, 1, 256, 0, True),
     (48, 6, 64, 8, 1, 256, 16, True),
@@ -47,6 +47,13 @@ _CPU_SHAPES = [
     (48, 4, 16, 8, 4, 256),
     (48, 6, 24, 8, 4, 256),
     (6, 6, 16, 8, 4, 4096),
+    # more accumulators, for the 32 vector registers of AVX-512
+    (64, 8, 16, 8, 1, 256, 0, True),
+    (96, 12, 16, 8, 1, 256, 0, True),
+    (64, 8, 64, 8, 1, 256, 16, True),
+    (96, 6, 16, 8, 1, 512, 0, True),
+    (96, 6, 16, 8, 1, 128, 0, True),
+    (192, 6, 16, 8, 1, 256, 0, True),
 ]
 
 #: GPU shape candidates for 4-byte floats: (mwg, nwg, kwg, mdimc, ndimc, pad, maxrreg).
@@ -79,7 +86,7 @@ def candidates(device: _params.DeviceInfo, dtype) -> list[KernelParams]:
     dtype = np.dtype(dtype)
     found = [_params.table_params(device, dtype)]
     if device.is_cpu:
-        width = max(1, 32 // dtype.itemsize)  # PoCL wheels target 256-bit vectors
+        width = max(1, (device.vector_bytes or 32) // dtype.itemsize)  # one native vector of dtype
         for rows, mr, cols, vw, mdimc, kwg, *rest in _CPU_SHAPES:
             nr, pack_b = rest or (0, False)
             found.append(

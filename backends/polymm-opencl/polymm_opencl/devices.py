@@ -159,4 +159,5 @@ def device_info(device) -> DeviceInfo:
         blocks_per_cu=32 if nvidia else 0,
         local_mem_per_cu=device.local_mem_size if nvidia else 0,
         registers_per_cu=65536 if nvidia else 0,
+        vector_bytes=4 * device.native_vector_width_float if device.type & cl.device_type.CPU else 0,
     )
