@@ -222,6 +222,28 @@ def _cell(case, dtype, ratio, ref_seconds):
     )
 
 
+def test_cells_of_one_shape_and_dtype_share_their_random_operands(monkeypatch):
+    """Drawing the operands is kept once per (shape, dtype, side) within a run: the GPU grid's
+    classes share their sizes, and drawing large float operands took longer than timing a cell."""
+    drawn = []
+    real = cliffs.random_array
+
+    def counting(rng, shape, dtype):
+        drawn.append((tuple(shape), np.dtype(dtype).str))
+        return real(rng, shape, dtype)
+
+    monkeypatch.setattr(cliffs, "random_array", counting)
+    cells = cliffs.run(["cpu"], cases="square-1024,transposed-1024", dtypes=["float32"], budget=0.02)
+    assert len(cells) == 2 and all(c.correct for c in cells)
+    assert drawn == [((1024, 1024), "<f4")] * 2  # once per side, not once per side and cell
+    operands, rng = {}, np.random.default_rng(0)
+    first = cliffs._random_operand(rng, (8, 8), np.dtype("float32"), 0, operands)
+    assert cliffs._random_operand(rng, (8, 8), np.dtype("float32"), 0, operands) is first
+    assert cliffs._random_operand(rng, (8, 8), np.dtype("float32"), 1, operands) is not first
+    assert cliffs._random_operand(rng, (8, 8), np.dtype("float64"), 0, operands).dtype == np.float64
+    assert cliffs._random_operand(rng, (8, 8), np.dtype("float32"), 0, None) is not first  # no keeping
+
+
 def test_summary_applies_the_floor_to_slow_enough_float_cells():
     cells = [
         _cell("a", "float32", 2.0, 1e-3),

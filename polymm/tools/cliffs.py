@@ -454,12 +454,16 @@ def _clblast_ratio(backend, a, b, seconds, budget):
     return min(samples) / seconds
 
 
-def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8) -> Cell:
+def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8, operands=None) -> Cell:
     """Check one cell's answer (into a poisoned ``out``, sampled rows), then time it alone (blocks of
-    each side's calls) and interleaved (call by call), half the budget each."""
+    each side's calls) and interleaved (call by call), half the budget each.  ``operands``: a dict
+    that keeps the random host operands for the next cells of the same shape and dtype."""
     dt = np.dtype(dtype)
     layouts = case.operand_layouts
-    host = [random_array(rng, _base_shape(s, lay), dt) for s, lay in zip((case.x1, case.x2), layouts)]
+    host = [
+        _random_operand(rng, _base_shape(s, lay), dt, which, operands)
+        for which, (s, lay) in enumerate(zip((case.x1, case.x2), layouts))
+    ]
     a, b = (backend.ours(h, lay) for h, lay in zip(host, layouts))
     ra, rb = (backend.reference(h, lay) for h, lay in zip(host, layouts))
     correct, error, warm = True, None, None
@@ -511,6 +515,18 @@ def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8) -> 
     )
 
 
+def _random_operand(rng, shape, dt, which, operands):
+    """A random host operand, drawn once per (shape, dtype, side) when ``operands`` keeps them: the
+    grid's classes share their sizes, and drawing a 4096-square of floats takes longer than timing
+    a cell."""
+    if operands is None:
+        return random_array(rng, shape, dt)
+    key = (shape, dt.str, which)
+    if key not in operands:
+        operands[key] = random_array(rng, shape, dt)
+    return operands[key]
+
+
 def _check(host, layouts, result, dt, rng, precision="default"):
     x1, x2 = (_view(np, h, lay) for h, lay in zip(host, layouts))
     s1, s2, sr = _sampled_rows(x1, x2, result, rng)
@@ -542,6 +558,7 @@ def run(names, cases=None, dtypes=None, budget=0.8, progress=None, seed=2026, on
     for name in names:
         backend = _Backend(name)
         rng = np.random.default_rng(seed)
+        operands: dict = {}  # one backend's cells share their host operands (never written)
         for case, dtype in pairs:
             if (case.gpu_only and not backend.on_gpu) or (
                 case.precision != "default" and backend.ref_xp is not _cupy()
@@ -559,7 +576,7 @@ def run(names, cases=None, dtypes=None, budget=0.8, progress=None, seed=2026, on
                 continue  # a device that cannot compute this dtype (no fp64): not a cell
             except Exception:  # noqa: BLE001 - backends that need a real operand to decide
                 pass
-            cells.append(measure_cell(backend, case, dtype, rng, budget))
+            cells.append(measure_cell(backend, case, dtype, rng, budget, operands))
             if on_cell:
                 on_cell(cells[-1])
             if progress:
