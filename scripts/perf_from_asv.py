@@ -32,6 +32,7 @@ STATIC = ROOT / "docs" / "_static"
 #: How each machine's results were recorded (the command on the performance page).
 COMMANDS = {
     "polymm-2core-ci": "scripts/asv_record_local.sh  (asv.existing.conf.json, slices of asv run)",
+    "polymm-2core-avx512": "ASV_MACHINE=polymm-2core-avx512 scripts/asv_record_local.sh --keep  (asv.existing.conf.json, slices of asv run)",
     "polymm-h100": ". .device/setup.sh && POLYMM_COMMIT=<sha> POLYMM_COMMIT_DATE=<unix time> ASV_GPU_BUDGET=390 bash scripts/asv_gpu_run.sh $OUT",
 }
 
