@@ -147,7 +147,9 @@ def _matmul_plain(kind, x1, x2, backend, algorithm):
     dtype = x1.dtype
     if x2.dtype != dtype or (dtype not in promotion.SUPPORTED and not is_bfloat16(dtype)):
         return None
-    if kind.views:  # a host library: 2-D only, through the backend's 2-D entry (found once per backend and dtype)
+    if kind.views:  # a host library: 2-D, through the backend's 2-D entry (found once per backend and dtype)
+        if x1.ndim == 3 and x2.ndim in (2, 3) and kind.name == "numpy":
+            return _matmul_plain_batch(kind, x1, x2, backend, algorithm)
         if x1.ndim != 2 or x2.ndim != 2:
             return None
         m, k = x1.shape
@@ -178,6 +180,38 @@ def _matmul_plain(kind, x1, x2, backend, algorithm):
         return None
     _remember(key, done, algorithm)
     return done[0]
+
+
+def _matmul_plain_batch(kind, x1, x2, backend, algorithm):
+    """:func:`_matmul_plain` for a host library's 3-D batch times an equal batch or one matrix
+    shared by every entry (stride 0): the operands handed to the backend's ``matmul`` as they
+    lie. The general path's checks, shapes and views cost 50-90 us a call on a 2-core VM, a third
+    of NumPy's time on a batch of 4096 products of 8 x 8 (2026-11-28)."""
+    dtype = x1.dtype
+    size = dtype.itemsize
+    count, m, k = x1.shape
+    s1 = x1.strides
+    s2 = x2.strides
+    if x2.ndim == 3:
+        count2, k2, n = x2.shape
+        if count2 != count:
+            return None
+    else:
+        k2, n = x2.shape
+    if k != k2 or not (count and m and n and k) or (s1[0] | s1[1] | s1[2] | s2[0] | s2[1] | s2[-1]) % size:
+        return None
+    name = selected_backend(backend, kind.name)
+    compute = plain_entry(name, kind, algorithm, dtype, x1, batched=True)
+    if compute is None:
+        return None
+    b = x2 if x2.ndim == 3 else kind.operand(x2, (count, k, n), (0, s2[0] // size, s2[1] // size))
+    result = kind.empty((count, m, n), dtype, like=x1)
+    try:  # free unless raised (3.11+)
+        compute(x1, b, result, algorithm)
+    except Exception as exc:
+        _label(exc, name, x1, x2, algorithm)
+        raise
+    return result
 
 
 def _replay_key(kind, x1, x2, backend, algorithm):

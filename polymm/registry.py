@@ -351,19 +351,19 @@ _plain_entries: dict = {}
 _replays: dict = {}
 
 
-def plain_entry(name: str, kind, algorithm: str, dtype, like):
+def plain_entry(name: str, kind, algorithm: str, dtype, like, batched: bool = False):
     """What computes ``out = a @ b`` for 2-D host arrays (``kind.views``) of ``dtype`` on backend
     ``name`` -- its ``matmul_2d``, or ``matmul`` on batches of one -- or None when that backend
-    does not compute on ``kind``'s arrays or lacks ``algorithm``.  Checked once per key: these
-    checks cost more than a 4x4 product."""
-    key = (name, kind.name, algorithm, dtype)
+    does not compute on ``kind``'s arrays or lacks ``algorithm``; with ``batched``, for 3-D
+    operands (its ``matmul``).  Checked once per key: these checks cost more than a 4x4 product."""
+    key = (name, kind.name, algorithm, dtype, batched)
     found = _plain_entries.get(key)
     if found is None:
         impl = get_backend(name)
         if impl.array_library != kind.name or algorithm not in impl.algorithms:
             return None
         impl.check_dtype(dtype, like)  # raises for a dtype the backend lacks: not cached
-        found = getattr(impl, "matmul_2d", None)
+        found = impl.matmul if batched else getattr(impl, "matmul_2d", None)
         if found is None:
             found = lambda a, b, out, alg, _mm=impl.matmul: _mm(a[None], b[None], out[None], alg)  # noqa: E731
         _plain_entries[key] = found

@@ -461,6 +461,13 @@ class CPUBackend(Backend):
             and a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] >= params.NEIGHBOUR_MIN_WORK
         ):
             team = neighbours.team_size(limit, _PARALLEL_LOCK)
+            if team == 1 and algorithm == "auto":
+                # planned for one thread: a serial kernel runs as it is, without setting the
+                # thread count twice (about 20 us on 2 cores)
+                kind, args = self._plan(a, b, out, dt, nth=1)
+                if kind.endswith("serial"):
+                    self._kernel(kind, dt)(*args)
+                    return
             if team < limit:
                 numba.set_num_threads(team)  # this Python thread's setting only
                 try:
@@ -509,8 +516,9 @@ class CPUBackend(Backend):
         finally:
             numba.set_parallel_chunksize(old)
 
-    def _plan(self, a, b, out, dt, p=params):
-        """The ``"auto"`` path for this shape and layout: ``(kernel kind, args)``.
+    def _plan(self, a, b, out, dt, p=params, nth=None):
+        """The ``"auto"`` path for this shape and layout: ``(kernel kind, args)``, for ``nth``
+        threads (default: Numba's thread count now).
 
         Thresholds come from :mod:`.params` (``p``; explain passes a :class:`~.params.Reads`
         to learn which database entries decided), read once from the device database.
@@ -523,7 +531,8 @@ class CPUBackend(Backend):
         if work <= p.TINY_WORK:
             # low latency: no threads, no packing
             return "slab_serial", _slab(a, b, out, n, 1, size)[1]
-        nth = numba.get_num_threads()
+        if nth is None:
+            nth = numba.get_num_threads()
         dots = _plan_dots(nbatch, m, n, kk, work, nth, p)
         if dots is not None and (kk >= _DOTS_FIRST_K or (m == 1 and kk >= _DOTS_FIRST_K_ROW)):
             return dots, (a, b, out, max(1, p.SMALL_TASK // kk))
@@ -557,7 +566,9 @@ class CPUBackend(Backend):
                 kind = "slab_serial"
             return kind, args
         blk = p.AUTO_BLOCKING[dt]
-        if work <= p.SERIAL_WORK or nth == 1:
+        if work <= p.SERIAL_WORK or nth == 1 or work - work // nth < p.PARALLEL_MIN_SAVING:
+            # one thread: the others would save less than launching them (and counting the
+            # neighbours first) costs; 128^3 float32 is 41 us here, 2 threads 100 us a call
             return "auto_serial", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
         if kk >= p.SPLITK_MIN_K and m * n <= p.SPLITK_MAX_MN and kk >= 4 * max(m, n):
             return "auto_splitk", (a, b, out, p.SPLITK_CHUNK, (blk.mc, blk.nc, blk.kc))

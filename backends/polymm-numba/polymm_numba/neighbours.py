@@ -74,20 +74,25 @@ def _pool_ids() -> set[int]:
 def _running_others(tasks: list[str], pool: set[int]) -> tuple[int, int]:
     """Of the threads ``tasks`` (ids) in state R: how many are outside ``pool`` and the caller,
     and how many in all (the caller counted as running)."""
+    others = _running(tasks, pool, False)
+    return others, 1 + others + _running(tasks, pool, True)
+
+
+def _running(tasks: list[str], pool: set[int], in_pool: bool) -> int:
+    """How many of the threads ``tasks`` (ids), the caller left out, in ``pool`` (``in_pool``)
+    or outside it, are in state R."""
     me = threading.get_native_id()
-    others, running = 0, 1
+    running = 0
     for tid in tasks:
-        if int(tid) == me:
+        if int(tid) == me or (int(tid) in pool) != in_pool:
             continue
         try:
             with open(f"{_TASKS}/{tid}/stat", "rb") as f:
                 stat = f.read()
         except OSError:  # the thread ended meanwhile
             continue
-        if stat[stat.rindex(b")") + 2] == ord("R"):
-            running += 1
-            others += int(tid) not in pool
-    return others, running
+        running += stat[stat.rindex(b")") + 2] == ord("R")
+    return running
 
 
 _LOADAVG = "/proc/loadavg"
@@ -127,12 +132,18 @@ def team_size(limit: int, launch_lock: threading.Lock) -> int:
         return limit
     if len(tasks) > MAX_THREADS_READ:
         return limit
-    machine = _running_machine()
-    if machine == 1:  # the caller alone runs: every core is free (one small file read, a few us)
-        return min(limit, _CPUS)
     if len(tasks) != _pool_size:  # new threads (a pool started, the team grew): learn the pool again
         with launch_lock:
             _pool = _pool_ids()
             _pool_size = len(os.listdir(_TASKS))  # counted after: the launch may have started the pool
-    others, own = _running_others(tasks, _pool)
+    # The process's threads outside the pool first (after a NumPy product, OpenBLAS's spinning
+    # ones): where they leave one core, that is the answer, without reading the pool's threads and
+    # the machine's count (each /proc read costs 5-12 us on a 2-core VM; all of it was 50 us a call)
+    others = _running(tasks, _pool, False)
+    if _CPUS - others <= 1:
+        return 1
+    machine = _running_machine()
+    if machine == 1:  # the caller alone runs: every core is free (one small file read, a few us)
+        return min(limit, _CPUS)
+    own = 1 + others + _running(tasks, _pool, True)
     return max(1, min(limit, _CPUS - others - _running_elsewhere(own, machine)))

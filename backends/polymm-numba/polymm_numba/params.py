@@ -167,6 +167,7 @@ TILED = Tiling(**_read("TILED", "cpu-tiled", "tiles"))
 TINY_WORK = _read("TINY_WORK", "cpu-threads", "tiny_work")
 SERIAL_WORK = _read("SERIAL_WORK", "cpu-threads", "serial_work")
 NEIGHBOUR_MIN_WORK = _read("NEIGHBOUR_MIN_WORK", "cpu-threads", "neighbour_min_work")
+PARALLEL_MIN_SAVING = _read("PARALLEL_MIN_SAVING", "cpu-threads", "parallel_min_saving")
 
 NARROW = _read("NARROW", "cpu-narrow", "most")
 NARROW_MIN_WORK = _read("NARROW_MIN_WORK", "cpu-narrow", "min_work")
