@@ -592,17 +592,49 @@ DIRECT_A = True
 
 
 def auto_serial(a, b, out, mc, nc, kc, nth):
-    """Packed kernel on one thread (small products: no launch cost)."""
+    """Packed kernel on one thread (small products: no launch cost): :func:`_columns` written
+    out, all columns, A packed (a call of it would compile the packed kernel once more: see
+    :func:`specialise`)."""
+    M = a.shape[1]
+    K = a.shape[2]
+    N = b.shape[2]
     for bi in range(a.shape[0]):
-        _columns(a, b, out, bi, 0, b.shape[2], mc, nc, kc)
+        for j0 in range(0, N, nc):
+            nb = min(nc, N - j0)
+            npan = (nb + NR - 1) // NR
+            for p0 in range(0, K, kc):
+                kb = min(kc, K - p0)
+                bp = np.empty(npan * NR * kb, b.dtype)
+                for jp in range(npan):
+                    jj = jp * NR
+                    _pack_b(b, bi, p0, kb, j0 + jj, min(NR, nb - jj), bp[jj * kb : (jj + NR) * kb])
+                for i0 in range(0, M, mc):
+                    _block(a, out, bi, i0, min(mc, M - i0), j0, nb, 0, npan, p0, kb, bp, None)
 
 
 def auto_batch(a, b, out, mc, nc, kc, nth):
-    """Packed kernel, whole products shared among threads (many small products)."""
-    for bi in prange(a.shape[0]):
-        # int64: the parallel body's index is unsigned, and a second signature would compile
-        # _columns (the whole packed kernel, seconds) twice
-        _columns(a, b, out, np.int64(bi), 0, b.shape[2], mc, nc, kc)
+    """Packed kernel, whole products shared among threads (many small products).
+
+    The parallel body is :func:`_columns` written out (all columns, A packed): the body is a
+    function of its own that links in every kernel it calls, and the driver links it in
+    again, so a call of ``_columns`` here would compile the packed kernel once more (a
+    second of a cold start; see :func:`specialise`)."""
+    M = a.shape[1]
+    K = a.shape[2]
+    N = b.shape[2]
+    for t in prange(a.shape[0]):
+        bi = np.int64(t)  # the parallel body's index is unsigned
+        for j0 in range(0, N, nc):
+            nb = min(nc, N - j0)
+            npan = (nb + NR - 1) // NR
+            for p0 in range(0, K, kc):
+                kb = min(kc, K - p0)
+                bp = np.empty(npan * NR * kb, b.dtype)
+                for jp in range(npan):
+                    jj = jp * NR
+                    _pack_b(b, bi, p0, kb, j0 + jj, min(NR, nb - jj), bp[jj * kb : (jj + NR) * kb])
+                for i0 in range(0, M, mc):
+                    _block(a, out, bi, i0, min(mc, M - i0), j0, nb, 0, npan, p0, kb, bp, None)
 
 
 def auto_parallel(a, b, out, mc, nc, kc, nth):
