@@ -4,7 +4,9 @@ A first call that compiles kernels may take seconds; a library that stalls witho
 hung.  A backend calls :func:`compiling` just before it compiles (not when it loads from a cache):
 one line per backend and dtype, once per process, on the ``polymm`` logger at WARNING, so that
 Python's last-resort handler prints it to stderr with no logging set up (as JAX logs its
-compiles).  Silence it with ``logging.getLogger("polymm").setLevel(logging.ERROR)``.
+compiles).  Silence it with ``logging.getLogger("polymm").setLevel(logging.ERROR)``.  Each kernel
+compiled is also logged, at DEBUG, by :func:`compiled` (what ``scripts/cold_start.py`` and the
+tests count).
 :func:`warmup` (and ``polymm warmup``) compiles chosen dtypes ahead of time, with progress.
 """
 
@@ -16,7 +18,7 @@ import time
 
 import numpy as np
 
-__all__ = ["compiling", "warmup", "LOGGER"]
+__all__ = ["compiling", "compiled", "warmup", "LOGGER"]
 
 #: The logger of the notices (``logging.getLogger("polymm")``).
 LOGGER = logging.getLogger("polymm")
@@ -39,6 +41,20 @@ def compiling(backend: str, dtype, where: str | None = None) -> None:
     LOGGER.warning(
         f"polymm: compiling {backend} kernels for {key[1]} (first use; {cached}; `polymm warmup` compiles ahead)"
     )
+
+
+def compiled(backend: str, dtype, kernel: str, seconds: float) -> None:
+    """Log at DEBUG that ``backend`` compiled ``kernel`` for ``dtype`` in ``seconds`` (not a cache load).
+
+    The record carries ``polymm_compile``: ``{"backend", "dtype", "kernel", "seconds"}``, for a handler
+    that counts or times compiles (``logging.getLogger("polymm").setLevel(logging.DEBUG)`` to see them).
+    """
+    if LOGGER.isEnabledFor(logging.DEBUG):
+        facts = {"backend": backend, "dtype": str(np.dtype(dtype)), "kernel": kernel, "seconds": seconds}
+        LOGGER.debug(
+            f"polymm: compiled {backend} kernel {kernel} for {facts['dtype']} in {seconds:.2f} s",
+            extra={"polymm_compile": facts},
+        )
 
 
 def _dtypes_named(impl, names) -> list:

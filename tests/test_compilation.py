@@ -107,3 +107,77 @@ def test_warmup_command_prints_a_line_per_kernel_when_piped():
         "example float32: 256x256x256",
     ]
     assert lines[-1].startswith("polymm warmup: float32 ready in ")
+
+
+#: The README's first products ("## Using it"), each followed by the kernels it compiled, as the
+#: DEBUG records of ``polymm.compilation.compiled`` name them.
+README_CALLS = (
+    "import logging, numpy as np, polymm\n"
+    "kernels = []\n"
+    "class Compiles(logging.Handler):\n"
+    "    def emit(self, record):\n"
+    "        facts = getattr(record, 'polymm_compile', None)\n"
+    "        if facts: kernels.append(facts['backend'] + ':' + facts['kernel'])\n"
+    "log = logging.getLogger('polymm')\n"
+    "log.addHandler(Compiles())\n"
+    "log.setLevel(logging.DEBUG)\n"
+    "a = np.ones((64, 3, 100, 50), np.float32)\n"
+    "b = np.ones((50, 70), np.float32)\n"
+    "for label, call in (('auto', lambda: polymm.matmul(a, b)), ('tiled', lambda: polymm.matmul(a, b, algorithm='tiled')),\n"
+    "                    ('out', lambda: polymm.matmul(a, b, out=np.empty((64, 3, 100, 70), np.float32)))):\n"
+    "    call()\n"
+    "    print(label, *kernels)\n"
+    "    kernels.clear()\n"
+)
+
+
+def _readme_calls(cache) -> dict[str, list[str]]:
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    env.pop("POLYMM_BACKEND", None)
+    proc = subprocess.run([sys.executable, "-c", README_CALLS], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return {line.split()[0]: line.split()[1:] for line in proc.stdout.splitlines()}
+
+
+def test_the_readme_calls_compile_only_the_kernel_each_runs(tmp_path):
+    """A cold start compiles one kernel per call, the one it runs: the packed kernel (serial or
+    parallel, as the good neighbour plans it; not both), then the tiled one, and nothing for
+    ``out=``; each compile is logged once (the records ``scripts/cold_start.py`` times), and a
+    second process loads them all from the cache. (The good neighbour's own probe of the thread
+    pool, ``pool_thread_ids``, compiles when the machine is busy.)"""
+    probe = "cpu:pool_thread_ids"
+    first = _readme_calls(tmp_path)
+    auto = [k for k in first["auto"] if k != probe]
+    assert auto in (["cpu:auto_batch"], ["cpu:auto_serial"]), first
+    assert [k for k in first["tiled"] if k != probe] == ["cpu:tiled_parallel"], first
+    assert first["out"] == [], first
+    assert _readme_calls(tmp_path) == {"auto": [], "tiled": [], "out": []}
+
+
+CHAIN = (
+    "import sys, numpy as np, polymm\n"
+    "from numba.core import event\n"
+    "depth, seen = [0], {}\n"
+    "class Chain(event.Listener):\n"
+    "    def on_start(self, ev):\n"
+    "        depth[0] += 1\n"
+    "        seen.setdefault(ev.data['dispatcher'].py_func.__qualname__.split('_mr')[0], depth[0])\n"
+    "    def on_end(self, ev):\n"
+    "        depth[0] -= 1\n"
+    "event.register('numba:compile', Chain())\n"
+    "polymm.get_backend('cpu')._kernel(sys.argv[1], np.dtype('float64'))\n"
+    "print(*(f'{name}={d}' for name, d in seen.items()))\n"
+)
+
+
+@pytest.mark.parametrize("driver", ["auto_serial", "auto_batch"])
+def test_the_packed_kernel_compiles_through_no_wrapper(tmp_path, driver):
+    """Numba links every jitted callee into each caller's module and optimises and emits it there
+    again, so each level of calls between a driver and the register kernel costs a cold start the
+    whole kernel's compile once more: the drivers the README's product may run call the register
+    kernel (``_block_regs``) themselves, through no ``_columns`` or other wrapper."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", CHAIN, driver], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    depth = {word.split("=")[0]: int(word.split("=")[1]) for word in proc.stdout.split()}
+    assert depth[driver] == 1 and depth["_block_regs"] == 2 and "_columns" not in depth, depth

@@ -566,10 +566,6 @@ def _panel_direct(src, aoff, sai, sap, rows, out, bi, r0, j0, nb, jp_lo, jp_hi, 
                     out[bi, r0 + r, c0 + c] = acc[r, c]
 
 
-def _one_serial(a, b, out, bi, mc, nc, kc, direct=None):
-    _columns(a, b, out, bi, 0, b.shape[2], mc, nc, kc, direct)
-
-
 def _columns(a, b, out, bi, j_lo, j_hi, mc, nc, kc, direct=None):
     """Columns ``j_lo:j_hi`` of product ``bi`` on one thread: GotoBLAS's loops (B panels packed
     per ``nc`` x ``kc`` block, then row blocks of ``mc`` against them)."""
@@ -596,17 +592,49 @@ DIRECT_A = True
 
 
 def auto_serial(a, b, out, mc, nc, kc, nth):
-    """Packed kernel on one thread (small products: no launch cost)."""
+    """Packed kernel on one thread (small products: no launch cost): :func:`_columns` written
+    out, all columns, A packed (a call of it would compile the packed kernel once more: see
+    :func:`specialise`)."""
+    M = a.shape[1]
+    K = a.shape[2]
+    N = b.shape[2]
     for bi in range(a.shape[0]):
-        _one_serial(a, b, out, bi, mc, nc, kc)
+        for j0 in range(0, N, nc):
+            nb = min(nc, N - j0)
+            npan = (nb + NR - 1) // NR
+            for p0 in range(0, K, kc):
+                kb = min(kc, K - p0)
+                bp = np.empty(npan * NR * kb, b.dtype)
+                for jp in range(npan):
+                    jj = jp * NR
+                    _pack_b(b, bi, p0, kb, j0 + jj, min(NR, nb - jj), bp[jj * kb : (jj + NR) * kb])
+                for i0 in range(0, M, mc):
+                    _block(a, out, bi, i0, min(mc, M - i0), j0, nb, 0, npan, p0, kb, bp, None)
 
 
 def auto_batch(a, b, out, mc, nc, kc, nth):
-    """Packed kernel, whole products shared among threads (many small products)."""
-    for bi in prange(a.shape[0]):
-        # int64: the parallel body's index is unsigned, and a second signature would compile
-        # _one_serial (the whole packed kernel, seconds) twice
-        _one_serial(a, b, out, np.int64(bi), mc, nc, kc)
+    """Packed kernel, whole products shared among threads (many small products).
+
+    The parallel body is :func:`_columns` written out (all columns, A packed): the body is a
+    function of its own that links in every kernel it calls, and the driver links it in
+    again, so a call of ``_columns`` here would compile the packed kernel once more (a
+    second of a cold start; see :func:`specialise`)."""
+    M = a.shape[1]
+    K = a.shape[2]
+    N = b.shape[2]
+    for t in prange(a.shape[0]):
+        bi = np.int64(t)  # the parallel body's index is unsigned
+        for j0 in range(0, N, nc):
+            nb = min(nc, N - j0)
+            npan = (nb + NR - 1) // NR
+            for p0 in range(0, K, kc):
+                kb = min(kc, K - p0)
+                bp = np.empty(npan * NR * kb, b.dtype)
+                for jp in range(npan):
+                    jj = jp * NR
+                    _pack_b(b, bi, p0, kb, j0 + jj, min(NR, nb - jj), bp[jj * kb : (jj + NR) * kb])
+                for i0 in range(0, M, mc):
+                    _block(a, out, bi, i0, min(mc, M - i0), j0, nb, 0, npan, p0, kb, bp, None)
 
 
 def auto_parallel(a, b, out, mc, nc, kc, nth):
@@ -671,7 +699,7 @@ def _auto_chunk(a, b, out, mc, nc, kc):
     """Every product of one chunk of K on one thread, A read in place (:data:`DIRECT_A`): the
     packed kernel's part of :func:`split_k_driver`."""
     for bi in range(a.shape[0]):
-        _one_serial(a, b, out, bi, mc, nc, kc, DIRECT_A)
+        _columns(a, b, out, bi, 0, b.shape[2], mc, nc, kc, DIRECT_A)
 
 
 AUTO_DRIVERS = ("auto_serial", "auto_batch", "auto_parallel", "auto_slabs", "auto_splitk")
@@ -696,7 +724,10 @@ def specialise(mr: int, nr: int, regs: bool) -> dict:
         g[name] = numba.njit(**JIT)(_copy(name, g, suffix))
     if regs:
         g["_block"] = g["_block_regs"]
-    for name in ("_columns", "_one_serial", "_auto_chunk"):
+    # The drivers call _columns directly: each level of jitted calls re-optimises and re-emits
+    # every kernel below it (Numba links callees into each caller's module), so a one-line
+    # wrapper between them cost a second of a cold start.
+    for name in ("_columns", "_auto_chunk"):
         g[name] = numba.njit(**JIT)(_copy(name, g, suffix))
     drivers = {name: _copy(name, g, suffix) for name in AUTO_DRIVERS if name != "auto_splitk"}
     drivers["auto_splitk"] = split_k_driver("auto_splitk", g["_auto_chunk"], True, g, suffix)

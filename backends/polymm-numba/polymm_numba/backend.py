@@ -10,6 +10,7 @@ import contextlib
 import os
 import pickle
 import threading
+import time
 import warnings
 
 import numba
@@ -18,7 +19,7 @@ from numba import types
 from numba.core import event
 
 from polymm.backend import Backend, CONTRACT_DTYPES, is_bfloat16, optional_dtypes
-from polymm.compilation import compiling
+from polymm.compilation import compiled, compiling
 
 from . import neighbours, params
 from .listing import INFO
@@ -64,17 +65,27 @@ def _compile_env():
 
 class _Notice(event.Listener):
     """Numba's compile events (a cache miss: loading from the cache sends none) as the user's
-    notice, once per dtype (:func:`polymm.compilation.compiling`), before the wait."""
+    notice, once per dtype (:func:`polymm.compilation.compiling`), before the wait; and each
+    compile of a kernel, ``kind`` (the outermost event: callees compile within it), with its
+    seconds, at DEBUG (:func:`polymm.compilation.compiled`)."""
 
-    def __init__(self, dtype):
+    def __init__(self, dtype, kind):
         self.dtype = dtype
+        self.kind = kind
+        self.depth = 0
+        self.start = 0.0
 
     def on_start(self, ev):
-        cache = getattr(ev.data["dispatcher"], "_cache", None)
-        compiling("cpu", self.dtype, getattr(cache, "_cache_path", None))
+        if self.depth == 0:
+            self.start = time.perf_counter()
+            cache = getattr(ev.data["dispatcher"], "_cache", None)
+            compiling("cpu", self.dtype, getattr(cache, "_cache_path", None))
+        self.depth += 1
 
     def on_end(self, ev):
-        pass
+        self.depth -= 1
+        if self.depth == 0:
+            compiled("cpu", self.dtype, self.kind, time.perf_counter() - self.start)
 
 
 def _jit(py, signature, parallel, options, notice):
@@ -333,7 +344,7 @@ class CPUBackend(Backend):
             return self._packed(kind, dtype, blk.mr, blk.nr)
         extra = _SPLITK_EXTRA.get(kind, extra)
         parallel = not kind.endswith("serial") and kind != "tiny_2d"
-        return _entry(_jit(py, sig(dtype, *extra), parallel, k.JIT, _Notice(dtype)))
+        return _entry(_jit(py, sig(dtype, *extra), parallel, k.JIT, _Notice(dtype, kind)))
 
     def _packed(self, kind, dtype, mr, nr):
         """The packed ``"auto"`` kernel ``kind`` with an ``mr`` x ``nr`` register tile (the tuner
@@ -348,7 +359,7 @@ class CPUBackend(Backend):
                 spec = k.specialise(*key)
             self._specs[key] = spec
         extra = _SPLITK_EXTRA.get(kind, (i8, i8, i8, i8))
-        return _entry(_jit(spec[kind], _sig(dtype, *extra), kind != "auto_serial", k.JIT, _Notice(dtype)))
+        return _entry(_jit(spec[kind], _sig(dtype, *extra), kind != "auto_serial", k.JIT, _Notice(dtype, kind)))
 
     def warmup(self, dtype):
         """Compile (or load from the cache) every kernel the ``"auto"`` path may run for ``dtype``,

@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numba
 import numpy as np
 from llvmlite import ir
 from numba import prange, types
-from numba.core import cgutils
+from numba.core import cgutils, event
 from numba.extending import intrinsic
+
+from polymm.compilation import compiled
 
 __all__ = ["team_size"]
 
@@ -65,10 +68,28 @@ def pool_thread_ids(n):
     return out
 
 
+class _Compiled(event.Listener):
+    """Logs the probe's compile (a cache miss) at DEBUG, as the kernels' are."""
+
+    def __init__(self):
+        self.depth, self.start = 0, 0.0
+
+    def on_start(self, ev):
+        self.depth += 1
+        if self.depth == 1:
+            self.start = time.perf_counter()
+
+    def on_end(self, ev):
+        self.depth -= 1
+        if self.depth == 0:
+            compiled("cpu", "int64", "pool_thread_ids", time.perf_counter() - self.start)
+
+
 def _pool_ids() -> set[int]:
     """The native thread ids that run a parallel loop: every thread of Numba's pool takes some of
     many short iterations (the loop is cached on disk; it compiles once)."""
-    return set(pool_thread_ids(64 * numba.get_num_threads()).tolist())
+    with event.install_listener("numba:compile", _Compiled()):
+        return set(pool_thread_ids(64 * numba.get_num_threads()).tolist())
 
 
 def _running_others(tasks: list[str], pool: set[int]) -> tuple[int, int]:

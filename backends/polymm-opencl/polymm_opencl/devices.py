@@ -9,9 +9,11 @@ else the first device. :func:`device_info` describes a device to the shared plan
 from __future__ import annotations
 
 import os
+import time
 import warnings
 
 from polymm.backend import BackendUnavailable
+from polymm.compilation import compiled
 from polymm.kernels.params import DeviceInfo
 
 __all__ = ["describe_device", "list_devices", "device_info"]
@@ -49,10 +51,12 @@ def _build_failure(device) -> str | None:
     key = device.int_ptr
     if key not in _build_failures:
         try:
+            start = time.perf_counter()
             context = cl.Context([device])
             with warnings.catch_warnings():  # a driver's chatter on success (Intel's) is not news
                 warnings.simplefilter("ignore", cl.CompilerWarning)
                 cl.Program(context, "__kernel void polymm_probe(__global int *x) { x[0] = 1; }").build(devices=[device])
+            compiled("opencl", "int32", "polymm_probe", time.perf_counter() - start)
             _build_failures[key] = None
         except cl.Error as exc:
             lines = [line.strip() for line in str(exc).splitlines() if "error" in line.lower()]

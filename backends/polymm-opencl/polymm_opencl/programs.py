@@ -8,8 +8,10 @@ corrupted build of a good source.
 
 from __future__ import annotations
 
+import time
 import warnings
 
+from polymm.compilation import compiled
 from polymm.kernels import kernel_name, render
 
 __all__ = ["KernelBuildError", "ProgramCache"]
@@ -89,6 +91,7 @@ class ProgramCache:
         options = []
         if params is not None and params.maxrreg and facts.nvidia:
             options.append(f"-cl-nv-maxrregcount={params.maxrreg}")
+        start = time.perf_counter()
         try:
             program = cl.Program(queue.context, source).build(options=options, devices=[facts.device])
         except cl.RuntimeError as exc:  # build failure: PyOpenCL's message holds the log
@@ -97,6 +100,7 @@ class ProgramCache:
             ) from exc
         try:
             cl.Kernel(program, kernel_name(kernel))
+            compiled("opencl", dtype, kernel, time.perf_counter() - start)  # or loaded from the driver's cache
             return program
         except cl.Error as exc:  # e.g. PoCL silently dropping a kernel it cannot lower
             log = program.get_build_info(facts.device, cl.program_build_info.LOG)
