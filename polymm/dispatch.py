@@ -159,17 +159,7 @@ def _matmul_plain(kind, x1, x2, backend, algorithm):
         s1, s2 = x1.strides, x2.strides
         if (s1[0] | s1[1] | s2[0] | s2[1]) % dtype.itemsize:
             return None
-        name = selected_backend(backend, kind.name)
-        compute = plain_entry(name, kind, algorithm, dtype, x1)
-        if compute is None:
-            return None
-        result = kind.empty((m, n), dtype, like=x1)
-        try:  # free unless raised (3.11+)
-            compute(x1, x2, result, algorithm)
-        except Exception as exc:
-            _label(exc, name, x1, x2, algorithm)
-            raise
-        return result
+        return _host_entry(kind, backend, algorithm, x1, x2, x2, (m, n))
     key = _replay_key(kind, x1, x2, backend, algorithm)
     if key is not None:
         known = _REPLAYS.get(key)
@@ -200,12 +190,19 @@ def _matmul_plain_batch(kind, x1, x2, backend, algorithm):
         k2, n = x2.shape
     if k != k2 or not (count and m and n and k) or (s1[0] | s1[1] | s1[2] | s2[0] | s2[1] | s2[-1]) % size:
         return None
+    b = x2 if x2.ndim == 3 else kind.operand(x2, (count, k, n), (0, s2[0] // size, s2[1] // size))
+    return _host_entry(kind, backend, algorithm, x1, x2, b, (count, m, n), batched=True)
+
+
+def _host_entry(kind, backend, algorithm, x1, x2, b, shape, batched=False):
+    """``x1 @ b`` (``b``: ``x2`` as the kernel reads it) into a new result of ``shape`` through the
+    backend's host entry (found once per backend and dtype); None where it has none. An error
+    is labelled with the call it came from."""
     name = selected_backend(backend, kind.name)
-    compute = plain_entry(name, kind, algorithm, dtype, x1, batched=True)
+    compute = plain_entry(name, kind, algorithm, x1.dtype, x1, batched=batched)
     if compute is None:
         return None
-    b = x2 if x2.ndim == 3 else kind.operand(x2, (count, k, n), (0, s2[0] // size, s2[1] // size))
-    result = kind.empty((count, m, n), dtype, like=x1)
+    result = kind.empty(shape, x1.dtype, like=x1)
     try:  # free unless raised (3.11+)
         compute(x1, b, result, algorithm)
     except Exception as exc:
