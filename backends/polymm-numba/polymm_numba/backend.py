@@ -10,7 +10,6 @@ import contextlib
 import os
 import pickle
 import threading
-import time
 import warnings
 
 import numba
@@ -19,9 +18,10 @@ from numba import types
 from numba.core import event
 
 from polymm.backend import Backend, CONTRACT_DTYPES, is_bfloat16, optional_dtypes
-from polymm.compilation import compiled, compiling
+from polymm.compilation import compiling
 
 from . import neighbours, params
+from .compile_log import CompileLog
 from .listing import INFO
 
 __all__ = ["CPUBackend"]
@@ -63,29 +63,13 @@ def _compile_env():
             config.SLP_VECTORIZE = old
 
 
-class _Notice(event.Listener):
-    """Numba's compile events (a cache miss: loading from the cache sends none) as the user's
-    notice, once per dtype (:func:`polymm.compilation.compiling`), before the wait; and each
-    compile of a kernel, ``kind`` (the outermost event: callees compile within it), with its
-    seconds, at DEBUG (:func:`polymm.compilation.compiled`)."""
+class _Notice(CompileLog):
+    """A kernel's compile (a cache miss) as the user's notice, once per dtype
+    (:func:`polymm.compilation.compiling`), before the wait; and its seconds at DEBUG."""
 
-    def __init__(self, dtype, kind):
-        self.dtype = dtype
-        self.kind = kind
-        self.depth = 0
-        self.start = 0.0
-
-    def on_start(self, ev):
-        if self.depth == 0:
-            self.start = time.perf_counter()
-            cache = getattr(ev.data["dispatcher"], "_cache", None)
-            compiling("cpu", self.dtype, getattr(cache, "_cache_path", None))
-        self.depth += 1
-
-    def on_end(self, ev):
-        self.depth -= 1
-        if self.depth == 0:
-            compiled("cpu", self.dtype, self.kind, time.perf_counter() - self.start)
+    def starting(self, ev):
+        cache = getattr(ev.data["dispatcher"], "_cache", None)
+        compiling("cpu", self.dtype, getattr(cache, "_cache_path", None))
 
 
 def _jit(py, signature, parallel, options, notice):

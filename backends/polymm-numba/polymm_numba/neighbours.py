@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import numba
 import numpy as np
@@ -31,7 +30,7 @@ from numba import prange, types
 from numba.core import cgutils, event
 from numba.extending import intrinsic
 
-from polymm.compilation import compiled
+from .compile_log import CompileLog
 
 __all__ = ["team_size"]
 
@@ -68,27 +67,10 @@ def pool_thread_ids(n):
     return out
 
 
-class _Compiled(event.Listener):
-    """Logs the probe's compile (a cache miss) at DEBUG, as the kernels' are."""
-
-    def __init__(self):
-        self.depth, self.start = 0, 0.0
-
-    def on_start(self, ev):
-        self.depth += 1
-        if self.depth == 1:
-            self.start = time.perf_counter()
-
-    def on_end(self, ev):
-        self.depth -= 1
-        if self.depth == 0:
-            compiled("cpu", "int64", "pool_thread_ids", time.perf_counter() - self.start)
-
-
 def _pool_ids() -> set[int]:
     """The native thread ids that run a parallel loop: every thread of Numba's pool takes some of
     many short iterations (the loop is cached on disk; it compiles once)."""
-    with event.install_listener("numba:compile", _Compiled()):
+    with event.install_listener("numba:compile", CompileLog("int64", "pool_thread_ids")):
         return set(pool_thread_ids(64 * numba.get_num_threads()).tolist())
 
 
