@@ -496,6 +496,9 @@ def _soak(args) -> int:
                 f"resident {sample.resident / 2**20:.0f} MB{device}; {run.wrong} wrong, {run.errors} errors"
             )
 
+    err.print(
+        f"soak {args.backend}: compiling (or loading) its kernels first, so that the run measures memory, not compiles"
+    )
     run = soak.run(
         args.backend,
         seconds=args.minutes * 60 if args.minutes is not None else None,

@@ -61,6 +61,7 @@ class Soak:
     messages: list[str] = field(default_factory=list)  # the first wrong values and errors
     samples: list[Sample] = field(default_factory=list)
     seconds: float = 0.0
+    compile_seconds: float = 0.0  # the kernels compiled (or loaded) before the first product
 
 
 def resident_bytes() -> int:
@@ -135,11 +136,16 @@ def run(
     seed: int = 0,
     interval: float = 0.25,
     on_sample=None,
+    compile_first: bool = True,
 ) -> Soak:
     """Random products on ``backend`` from ``threads`` threads until ``seconds`` have passed or
     ``products`` are done (whichever comes first; one of them is required), memory sampled
     every ``interval`` seconds and after the last product. ``on_sample(soak, sample)`` is
-    called with each sample (progress)."""
+    called with each sample (progress).
+
+    ``compile_first``: compile the backend's kernels for the dtypes first
+    (:func:`polymm.warmup`), so that a kernel compiled late in the run (on a cold cache, the
+    first product of a rare shape class) is not read as memory that grows with the shapes."""
     if seconds is None and products is None:
         raise ValueError("a soak needs seconds=, products= or both")
     if threads < 1 or max_side < 1 or (seconds is not None and seconds <= 0) or (products is not None and products < 1):
@@ -158,6 +164,10 @@ def run(
             usable.append(name)
     if not usable:
         raise ValueError(f"backend {backend!r} computes none of {', '.join(names)} here: {'; '.join(soak.refused)}")
+    if compile_first:
+        begun = time.perf_counter()
+        polymm.warmup(usable, backend=backend)
+        soak.compile_seconds = time.perf_counter() - begun
     device_bytes = _device_meter(impl)
     lock = threading.Lock()
     stop = threading.Event()
