@@ -89,13 +89,18 @@ class OpenCLKind(ArrayKind):
         buffer, start = self.origin(strided)
         pad = _GATHER_DIMS - len(shape)
         sizes, strides = (1,) * pad + tuple(shape), (0,) * pad + tuple(elem_strides)
-        group = 256
+        gather = name == "polymm_gather"
+        group, items = 256, total
+        if strides[-1] == 1 and sizes[-1] >= _ROW_MIN and dense.queue.device.type & cl.device_type.CPU:
+            # a CPU work-item per contiguous row: the position's divisions once a row, not once
+            # an element (a 64 x 64 batch of 32 x 32 blocks: 20 ms -> see the record in the note)
+            name, group, items = name + "_rows", 16, total // sizes[-1]
         with DRIVER_LOCK:  # a kernel object's arguments are shared state too
-            scalars = (start, total, *sizes[1:], *strides)
+            scalars = (start, items, *sizes[1:], *strides)
             kernel = self._gather_kernel(dense.queue.context, dense.dtype.itemsize, scalars, name)
-            kernel.set_arg(0, dense.base_data if name == "polymm_gather" else buffer)
-            kernel.set_arg(1, buffer if name == "polymm_gather" else dense.base_data)
-            cl.enqueue_nd_range_kernel(dense.queue, kernel, (-(-total // group) * group,), (group,))
+            kernel.set_arg(0, dense.base_data if gather else buffer)
+            kernel.set_arg(1, buffer if gather else dense.base_data)
+            cl.enqueue_nd_range_kernel(dense.queue, kernel, (-(-items // group) * group,), (group,))
 
     def _gather_kernel(self, context, itemsize, scalars, name="polymm_gather"):
         """The gather kernel with these scalar arguments already set: one ``cl.Kernel`` per
@@ -242,7 +247,33 @@ __kernel void polymm_scatter(__global ELEMENT *dst, __global const ELEMENT *src,
     long i = get_global_id(0);
     if (i < total) dst[polymm_at(i, start, n1, n2, n3, n4, n5, s0, s1, s2, s3, s4, s5)] = src[i];
 }
+
+// The same a row at a time, where the last dimension is contiguous (s5 == 1): ``rows`` rows of
+// n5 elements, the row's place found once.
+__kernel void polymm_gather_rows(__global ELEMENT *dst, __global const ELEMENT *src, long start, long rows,
+                                 long n1, long n2, long n3, long n4, long n5,
+                                 long s0, long s1, long s2, long s3, long s4, long s5)
+{
+    long r = get_global_id(0);
+    if (r >= rows) return;
+    long at = polymm_at(r * n5, start, n1, n2, n3, n4, n5, s0, s1, s2, s3, s4, s5);
+    __global ELEMENT *d = dst + r * n5;
+    for (long j = 0; j < n5; ++j) d[j] = src[at + j];
+}
+
+__kernel void polymm_scatter_rows(__global ELEMENT *dst, __global const ELEMENT *src, long start, long rows,
+                                  long n1, long n2, long n3, long n4, long n5,
+                                  long s0, long s1, long s2, long s3, long s4, long s5)
+{
+    long r = get_global_id(0);
+    if (r >= rows) return;
+    long at = polymm_at(r * n5, start, n1, n2, n3, n4, n5, s0, s1, s2, s3, s4, s5);
+    __global const ELEMENT *v = src + r * n5;
+    for (long j = 0; j < n5; ++j) dst[at + j] = v[j];
+}
 """
+#: Shortest contiguous last dimension copied a row per work-item on a CPU device.
+_ROW_MIN = 8
 
 
 def _device_castable(dtype) -> bool:

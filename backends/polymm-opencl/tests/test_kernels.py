@@ -414,3 +414,34 @@ def test_image_kernel_serves_nothing_without_image_support(monkeypatch):
     )
     backend = polymm.get_backend("opencl")
     assert backend.algorithm_dtypes() == {"image": ()}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex128", "int8"])
+@pytest.mark.parametrize(
+    "shape, strides, whole",
+    [
+        ((4, 3, 5, 16), (0, 80, 16, 1), (3, 5, 16)),  # a broadcast batch, rows of 16: a row per work-item on a CPU
+        ((3, 5, 16), (160, 32, 2), (3, 5, 32)),  # last axis strided: an element per work-item
+        ((2, 3, 16), (64, 16, 1), (2, 4, 16)),  # rows of a larger array
+        ((3, 4, 7), (28, 7, 1), (3, 4, 7)),  # rows too short to copy a row per work-item
+    ],
+)
+def test_gather_and_scatter_keep_every_element(queue, dtype, shape, strides, whole):
+    """The device copies between a strided view and a dense array (broadcast batches; ``out=`` a
+    view), by rows of a contiguous last axis on a CPU device, by elements elsewhere."""
+    from polymm_opencl.arrays import OpenCLKind
+
+    kind = OpenCLKind()
+    rng = np.random.default_rng(3)
+    base = random_array(rng, whole, dtype)
+    view = np.lib.stride_tricks.as_strided(base, shape, [s * base.itemsize for s in strides])
+    gathered = kind.broadcast_copy(cl_array.to_device(queue, base), shape, strides)
+    np.testing.assert_array_equal(gathered.get(), view)
+    if 0 in strides:
+        return  # a broadcast view is read, never written
+    dense = random_array(rng, shape, dtype)
+    target = cl_array.to_device(queue, base)
+    kind._strided_copy("polymm_scatter", cl_array.to_device(queue, dense), target, shape, strides)
+    expected = base.copy()
+    np.lib.stride_tricks.as_strided(expected, shape, [s * base.itemsize for s in strides])[...] = dense
+    np.testing.assert_array_equal(target.get(), expected)
