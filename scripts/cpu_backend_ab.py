@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import sys
-import time
 
 import numba
 import numpy as np
 
 import polymm
 from polymm.testing.reference import random_array
-from polymm.tools import cliffs
+from polymm.tools import cliffs, timing
 
 
 def main() -> int:
@@ -58,15 +56,7 @@ def main() -> int:
         }
         for call in calls.values():
             call()
-        times = {name: [] for name in calls}
-        order = list(calls)
-        end = time.perf_counter() + args.seconds
-        while time.perf_counter() < end or len(times["new"]) < 3:
-            random.shuffle(order)
-            for name in order:
-                start = time.thread_time()
-                calls[name]()
-                times[name].append(time.thread_time() - start)
+        times = timing.shuffled(calls, args.seconds)
         best = {name: min(t) for name, t in times.items()}
         print(
             f"{case.name:20s} {dtype:8s} numpy {best['numpy'] * 1e3:9.3f} ms  old {best['numpy'] / best['old']:5.2f}x  "

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import statistics
-import time
 
 import numba
 import numpy as np
 
 import polymm
+from polymm.tools import timing
 
 
 def main() -> int:
@@ -51,15 +50,7 @@ def main() -> int:
             if name != "numpy":
                 error = np.abs(out[0] - expect).max() / np.abs(expect).max()
                 assert error < 1e-4, (name, error)
-        times = {name: [] for name in calls}
-        order = list(calls)
-        end = time.perf_counter() + args.seconds
-        while time.perf_counter() < end or len(times["numpy"]) < 3:
-            random.shuffle(order)
-            for name in order:
-                start = time.thread_time()
-                calls[name]()
-                times[name].append(time.thread_time() - start)
+        times = timing.shuffled(calls, args.seconds)
         ref = min(times["numpy"])
         print(f"{dt.name} {n}^3, one thread, {len(times['numpy'])} rounds:")
         for name, t in times.items():

@@ -277,3 +277,17 @@ def test_alternating_times_each_call_of_both_sides_in_turn():
     (a, b), rounds = timing.alternating(first, second, 0.0, warm=(1.0, 1.0), min_rounds=4)
     assert rounds == 4 and a.samples == b.samples == 4
     assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]  # one call of each a round, the first swapping
+
+
+def test_shuffled_times_every_call_once_a_round():
+    """The CPU A/B scripts' timing: each named call once a round, in a fresh order, at least
+    ``min_rounds`` rounds; a call's times are its own."""
+    from polymm.tools import timing
+
+    calls = []
+    clock = iter(range(1000)).__next__  # a clock that ticks once per reading
+    times = timing.shuffled({n: (lambda n=n: calls.append(n)) for n in "abc"}, 0.0, min_rounds=5, clock=clock)
+    assert {n: len(t) for n, t in times.items()} == {"a": 5, "b": 5, "c": 5} and all(
+        sorted(calls[i : i + 3]) == ["a", "b", "c"] for i in range(0, 15, 3)
+    )
+    assert all(t == 1 for ts in times.values() for t in ts)

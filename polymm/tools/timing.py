@@ -16,6 +16,7 @@ older commits with the same helper.
 from __future__ import annotations
 
 import math
+import random
 import statistics
 import time
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ __all__ = [
     "measure",
     "interleaved",
     "alternating",
+    "shuffled",
     "BLOCK_SECONDS",
 ]
 
@@ -174,3 +176,22 @@ def alternating(first, second, budget, warm=(None, None), min_rounds=3) -> tuple
         rounds += 1
     timings = tuple(Timing(min(s), statistics.median(s), len(s)) for s in samples)
     return timings, rounds
+
+
+def shuffled(calls: dict, seconds: float, min_rounds: int = 3, clock=time.thread_time) -> dict[str, list[float]]:
+    """Time several named calls in rounds, each call once a round in a fresh random order,
+    until ``seconds`` of wall time have passed and at least ``min_rounds`` rounds ran; returns
+    every call's seconds. The default clock is this thread's CPU time: a one-thread kernel
+    compared with another, other processes' load left out (the CPU A/B scripts)."""
+    times = {name: [] for name in calls}
+    order = list(calls)
+    end = time.perf_counter() + seconds
+    rounds = 0
+    while rounds < min_rounds or time.perf_counter() < end:
+        random.shuffle(order)
+        for name in order:
+            start = clock()
+            calls[name]()
+            times[name].append(clock() - start)
+        rounds += 1
+    return times
