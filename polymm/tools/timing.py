@@ -8,6 +8,8 @@ samples one call; :func:`interleaved` samples two in alternating blocks, so that
 drift hits both alike while each side runs as if alone (the other's thread pools
 asleep); :func:`alternating` samples two call by call, as a program that calls
 both runs them: each call then meets the threads the other left spinning.
+:func:`shuffled` times several calls a round each, in a random order, on the
+thread's CPU clock (the CPU A/B scripts).
 
 The module imports nothing of polymm: the asv suite loads it by path, to time
 older commits with the same helper.
