@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Tables and plots for the docs' performance page, from the recorded asv results.
 
-For each machine under ``asv_bench/results/`` (or those named), takes the newest result file
-and writes (from its fullest result file)
+For each machine under ``asv_bench/results/`` (or those named), takes the newest full result
+file (see :func:`newest_result`) and writes
 
 * ``docs/_generated/perf_<machine>.md``: what ran (machine, date, commit, command) and
   tables of GFLOP/s with the ratio to the reference library, per backend and algorithm;
@@ -33,7 +33,7 @@ STATIC = ROOT / "docs" / "_static"
 COMMANDS = {
     "polymm-2core-ci": "scripts/asv_record_local.sh  (asv.existing.conf.json, slices of asv run)",
     "polymm-2core-avx512": "ASV_MACHINE=polymm-2core-avx512 scripts/asv_record_local.sh --keep  (asv.existing.conf.json, slices of asv run)",
-    "polymm-h100": ". .device/setup.sh && POLYMM_COMMIT=<sha> POLYMM_COMMIT_DATE=<unix time> ASV_GPU_BUDGET=390 bash scripts/asv_gpu_run.sh $OUT",
+    "polymm-h100": ". .device/setup.sh && POLYMM_COMMIT=<sha> POLYMM_COMMIT_DATE=<unix time> ASV_GPU_BUDGET=330 bash scripts/asv_gpu_run.sh $OUT",
 }
 
 
@@ -46,19 +46,21 @@ def _count(res) -> int:
 
 
 def newest_result(machine_dir: Path):
-    """The fullest recording (most values), the newest among equals: history runs over many
-    commits record a few benchmarks each and must not hide the full table."""
+    """The newest recording among the full ones (at least half the values of the fullest): history
+    runs over many commits record a few benchmarks each and must not hide the full table, and an
+    old full run must not stand in for today's code."""
     from asv.results import Results
 
-    best, best_key = None, None
+    runs = []
     for path in machine_dir.glob("*.json"):
         if path.name == "machine.json":
             continue
         res = Results.load(str(path))
-        key = (_count(res), res.date or 0)
-        if best is None or key > best_key:
-            best, best_key = res, key
-    return best
+        runs.append((_count(res), res.date or 0, res))
+    if not runs:
+        return None
+    fullest = max(count for count, _, _ in runs)
+    return max((r for r in runs if 2 * r[0] >= fullest), key=lambda r: r[1])[2]
 
 
 def table_of(res, key):
