@@ -32,6 +32,8 @@ from numba.core import compiler
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload
 
+from .native_call import call_native
+
 FASTMATH = {"contract"}
 JIT = dict(cache=True, fastmath=FASTMATH, nogil=True)
 
@@ -116,8 +118,11 @@ def naive_parallel(a, b, out):
 # counterpart of the GPU kernel's shared-memory tiles), reused from cache
 
 
-@numba.njit(**JIT)
 def _tile(a, b, out, bi, i0, mb, j0, nb, tk):
+    """One ``mb`` x ``nb`` tile of product ``bi``: slices of A and B (``tk`` deep) copied into
+    small local arrays, the tile's sums in a third. Compiled on its own and called by address
+    from :func:`tiled_parallel` (:mod:`.native_call`: compiled inside the parallel loop's body, it
+    was built twice more, 1.1 s of a cold start; 0.4 + 0.35 s so)."""
     K = a.shape[2]
     at = np.empty((mb, tk), a.dtype)
     bt = np.empty((tk, nb), b.dtype)
@@ -144,8 +149,8 @@ def _tile(a, b, out, bi, i0, mb, j0, nb, tk):
             out[bi, i0 + ii, j0 + jj] = acc[ii, jj]
 
 
-def tiled_parallel(a, b, out, tm, tn, tk):
-    """Output tiles of every batch shared among threads."""
+def tiled_parallel(a, b, out, tm, tn, tk, tile):
+    """Output tiles of every batch shared among threads (``tile``: :func:`_tile`'s address)."""
     M = a.shape[1]
     N = b.shape[2]
     nbm = (M + tm - 1) // tm
@@ -156,7 +161,7 @@ def tiled_parallel(a, b, out, tm, tn, tk):
         r = t - bi * per
         i0 = (r // nbn) * tm
         j0 = (r - (r // nbn) * nbn) * tn
-        _tile(a, b, out, bi, i0, min(tm, M - i0), j0, min(tn, N - j0), tk)
+        call_native(tile, (a, b, out, bi, i0, min(tm, M - i0), j0, min(tn, N - j0), tk))
 
 
 # --------------------------------------------------------------------------
@@ -566,9 +571,12 @@ def _panel_direct(src, aoff, sai, sap, rows, out, bi, r0, j0, nb, jp_lo, jp_hi, 
                     out[bi, r0 + r, c0 + c] = acc[r, c]
 
 
-def _columns(a, b, out, bi, j_lo, j_hi, mc, nc, kc, direct=None):
+def _columns(a, b, out, bi, j_lo, j_hi, mc, nc, kc):
     """Columns ``j_lo:j_hi`` of product ``bi`` on one thread: GotoBLAS's loops (B panels packed
-    per ``nc`` x ``kc`` block, then row blocks of ``mc`` against them)."""
+    per ``nc`` x ``kc`` block, then row blocks of ``mc`` against them). The packed drivers' body
+    (:data:`BODIES`), compiled on its own and called by address; a template whose copies set
+    ``_DIRECT`` (:func:`_block_regs`'s ``direct``): ``_columns_packed`` packs A,
+    ``_columns_direct`` reads it in place where it can (:data:`DIRECT_A`)."""
     M = a.shape[1]
     K = a.shape[2]
     for j0 in range(j_lo, j_hi, nc):
@@ -581,7 +589,11 @@ def _columns(a, b, out, bi, j_lo, j_hi, mc, nc, kc, direct=None):
                 jj = jp * NR
                 _pack_b(b, bi, p0, kb, j0 + jj, min(NR, nb - jj), bp[jj * kb : (jj + NR) * kb])
             for i0 in range(0, M, mc):
-                _block(a, out, bi, i0, min(mc, M - i0), j0, nb, 0, npan, p0, kb, bp, direct)
+                _block(a, out, bi, i0, min(mc, M - i0), j0, nb, 0, npan, p0, kb, bp, _DIRECT)
+
+
+#: Placeholder: set in each copy of :func:`_columns` (see ``specialise``).
+_DIRECT = None
 
 
 #: Whether the column-slab and split-K drivers read A's rows in place (:func:`_block_regs`'s
@@ -591,53 +603,35 @@ def _columns(a, b, out, bi, j_lo, j_hi, mc, nc, kc, direct=None):
 DIRECT_A = True
 
 
-def auto_serial(a, b, out, mc, nc, kc, nth):
-    """Packed kernel on one thread (small products: no launch cost): :func:`_columns` written
-    out, all columns, A packed (a call of it would compile the packed kernel once more: see
-    :func:`specialise`)."""
-    M = a.shape[1]
-    K = a.shape[2]
-    N = b.shape[2]
+def _block_packed(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp):
+    """:func:`_block` packing A: :func:`auto_parallel`'s task, called by address."""
+    _block(a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp, None)
+
+
+#: The body each packed driver calls by address (``body``, its last argument; inside the
+#: ``params`` of split-K): compiled on its own, once, instead of inside every driver.
+BODIES = {
+    "auto_serial": "_columns_packed",
+    "auto_batch": "_columns_packed",
+    "auto_slabs": "_columns_direct",
+    "auto_splitk": "_columns_direct",
+    "auto_parallel": "_block_packed",
+}
+
+
+def auto_serial(a, b, out, mc, nc, kc, nth, body):
+    """Packed kernel on one thread (small products: no launch cost)."""
     for bi in range(a.shape[0]):
-        for j0 in range(0, N, nc):
-            nb = min(nc, N - j0)
-            npan = (nb + NR - 1) // NR
-            for p0 in range(0, K, kc):
-                kb = min(kc, K - p0)
-                bp = np.empty(npan * NR * kb, b.dtype)
-                for jp in range(npan):
-                    jj = jp * NR
-                    _pack_b(b, bi, p0, kb, j0 + jj, min(NR, nb - jj), bp[jj * kb : (jj + NR) * kb])
-                for i0 in range(0, M, mc):
-                    _block(a, out, bi, i0, min(mc, M - i0), j0, nb, 0, npan, p0, kb, bp, None)
+        call_native(body, (a, b, out, bi, 0, b.shape[2], mc, nc, kc))
 
 
-def auto_batch(a, b, out, mc, nc, kc, nth):
-    """Packed kernel, whole products shared among threads (many small products).
-
-    The parallel body is :func:`_columns` written out (all columns, A packed): the body is a
-    function of its own that links in every kernel it calls, and the driver links it in
-    again, so a call of ``_columns`` here would compile the packed kernel once more (a
-    second of a cold start; see :func:`specialise`)."""
-    M = a.shape[1]
-    K = a.shape[2]
-    N = b.shape[2]
+def auto_batch(a, b, out, mc, nc, kc, nth, body):
+    """Packed kernel, whole products shared among threads (many small products)."""
     for t in prange(a.shape[0]):
-        bi = np.int64(t)  # the parallel body's index is unsigned
-        for j0 in range(0, N, nc):
-            nb = min(nc, N - j0)
-            npan = (nb + NR - 1) // NR
-            for p0 in range(0, K, kc):
-                kb = min(kc, K - p0)
-                bp = np.empty(npan * NR * kb, b.dtype)
-                for jp in range(npan):
-                    jj = jp * NR
-                    _pack_b(b, bi, p0, kb, j0 + jj, min(NR, nb - jj), bp[jj * kb : (jj + NR) * kb])
-                for i0 in range(0, M, mc):
-                    _block(a, out, bi, i0, min(mc, M - i0), j0, nb, 0, npan, p0, kb, bp, None)
+        call_native(body, (a, b, out, np.int64(t), 0, b.shape[2], mc, nc, kc))
 
 
-def auto_parallel(a, b, out, mc, nc, kc, nth):
+def auto_parallel(a, b, out, mc, nc, kc, nth, body):
     """Packed kernel, each product split into (row block x column slab) tasks.
 
     ``nth`` (thread count) comes from the caller: reading it in here would
@@ -674,10 +668,10 @@ def auto_parallel(a, b, out, mc, nc, kc, nth):
                     s = t - ib * nsl
                     i0 = ib * mc
                     jp_lo, jp_hi = s * per, min(npan, (s + 1) * per)
-                    _block(a, out, bi, i0, min(mc, M - i0), j0, nb, jp_lo, jp_hi, p0, kb, bp, None)
+                    call_native(body, (a, out, bi, i0, min(mc, M - i0), j0, nb, jp_lo, jp_hi, p0, kb, bp))
 
 
-def auto_slabs(a, b, out, mc, nc, kc, nth):
+def auto_slabs(a, b, out, mc, nc, kc, nth, body):
     """Packed kernel for mid-sized products: ``nth`` column slabs, one task each, in one
     parallel launch. Each task packs its own panels of B (no barrier between packing and
     computing, no panel packed twice) and walks the row blocks itself, reading A where it lies
@@ -692,14 +686,14 @@ def auto_slabs(a, b, out, mc, nc, kc, nth):
         for s in prange(nsl):
             j0 = s * per * NR
             j1 = min(N, j0 + per * NR)
-            _columns(a, b, out, bi, j0, j1, mc, j1 - j0, kc, DIRECT_A)
+            call_native(body, (a, b, out, bi, j0, j1, mc, j1 - j0, kc))
 
 
-def _auto_chunk(a, b, out, mc, nc, kc):
+def _auto_chunk(a, b, out, mc, nc, kc, body):
     """Every product of one chunk of K on one thread, A read in place (:data:`DIRECT_A`): the
-    packed kernel's part of :func:`split_k_driver`."""
+    packed kernel's part of :func:`split_k_driver` (``body``: :func:`_columns_direct`'s address)."""
     for bi in range(a.shape[0]):
-        _columns(a, b, out, bi, 0, b.shape[2], mc, nc, kc, DIRECT_A)
+        call_native(body, (a, b, out, bi, 0, b.shape[2], mc, nc, kc))
 
 
 AUTO_DRIVERS = ("auto_serial", "auto_batch", "auto_parallel", "auto_slabs", "auto_splitk")
@@ -711,9 +705,10 @@ def specialise(mr: int, nr: int, regs: bool) -> dict:
     ``regs`` picks the register micro-kernel (real and integer dtypes) or the
     portable loop one (complex).  Each copy gets its own globals (so Numba
     sees the constants) and its own qualified name (so on-disk cache entries
-    of different tiles never mix).  Returns the plain Python driver
-    functions, ready to be jitted; ``auto_splitk`` is :func:`split_k_driver` over
-    :func:`_auto_chunk`, its sum in parallel.
+    of different tiles never mix).  Returns the plain Python functions, ready
+    to be jitted: the drivers (``auto_splitk`` is :func:`split_k_driver` over
+    :func:`_auto_chunk`, its sum in parallel) and the bodies of :data:`BODIES`,
+    which the drivers call by address.
     """
     g = dict(globals())
     g["MR"] = mr
@@ -724,14 +719,15 @@ def specialise(mr: int, nr: int, regs: bool) -> dict:
         g[name] = numba.njit(**JIT)(_copy(name, g, suffix))
     if regs:
         g["_block"] = g["_block_regs"]
-    # The drivers call _columns directly: each level of jitted calls re-optimises and re-emits
-    # every kernel below it (Numba links callees into each caller's module), so a one-line
-    # wrapper between them cost a second of a cold start.
-    for name in ("_columns", "_auto_chunk"):
-        g[name] = numba.njit(**JIT)(_copy(name, g, suffix))
-    drivers = {name: _copy(name, g, suffix) for name in AUTO_DRIVERS if name != "auto_splitk"}
-    drivers["auto_splitk"] = split_k_driver("auto_splitk", g["_auto_chunk"], True, g, suffix)
-    return drivers
+    g["_auto_chunk"] = numba.njit(**JIT)(_copy("_auto_chunk", g, suffix))
+    functions = {name: _copy(name, g, suffix) for name in AUTO_DRIVERS if name != "auto_splitk"}
+    functions["auto_splitk"] = split_k_driver("auto_splitk", g["_auto_chunk"], True, g, suffix)
+    # The bodies hold their loops themselves: each level of jitted calls re-optimises and
+    # re-emits every kernel below it, so a wrapper around _columns cost half a second more.
+    functions["_columns_packed"] = _copy("_columns", g | {"_DIRECT": None}, suffix, "_columns_packed")
+    functions["_columns_direct"] = _copy("_columns", g | {"_DIRECT": DIRECT_A}, suffix, "_columns_direct")
+    functions["_block_packed"] = _copy("_block_packed", g, suffix)
+    return functions
 
 
 def _copy(name: str, g: dict, suffix: str, as_name: str | None = None):

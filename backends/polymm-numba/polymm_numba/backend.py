@@ -20,7 +20,7 @@ from numba.core import event
 from polymm.backend import Backend, CONTRACT_DTYPES, is_bfloat16, optional_dtypes
 from polymm.compilation import compiling
 
-from . import neighbours, params
+from . import native_call, neighbours, params
 from .compile_log import CompileLog
 from .listing import INFO
 
@@ -225,7 +225,6 @@ _STATIC = frozenset({"slab_splitk", "dot_parallel", "dot_batch"})
 #: The split-K drivers' arguments after ``(a, b, out)`` (``_kernels.split_k_driver``): the chunk
 #: size ``ks``, then a tuple of the family's chunk-kernel parameters.
 _SPLITK_EXTRA = {
-    "auto_splitk": (types.int64, types.UniTuple(types.int64, 3)),  # (mc, nc, kc)
     "slab_splitk": (types.int64, types.UniTuple(types.int64, 1)),  # (js,)
     "small_splitk": (types.int64, types.Tuple(())),
 }
@@ -276,6 +275,7 @@ class CPUBackend(Backend):
         self._tiny: dict = {}  # dtype -> the tiny_2d kernel
         self._lock = threading.Lock()
         self._specs: dict = {}
+        self._bodies: dict = {}  # (body, signature) -> (its dispatcher, its address)
         self._serialise = True  # until the threading layer is known
 
     # -- description -----------------------------------------------------
@@ -321,8 +321,10 @@ class CPUBackend(Backend):
             py, extra, sig = getattr(k, kind), (i8,), _sig_any_out
         elif kind == "dot_parallel":
             py, extra, sig = k.dot_parallel, (i8,), _sig_any_out
-        elif kind == "tiled_parallel":
-            py, extra = k.tiled_parallel, (i8, i8, i8)
+        elif kind == "tiled_parallel":  # each tile's work compiled on its own, called by address
+            tile = self._body(k._tile, "tile", _sig(dtype, *(i8,) * 6), dtype)
+            entry = _entry(_jit(k.tiled_parallel, _sig(dtype, i8, i8, i8, i8), True, k.JIT, _Notice(dtype, kind)))
+            return lambda a, b, out, tm, tn, tk: entry(a, b, out, tm, tn, tk, tile)
         else:
             blk = params.blocking_for(dtype)
             return self._packed(kind, dtype, blk.mr, blk.nr)
@@ -332,7 +334,8 @@ class CPUBackend(Backend):
 
     def _packed(self, kind, dtype, mr, nr):
         """The packed ``"auto"`` kernel ``kind`` with an ``mr`` x ``nr`` register tile (the tuner
-        times tiles other than the one in use through this)."""
+        times tiles other than the one in use through this): its driver, handed the address of
+        its body (``_kernels.BODIES``, compiled once for every driver that calls it)."""
         from . import _kernels as k
 
         i8 = types.int64
@@ -342,8 +345,33 @@ class CPUBackend(Backend):
             with _compile_env():
                 spec = k.specialise(*key)
             self._specs[key] = spec
-        extra = _SPLITK_EXTRA.get(kind, (i8, i8, i8, i8))
-        return _entry(_jit(spec[kind], _sig(dtype, *extra), kind != "auto_serial", k.JIT, _Notice(dtype, kind)))
+        name = k.BODIES[kind]
+        nb_dt = numba.from_dtype(dtype)
+        if name == "_block_packed":  # (a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp)
+            a, out = _sig(dtype).args[0], _sig(dtype).args[2]
+            body_sig = types.void(a, out, *(i8,) * 9, types.Array(nb_dt, 1, "C"))
+        else:  # (a, b, out, bi, j_lo, j_hi, mc, nc, kc)
+            body_sig = _sig(dtype, *(i8,) * 6)
+        body = self._body(spec[name], name.strip("_"), body_sig, dtype)
+        if kind == "auto_splitk":  # the body's address ends the chunk kernel's parameters
+            entry = _entry(_jit(spec[kind], _sig(dtype, i8, types.UniTuple(i8, 4)), True, k.JIT, _Notice(dtype, kind)))
+            return lambda a, b, out, ks, blocking: entry(a, b, out, ks, (*blocking, body))
+        entry = _entry(
+            _jit(spec[kind], _sig(dtype, i8, i8, i8, i8, i8), kind != "auto_serial", k.JIT, _Notice(dtype, kind))
+        )
+        return lambda a, b, out, mc, nc, kc, nth: entry(a, b, out, mc, nc, kc, nth, body)
+
+    def _body(self, py, name, signature, dtype) -> int:
+        """The address of ``py`` compiled (or loaded from the cache) for ``signature`` on its own,
+        once: a kernel's body that its drivers call by address (:mod:`.native_call`). Its
+        dispatcher is kept alive here."""
+        from . import _kernels as k
+
+        found = self._bodies.get((py, signature))
+        if found is None:
+            dispatcher = _jit(py, signature, False, k.JIT, _Notice(dtype, name))
+            found = self._bodies[(py, signature)] = (dispatcher, native_call.address(dispatcher))
+        return found[1]
 
     def warmup(self, dtype):
         """Compile (or load from the cache) every kernel the ``"auto"`` path may run for ``dtype``,

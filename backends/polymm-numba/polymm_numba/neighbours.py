@@ -121,12 +121,40 @@ def _running_elsewhere(own: int, machine: int | None = None) -> int:
 MAX_THREADS_READ = 128
 
 
+_before: set[int] | None = None  # the process's threads before polymm's first parallel launch
+_expected = 0  # the threads that launch should have started (its team less the caller)
+_snapshot = True  # until the pool is learnt: take the threads now as the ones before the launch
+
+
+def _learn_pool(tasks: list[str], launch_lock: threading.Lock) -> None:
+    """Learn which of the process's threads ``tasks`` (ids) are Numba's pool.
+
+    OpenMP and TBB start a pool's threads at its first parallel launch. So until polymm's first
+    launch the threads are kept as they are, and after it the pool is the threads that appeared,
+    when they are as many as that launch's team less the caller. Otherwise (a pool that started
+    before, Numba's workqueue layer, which starts its threads beforehand, a thread another
+    library started in between) :func:`pool_thread_ids` asks the pool itself. A cold start is
+    spared that probe's compile (0.35 s on the 2-core Xeon)."""
+    global _pool, _pool_size, _before, _snapshot
+    if _snapshot and _before is not None and _expected > 0:
+        _snapshot = False
+        new = {int(t) for t in tasks} - _before
+        if len(new) == _expected:
+            _pool, _pool_size = new, len(tasks)
+            return
+    if _snapshot:  # no launch of ours yet: every other thread is someone else's; learn again next call
+        _before, _pool, _pool_size = {int(t) for t in tasks}, set(), -1
+        return
+    with launch_lock:
+        _pool = _pool_ids()
+        _pool_size = len(os.listdir(_TASKS))  # counted after: the launch may have started the pool
+
+
 def team_size(limit: int, launch_lock: threading.Lock) -> int:
     """How many of ``limit`` threads a parallel launch should use now: the CPUs this process may
     run on, less the other threads running now (of this process, and of others), at least 1. ``launch_lock``
     is held while the pool's ids are learnt (a parallel launch of its own: Numba's workqueue
     layer must not see two at once)."""
-    global _pool, _pool_size
     if limit <= 1 or not SYS_GETTID:
         return max(1, limit)
     try:
@@ -136,17 +164,23 @@ def team_size(limit: int, launch_lock: threading.Lock) -> int:
     if len(tasks) > MAX_THREADS_READ:
         return limit
     if len(tasks) != _pool_size:  # new threads (a pool started, the team grew): learn the pool again
-        with launch_lock:
-            _pool = _pool_ids()
-            _pool_size = len(os.listdir(_TASKS))  # counted after: the launch may have started the pool
+        _learn_pool(tasks, launch_lock)
     # The process's threads outside the pool first (after a NumPy product, OpenBLAS's spinning
     # ones): where they leave one core, that is the answer, without reading the pool's threads and
     # the machine's count (each /proc read costs 5-12 us on a 2-core VM; all of it was 50 us a call)
     others = _running(tasks, _pool, False)
     if _CPUS - others <= 1:
-        return 1
+        return _team(1)
     machine = _running_machine()
     if machine == 1:  # the caller alone runs: every core is free (one small file read, a few us)
-        return min(limit, _CPUS)
+        return _team(min(limit, _CPUS))
     own = 1 + others + _running(tasks, _pool, True)
-    return max(1, min(limit, _CPUS - others - _running_elsewhere(own, machine)))
+    return _team(max(1, min(limit, _CPUS - others - _running_elsewhere(own, machine))))
+
+
+def _team(size: int) -> int:
+    """``size``, noted while the pool is not yet learnt: the threads its launch should start."""
+    global _expected
+    if _snapshot:
+        _expected = size - 1
+    return size
