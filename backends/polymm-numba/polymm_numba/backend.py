@@ -226,7 +226,6 @@ _STATIC = frozenset({"slab_splitk", "dot_parallel", "dot_batch"})
 #: size ``ks``, then a tuple of the family's chunk-kernel parameters.
 _SPLITK_EXTRA = {
     "slab_splitk": (types.int64, types.UniTuple(types.int64, 1)),  # (js,)
-    "small_splitk": (types.int64, types.Tuple(())),
 }
 
 #: The kernels of :meth:`CPUBackend._plan` for every dtype (the small-product ones serve :data:`_SMALL_DT`).
@@ -307,8 +306,18 @@ class CPUBackend(Backend):
         sig = _sig
         if kind.startswith("small_"):  # one kernel per dtype: its tiles frozen, any shape
             k.VBYTES = params.VECTOR_BYTES
-            py = k.specialise_small(*params.small_tiles(dtype.itemsize))[kind]
-            extra, sig = (i8,), _sig_any_out
+            key = ("small", *params.small_tiles(dtype.itemsize), k.VBYTES)
+            spec = self._specs.get(key)
+            if spec is None:
+                spec = self._specs[key] = k.specialise_small(*key[1:3])
+            serial = self._compiled(spec["small_serial"], "small_serial", _sig_any_out(dtype, i8), dtype)
+            if kind == "small_serial":
+                return _entry(serial[0])
+            if kind == "small_splitk":  # split-K calls small_serial by address for each chunk of K
+                extra = (i8, types.UniTuple(i8, 1))
+                entry = _entry(_jit(spec[kind], _sig_any_out(dtype, *extra), True, k.JIT, _Notice(dtype, kind)))
+                return lambda a, b, out, ks, _: entry(a, b, out, ks, (serial[1],))
+            py, extra, sig = spec[kind], (i8,), _sig_any_out
         elif kind in ("naive_serial", "naive_parallel"):
             py, extra = getattr(k, kind), ()
         elif kind in ("slab_serial", "slab_parallel"):
@@ -362,16 +371,20 @@ class CPUBackend(Backend):
         return lambda a, b, out, mc, nc, kc, nth: entry(a, b, out, mc, nc, kc, nth, body)
 
     def _body(self, py, name, signature, dtype) -> int:
-        """The address of ``py`` compiled (or loaded from the cache) for ``signature`` on its own,
-        once: a kernel's body that its drivers call by address (:mod:`.native_call`). Its
-        dispatcher is kept alive here."""
+        """The address of ``py`` compiled for ``signature`` on its own (:meth:`_compiled`): a
+        kernel's body that its drivers call by address (:mod:`.native_call`)."""
+        return self._compiled(py, name, signature, dtype)[1]
+
+    def _compiled(self, py, name, signature, dtype):
+        """``(dispatcher, address)`` of ``py`` compiled (or loaded from the cache) for
+        ``signature``, once; the dispatcher is kept alive here."""
         from . import _kernels as k
 
         found = self._bodies.get((py, signature))
         if found is None:
             dispatcher = _jit(py, signature, False, k.JIT, _Notice(dtype, name))
             found = self._bodies[(py, signature)] = (dispatcher, native_call.address(dispatcher))
-        return found[1]
+        return found
 
     def warmup(self, dtype):
         """Compile (or load from the cache) every kernel the ``"auto"`` path may run for ``dtype``,

@@ -243,3 +243,46 @@ def test_descriptors(backend):
     assert set(backend.dtypes()) == set(CONTRACT_DTYPES) | set(optional_dtypes())  # bfloat16 with ml_dtypes
     (dev,) = backend.devices()
     assert dev.startswith("cpu:")
+
+
+#: Shapes ``(batch, M, K, N)`` among which the "auto" plan, for two threads, meets every packed
+#: driver and both split-K kinds: each calls a body compiled once and handed over by address.
+BY_ADDRESS = {
+    "auto_serial",
+    "auto_batch",
+    "auto_parallel",
+    "auto_slabs",
+    "auto_splitk",
+    "small_splitk",
+    "tiled_parallel",
+}
+PLANNED = [(1, 80, 40, 80), (16, 100, 100, 100), (1, 700, 700, 700), (1, 300, 300, 300), (1, 100, 20000, 100),
+           (1, 32, 16384, 32), (2, 96, 96, 520)]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64"])
+def test_every_kernel_called_by_address_computes_the_product(backend, dtype):
+    """The kernels whose work is compiled once and called by address (``native_call``): each
+    driver the plan picks computes the product, and the plans cover them all."""
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(5)
+    seen = set()
+    for nb, m, k, n in PLANNED:
+        a = (rng.standard_normal((nb, m, k)) + (1j * rng.standard_normal((nb, m, k)) if dt.kind == "c" else 0)).astype(
+            dt
+        )
+        b = (rng.standard_normal((nb, k, n)) + (1j * rng.standard_normal((nb, k, n)) if dt.kind == "c" else 0)).astype(
+            dt
+        )
+        for algorithm in ("auto", "tiled"):
+            out = np.full((nb, m, n), np.nan, dt)
+            if algorithm == "auto":
+                kind, args = backend._plan(a, b, out, dt, nth=2)
+                backend._kernel(kind, dt)(*args)
+            else:
+                kind = "tiled_parallel"
+                backend.matmul(a, b, out, "tiled")
+            seen.add(kind)
+            assert_matches(out, a, b)
+    wanted = BY_ADDRESS - ({"small_splitk"} if dt.kind == "c" else set())
+    assert wanted <= seen, sorted(wanted - seen)
