@@ -71,6 +71,7 @@ def client():
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
+        client.wait_for_workers(2, timeout=120)  # registered before the first task (a busy machine is slow)
         pids = client.run(_install_counting_backend)
         assert len(set(pids.values())) == 2, f"expected two worker processes, got {pids}"
         _install_counting_backend()  # the client checks backend names when it builds a graph

@@ -190,6 +190,9 @@ def client():
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
+        # the client's view of the scheduler (scheduler_info) may predate the workers' registration
+        # on a busy machine: a full test run once saw "the cluster has 0 worker(s)" here
+        client.wait_for_workers(2, timeout=120)
         yield client
 
 
