@@ -1171,7 +1171,6 @@ slab_splitk = split_k_driver("slab_splitk", _slabs, False)
 # batches of dot products: N = 1 (vecdot, a batch of 1 x K by K x 1, batched matrix-vector)
 
 
-@numba.njit(**JIT)
 def _dots(a, b, out, u0, u1):
     """``out[bi, i, 0] = a[bi, i, :] . b[bi, :, 0]`` for the (product, row) pairs ``u0 <= u < u1``
     (``u = bi * M + i``): one dot product each, vectorised along K where that operand's K stride
@@ -1234,16 +1233,17 @@ def _dots_across(x, y, out, u0, u1):
         out[v, 0, 0] = s
 
 
-def dot_batch(a, b, out, bs):
+def dot_batch(body, a, b, out, bs):
     """Batches of dot products (``N = 1``): tasks of ``bs`` consecutive (product, row) pairs
     shared among threads, each streaming its rows of A and columns of B once; no copy, no
     packing (a slab of one column cannot vectorise: 8192 dots of 512 took 7.6 ms, NumPy's
-    ``vecdot`` 1.1 ms)."""
+    ``vecdot`` 1.1 ms). ``body``: :func:`_dots`'s address (compiled once for both drivers), first
+    so that the backend binds it with ``functools.partial`` (a lambda cost 0.1 us of a 4.5 us call)."""
     total = a.shape[0] * a.shape[1]
     for t in prange((total + bs - 1) // bs):
-        _dots(a, b, out, t * bs, min(total, (t + 1) * bs))
+        call_native(body, (a, b, out, t * bs, min(total, (t + 1) * bs)))
 
 
-def dot_batch_serial(a, b, out, bs=0):
+def dot_batch_serial(body, a, b, out, bs):
     """:func:`dot_batch` on one thread (``bs`` unused): too little work for a parallel launch."""
-    _dots(a, b, out, 0, a.shape[0] * a.shape[1])
+    call_native(body, (a, b, out, 0, a.shape[0] * a.shape[1]))

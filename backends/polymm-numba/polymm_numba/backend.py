@@ -7,6 +7,7 @@ Kernels are compiled lazily (first call per dtype and kernel) with
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import pickle
 import threading
@@ -326,8 +327,12 @@ class CPUBackend(Backend):
             py, extra, sig = k.slab_splitk, _SPLITK_EXTRA[kind], _sig_any_out
         elif kind == "tiny_2d":
             py, extra, sig = k.tiny_2d, (), _sig_2d
-        elif kind in ("dot_batch", "dot_batch_serial"):
-            py, extra, sig = getattr(k, kind), (i8,), _sig_any_out
+        elif kind in ("dot_batch", "dot_batch_serial"):  # both call _dots, compiled once, by address
+            dots = self._body(k._dots, "dots", _sig_any_out(dtype, i8, i8), dtype)
+            a, b, out = _sig_any_out(dtype).args
+            sig = types.void(i8, a, b, out, i8)  # the body's address first: bound by partial (C), not a lambda
+            entry = _entry(_jit(getattr(k, kind), sig, kind == "dot_batch", k.JIT, _Notice(dtype, kind)))
+            return functools.partial(entry, dots)
         elif kind == "dot_parallel":
             py, extra, sig = k.dot_parallel, (i8,), _sig_any_out
         elif kind == "tiled_parallel":  # each tile's work compiled on its own, called by address

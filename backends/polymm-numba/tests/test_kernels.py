@@ -246,7 +246,8 @@ def test_descriptors(backend):
 
 
 #: Shapes ``(batch, M, K, N)`` among which the "auto" plan, for two threads, meets every packed
-#: driver and both split-K kinds: each calls a body compiled once and handed over by address.
+#: driver, both split-K kinds and both batched-dot kinds: each calls a body compiled once and
+#: handed over by address.
 BY_ADDRESS = {
     "auto_serial",
     "auto_batch",
@@ -255,9 +256,11 @@ BY_ADDRESS = {
     "auto_splitk",
     "small_splitk",
     "tiled_parallel",
+    "dot_batch",
+    "dot_batch_serial",
 }
 PLANNED = [(1, 80, 40, 80), (16, 100, 100, 100), (1, 700, 700, 700), (1, 300, 300, 300), (1, 100, 20000, 100),
-           (1, 32, 16384, 32), (2, 96, 96, 520)]  # fmt: skip
+           (1, 32, 16384, 32), (2, 96, 96, 520), (2048, 1, 512, 1), (16, 1, 300, 1)]  # fmt: skip
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex64"])
