@@ -311,14 +311,15 @@ class CPUBackend(Backend):
             spec = self._specs.get(key)
             if spec is None:
                 spec = self._specs[key] = k.specialise_small(*key[1:3])
+            if kind == "small_parallel":
+                return _entry(_jit(spec[kind], _sig_any_out(dtype, i8), True, k.JIT, _Notice(dtype, kind)))
             serial = self._compiled(spec["small_serial"], "small_serial", _sig_any_out(dtype, i8), dtype)
             if kind == "small_serial":
                 return _entry(serial[0])
-            if kind == "small_splitk":  # split-K calls small_serial by address for each chunk of K
-                extra = (i8, types.UniTuple(i8, 1))
-                entry = _entry(_jit(spec[kind], _sig_any_out(dtype, *extra), True, k.JIT, _Notice(dtype, kind)))
-                return lambda a, b, out, ks, _: entry(a, b, out, ks, (serial[1],))
-            py, extra, sig = spec[kind], (i8,), _sig_any_out
+            # small_splitk: small_serial called by address for each chunk of K
+            extra = (i8, types.UniTuple(i8, 1))
+            entry = _entry(_jit(spec[kind], _sig_any_out(dtype, *extra), True, k.JIT, _Notice(dtype, kind)))
+            return lambda a, b, out, ks, _: entry(a, b, out, ks, (serial[1],))
         elif kind in ("naive_serial", "naive_parallel"):
             py, extra = getattr(k, kind), ()
         elif kind in ("slab_serial", "slab_parallel"):
