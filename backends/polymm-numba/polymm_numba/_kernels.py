@@ -1088,15 +1088,15 @@ def small_parallel(a, b, out, bs):
 def specialise_small(mr0: int, nr: int) -> dict:
     """Copies of the small-product drivers with ``mr0`` rows and ``nr`` columns (two vectors)
     per tile frozen: one set per dtype and vector width. ``small_splitk`` is :func:`split_k_driver`
-    over :func:`_small_products` (chunks of K whose ``ks x N`` rows of B stay in L2 while every
-    row tile reuses them), its sum serial: a second parallel launch cost more than it saves on a
-    few small partial products, and on a busy machine far more."""
+    over :func:`_small_chunk`, ``small_serial`` called by address (chunks of K whose ``ks x N``
+    rows of B stay in L2 while every row tile reuses them), its sum serial: a second parallel
+    launch cost more than it saves on a few small partial products, and on a busy machine far
+    more."""
     g = dict(globals())
     g.update(SMR0=mr0, SNR=nr, SNRH=nr // 2)
     suffix = f"_mr{mr0}_nr{nr}_v{VBYTES}"
     g["_small_cols"] = numba.njit(inline="always", **JIT)(_copy("_small_cols", g, suffix))
     g["_small_one"] = numba.njit(**JIT)(_copy("_small_one", g, suffix))
-    g["_small_products"] = numba.njit(**JIT)(_copy("_small_products", g, suffix))
     drivers = {"small_serial": _copy("_small_products", g, suffix, "small_serial")}
     drivers["small_parallel"] = _copy("small_parallel", g, suffix)
     g["_small_chunk"] = numba.njit(**JIT)(_copy("_small_chunk", g, suffix))
