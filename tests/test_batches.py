@@ -14,11 +14,12 @@ from polymm.testing.reference import assert_matches, random_array
 
 
 class Strided(np.ndarray):
-    """A view of ``base[slicing]`` that remembers how it was cut, to be cut the same way on the device."""
+    """A view ``cut(base)`` (NumPy indexing and ``transpose`` only) that remembers how it was cut,
+    to be cut the same way on the device."""
 
-    def __new__(cls, base, slicing):
-        view = base[slicing].view(cls)
-        view.whole, view.slicing = base, slicing
+    def __new__(cls, base, cut):
+        view = cut(base).view(cls)
+        view.whole, view.cut = base, cut
         return view
 
 
@@ -57,8 +58,8 @@ def device(request, monkeypatch):
         if "out" in options:
             options["out"] = to_device(options["out"])
         # a strided host view goes over as its base, viewed the same way on the device
-        d1 = to_device(x1.whole)[x1.slicing] if hasattr(x1, "slicing") else to_device(x1)
-        got = polymm.matmul(d1, to_device(x2), backend=name, **options)
+        d1, d2 = (x.cut(to_device(x.whole)) if hasattr(x, "cut") else to_device(x) for x in (x1, x2))
+        got = polymm.matmul(d1, d2, backend=name, **options)
         assert "out" not in options or got is options["out"]
         return to_host(got)
 
@@ -88,7 +89,7 @@ def test_crossed_batches_stack_a_copy_of_a_and_fill_out(device):
     run, asked = device
     rng = np.random.default_rng(6)
     whole = np.ascontiguousarray(random_array(rng, (4, 1, 3, 5), "float64").transpose(0, 1, 3, 2))
-    x1 = Strided(whole, (slice(None), slice(None), slice(None, None, 2)))
+    x1 = Strided(whole, lambda x: x[:, :, ::2])
     x2 = random_array(rng, (1, 6, 3, 7), "float64")
     assert_matches(run(x1, x2), x1, x2)
     assert asked == [((1, 12, 3), (1, 3, 42))], asked
@@ -113,3 +114,16 @@ def test_other_broadcasts_are_not_crossed(device, shape1, shape2):
     assert_matches(run(x1, x2), x1, x2)
     m, n = shape1[-2], shape2[-1]
     assert all(a[1] == m and b[2] == n for a, b in asked), asked
+
+
+def test_a_batch_that_does_not_merge_is_laid_out_again_for_one_product(device):
+    """A batched trace's second operand (``bij,bji->b`` as dot products over ``(b, i)``): its
+    batch axes lie 256 and 1 elements apart, no one stride; copied once (no element repeated,
+    fewer bytes than the launches saved), the product is one launch, not one per ``b``."""
+    run, asked = device
+    rng = np.random.default_rng(8)
+    x1 = random_array(rng, (8, 16, 1, 32), "float32")
+    whole = random_array(rng, (8, 32, 16, 1), "float32")
+    x2 = Strided(whole, lambda x: x.transpose((0, 2, 1, 3)))  # (8, 16, 32, 1), strides (512, 1, 16, 1)
+    assert_matches(run(x1, x2), x1, x2)
+    assert asked == [((128, 1, 32), (128, 32, 1))], asked
