@@ -38,8 +38,12 @@ COMMANDS = {
 
 
 def _count(res) -> int:
+    """The values a run recorded for this page's tables: the cliff suite's cells (a run of its
+    slices alone, 2026-11-28) are not among them, so such a run never replaces the tables."""
     n = 0
     for key in res.get_all_result_keys():
+        if key.startswith("cliffs."):
+            continue
         values = res.get_result_value(key, res.get_result_params(key))
         n += sum(v is not None for v in (values if isinstance(values, list) else [values]))
     return n

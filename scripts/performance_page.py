@@ -1,8 +1,10 @@
 #!/usr/bin/env python
 """The top of the docs' performance page, generated from the recorded runs: today's figures per device.
 
-For every device and backend with a whole cliff-suite run in ``benchmarks/cliffs/`` (a run of
-60 cells or more, not a ``before`` baseline), the latest run gives one row: date, cells, worst
+For every device and backend with a whole cliff-suite run in ``benchmarks/cliffs/`` (the whole
+suite, or a merge of parts that covers it, for every dtype or the floor's float32/float64: 50
+cells or more; with the default settings, no ``POLYMM_TUNING`` or wait-policy variable in its
+recorded environment; not a ``before`` baseline), the latest run gives one row: date, cells, worst
 cell, geometric mean, the floor and whether it holds, the record and the command. Then the
 latest heatmap per device, the scale-out records of ``benchmarks/dask/``, and the history of
 every device's geometric mean and worst cell over its whole runs as a plot. Writes
@@ -30,8 +32,18 @@ DASK = ROOT / "benchmarks" / "dask"
 PAGE = ROOT / "docs" / "_generated" / "today.md"
 HISTORY = ROOT / "docs" / "_static" / "history.png"
 RUNS, STATIC = DASK, ROOT / "docs" / "_static" / "dask"  # the scale-out plots, copied beside the docs
-#: Fewer cells than this: a run of some cases only (a dtype, the tensor-core cells), not a whole suite.
-WHOLE = 60
+#: Fewer cells than this: a run of some dtypes only (float64, the tensor-core dtypes), not a whole suite.
+WHOLE = 50
+#: Recorded environment variables that only choose a device: a run with any other (a tuning file,
+#: a thread pool's wait policy) is a diagnostic, not today's default figure.
+DEVICE_CHOICE = {"POLYMM_OPENCL_DEVICE"}
+
+
+def _default_whole(doc: dict, summary: dict) -> bool:
+    """Whether ``doc`` is a whole run with the default settings (see the module's docstring)."""
+    every_case = "--cases " not in doc["command"] or "parts" in doc
+    settings = set(doc["machine"].get("environment") or {}) - DEVICE_CHOICE
+    return every_case and not settings and summary["cells"] >= WHOLE
 
 
 def _short(name: str) -> str:
@@ -72,7 +84,7 @@ def whole_runs() -> dict:
         if not isinstance(doc, dict) or doc.get("suite") != "cliffs" or "before" in path.stem:
             continue
         for backend, summary in doc["summary"].items():
-            if summary["cells"] >= WHOLE:
+            if _default_whole(doc, summary):
                 found.setdefault((backend, device_label(backend, doc)), []).append(
                     (doc["date"], path.stem, summary, doc)
                 )

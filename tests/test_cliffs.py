@@ -175,6 +175,41 @@ def test_a_stopped_run_keeps_the_cells_it_measured(tmp_path, monkeypatch):
     assert "partial" not in final and len(final["cells"]) == 2
 
 
+def test_merged_parts_are_whole_only_when_a_later_part_measured_what_a_stopped_one_missed(tmp_path):
+    """``scripts/cliffs_merge.py``: a part stopped after one of its two cells leaves the merge
+    partial, naming the cell; a third part that measured it makes the merge whole, dated when
+    it was."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "cliffs_merge", Path(__file__).parents[1] / "scripts" / "cliffs_merge.py"
+    )
+    merging = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(merging)
+    out = tmp_path / "all.json"
+    argv = ["bench", "--suite", "cliffs", "--backend", "cpu", "--dtype", "float32", "--budget", "0.02", "--json"]
+    assert main([*argv, str(out), "--cases", "square-32,square-64"]) == 0
+    whole = json.loads(out.read_text())
+    command = (
+        "polymm bench --suite cliffs --backend cpu --dtype float32 --cases "  # in-process runs record pytest's argv
+    )
+    stopped = dict(
+        whole,
+        command=command + "square-32,square-64",
+        cells=whole["cells"][:1],
+        partial="1 cells so far: the run had not ended when this was written",
+    )
+    assert main([*argv, str(out), "--cases", "square-64"]) == 0
+    later = json.loads(out.read_text())
+    later.update(date="2099-01-01T00:00:00+00:00", command=command + "square-64")
+    cut = merging.merge([stopped])
+    assert cut["partial"].startswith("1 cells of the parts' selections never measured: square-64 float32")
+    merged = merging.merge([cut, later])
+    assert "partial" not in merged and len(merged["cells"]) == 2
+    assert merged["date"] == later["date"] and [p.get("partial") for p in merged["parts"]] == [stopped["partial"], None]
+
+
 def test_wrong_answers_fail_the_run(tmp_path):
     polymm.register_backend("cliffs-wrong", _WrongBackend, replace=True)
     out = tmp_path / "wrong.json"

@@ -657,7 +657,12 @@ def machine_info(names) -> dict:
             for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS", "MKL_NUM_THREADS")
         },
         "environment": {
-            k: v for k, v in sorted(os.environ.items()) if k.startswith(("POLYMM_", "CUPY_TF32", "MALLOC_"))
+            k: v
+            for k, v in sorted(os.environ.items())
+            # the thread pools' wait policies decide how the interleaved timings fare (issue 36)
+            if k.startswith(
+                ("POLYMM_", "CUPY_TF32", "MALLOC_", "OPENBLAS_THREAD_TIMEOUT", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+            )
         },
         "devices": {n: polymm.get_backend(n).devices() for n in names},
     }
