@@ -7,7 +7,8 @@ random order (a user's program: NumPy and polymm alternating, so OpenBLAS's thre
 spinning when polymm starts). Policies:
 
 - ``counted``: the backend's own sizing (``polymm_numba.neighbours.team_size``): the cores less
-  the running threads of this process outside Numba's pool (OpenBLAS's spinners) and of others;
+  the running threads of this process outside Numba's pool (OpenBLAS's spinners) and of others,
+  the spinners not counted where the product outlasts their spin;
 - ``spinners-shared``: the same, but this process's spinning threads counted as sharing a core
   (each yields it within a time slice), not holding it; ``spinners-half``: each as half a core;
 - ``every-thread``: Numba's whole pool.
@@ -31,7 +32,7 @@ from polymm_numba import neighbours
 def main() -> int:
     counted = neighbours.team_size
 
-    def spinners_shared(limit, lock, share=0):
+    def spinners_shared(limit, lock, share=0, **_):
         counted(limit, lock)  # learns the pool as the backend does
         tasks = neighbours.os.listdir(neighbours._TASKS)
         others = neighbours._running(tasks, neighbours._pool, False)
@@ -41,15 +42,15 @@ def main() -> int:
 
     policies = {
         "counted": counted,
-        "spinners-half": lambda limit, lock: spinners_shared(limit, lock, 0.5),
+        "spinners-half": lambda limit, lock, **_: spinners_shared(limit, lock, 0.5),
         "spinners-shared": spinners_shared,
-        "every-thread": lambda limit, lock: limit,
+        "every-thread": lambda limit, lock, **_: limit,
     }
     teams = {name: [] for name in policies}
 
     def noted(name):
-        def team(limit, lock):
-            size = policies[name](limit, lock)
+        def team(limit, lock, **options):
+            size = policies[name](limit, lock, **options)
             teams[name].append(size)
             return size
 

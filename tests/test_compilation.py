@@ -64,7 +64,7 @@ def test_cpu_warmup_compiles_every_kernel_the_auto_path_runs(monkeypatch):
     machine (the good neighbour's count would otherwise make a loaded machine plan serial paths)."""
     from polymm_numba import neighbours
 
-    monkeypatch.setattr(neighbours, "team_size", lambda limit, lock: limit)
+    monkeypatch.setattr(neighbours, "team_size", lambda limit, lock, **_: limit)
     backend = polymm.get_backend("cpu")
     dt = np.dtype("float64")
     warmed = list(backend.warmup(dt))

@@ -492,17 +492,17 @@ class CPUBackend(Backend):
     def _run(self, a, b, out, algorithm, dt):
         """Plan and launch; a parallel plan runs on the threads that the other threads running
         now leave free (:mod:`.neighbours`: NumPy's BLAS pool spins on its cores for a while after
-        each call; other programs run too), planned again for that team. A serial plan asks
+        each call; other programs run too), planned again for that team; a product long enough
+        to outlast that spin on the whole team (``params.one_thread_seconds``) takes the team. A serial plan asks
         nothing: a broadcast batch of 64 x 64 products of 32 cubes is 64 calls of serial work,
         and counting threads (15 us, far more on a busy machine) before each doubled it."""
         kind, args = self._choose(a, b, out, algorithm, dt)
         limit = numba.get_num_threads()
-        if (
-            limit > 1
-            and not kind.endswith("serial")
-            and a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] >= params.NEIGHBOUR_MIN_WORK
-        ):
-            team = neighbours.team_size(limit, _PARALLEL_LOCK)
+        work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+        if limit > 1 and not kind.endswith("serial") and work >= params.NEIGHBOUR_MIN_WORK:
+            # a product that outlasts the spin of NumPy's pool on a whole team beside it takes the team
+            outlasts = params.one_thread_seconds(work, dt) > params.SPIN_SECONDS * limit / (limit - 1)
+            team = neighbours.team_size(limit, _PARALLEL_LOCK, outlasts_spin=outlasts)
             if team == 1 and algorithm == "auto":
                 # planned for one thread: a serial kernel runs as it is, without setting the
                 # thread count twice (about 20 us on 2 cores)

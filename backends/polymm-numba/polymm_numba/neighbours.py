@@ -150,11 +150,14 @@ def _learn_pool(tasks: list[str], launch_lock: threading.Lock) -> None:
         _pool_size = len(os.listdir(_TASKS))  # counted after: the launch may have started the pool
 
 
-def team_size(limit: int, launch_lock: threading.Lock) -> int:
+def team_size(limit: int, launch_lock: threading.Lock, outlasts_spin: bool = False) -> int:
     """How many of ``limit`` threads a parallel launch should use now: the CPUs this process may
     run on, less the other threads running now (of this process, and of others), at least 1. ``launch_lock``
     is held while the pool's ids are learnt (a parallel launch of its own: Numba's workqueue
-    layer must not see two at once)."""
+    layer must not see two at once). ``outlasts_spin``: the product will run longer than another
+    pool of this process keeps spinning after its work (OpenBLAS's, about 0.1 s), so that pool's
+    running threads are not counted: they will sleep, and the team then has their cores (a
+    thread of the program's own that keeps computing shares its core with one of ours)."""
     if limit <= 1 or not SYS_GETTID:
         return max(1, limit)
     try:
@@ -169,13 +172,14 @@ def team_size(limit: int, launch_lock: threading.Lock) -> int:
     # ones): where they leave one core, that is the answer, without reading the pool's threads and
     # the machine's count (each /proc read costs 5-12 us on a 2-core VM; all of it was 50 us a call)
     others = _running(tasks, _pool, False)
-    if _CPUS - others <= 1:
+    held = 0 if outlasts_spin else others
+    if _CPUS - held <= 1:
         return _team(1)
     machine = _running_machine()
     if machine == 1:  # the caller alone runs: every core is free (one small file read, a few us)
         return _team(min(limit, _CPUS))
     own = 1 + others + _running(tasks, _pool, True)
-    return _team(max(1, min(limit, _CPUS - others - _running_elsewhere(own, machine))))
+    return _team(max(1, min(limit, _CPUS - held - _running_elsewhere(own, machine))))
 
 
 def _team(size: int) -> int:

@@ -168,6 +168,8 @@ TINY_WORK = _read("TINY_WORK", "cpu-threads", "tiny_work")
 SERIAL_WORK = _read("SERIAL_WORK", "cpu-threads", "serial_work")
 NEIGHBOUR_MIN_WORK = _read("NEIGHBOUR_MIN_WORK", "cpu-threads", "neighbour_min_work")
 PARALLEL_MIN_SAVING = _read("PARALLEL_MIN_SAVING", "cpu-threads", "parallel_min_saving")
+SPIN_SECONDS = _read("SPIN_SECONDS", "cpu-threads", "spin_seconds")
+LANE_MACS_PER_SECOND = _read("LANE_MACS_PER_SECOND", "cpu-threads", "lane_macs_per_second")
 
 NARROW = _read("NARROW", "cpu-narrow", "most")
 NARROW_MIN_WORK = _read("NARROW_MIN_WORK", "cpu-narrow", "min_work")
@@ -193,6 +195,17 @@ SPLITK_CHUNK = _read("SPLITK_CHUNK", "cpu-split-k", "chunk")
 
 SMALL_REGS = _read("SMALL_REGS", "cpu-vectors", "registers")
 VECTOR_BYTES = _read("VECTOR_BYTES", "cpu-vectors", "bytes")
+
+
+def one_thread_seconds(work: int, dtype) -> float:
+    """About how long ``work`` multiply-adds of ``dtype`` take on one core (``LANE_MACS_PER_SECOND``
+    per vector lane; a complex multiply-add is four real ones): what another pool's spin after its
+    work (``SPIN_SECONDS``) is weighed against."""
+    dt = np.dtype(dtype)
+    real = dt.itemsize // 2 if dt.kind == "c" else dt.itemsize
+    lanes = max(1, VECTOR_BYTES // real)
+    return work * (4 if dt.kind == "c" else 1) / (lanes * LANE_MACS_PER_SECOND)
+
 
 for _name in TUNED_DTYPES:
     _found = tuned_blocking(_name)

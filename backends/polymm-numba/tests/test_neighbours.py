@@ -70,6 +70,39 @@ def test_a_running_thread_of_the_process_takes_a_core_from_the_team():
 
 
 @pytest.mark.usefixtures("quiet_machine")
+def test_a_product_that_outlasts_the_spin_takes_the_cores_of_the_process_running_threads():
+    """OpenBLAS's threads spin about 0.1 s after NumPy's product: a product that will outlast that
+    is not sized down for them (they will sleep), a shorter one is."""
+    limit = numba.get_num_threads()
+    a = np.random.default_rng(0).standard_normal((2, 300, 300))
+    CPUBackend().matmul(a, a, np.empty_like(a), "auto")  # a parallel launch: the pool is known
+    stop = threading.Event()
+    worker = threading.Thread(target=_busy, args=(stop,), daemon=True)
+    worker.start()
+    try:
+        time.sleep(0.05)
+        short = {neighbours.team_size(limit, LOCK) for _ in range(50)}
+        long = {neighbours.team_size(limit, LOCK, outlasts_spin=True) for _ in range(50)}
+    finally:
+        stop.set()
+        worker.join()
+    assert min(short) <= min(limit, neighbours._CPUS - 1), short
+    assert long == {min(limit, neighbours._CPUS)}, long
+
+
+def test_the_one_thread_estimate_weighs_the_spin_by_dtype_and_size():
+    """The backend asks for the whole team where the one-thread estimate exceeds the spin (2
+    threads: twice it): 4096 cubed of float32 does, 1024 cubed does not; float64 and complex
+    take longer per multiply-add than float32."""
+    from polymm_numba import params
+
+    seconds = params.one_thread_seconds
+    assert seconds(4096**3, "float32") > 2 * params.SPIN_SECONDS > seconds(1024**3, "float32")
+    assert seconds(2048**3, "float64") == pytest.approx(2 * seconds(2048**3, "float32"))
+    assert seconds(2048**3, "complex64") == pytest.approx(4 * seconds(2048**3, "float32"))
+
+
+@pytest.mark.usefixtures("quiet_machine")
 def test_the_pools_own_threads_are_not_counted(monkeypatch):
     """Numba's pool spins for a while after a parallel product: the next product still uses it all
     (other processes' running threads, such as a parallel test run's, are left out of the count)."""
