@@ -2,9 +2,10 @@
 
     python scripts/cpu_team_ab.py 256x256x256:float32:3,4096x4096x1:float32:3   # MxKxN:dtype:seconds
 
-Each round calls NumPy's product and then ``polymm.matmul`` under one policy, the policies in a
-random order (a user's program: NumPy and polymm alternating, so OpenBLAS's threads are still
-spinning when polymm starts). Policies:
+Each round calls NumPy's product and then ``polymm.matmul`` under each policy, and NumPy's product
+itself, each right after an untimed NumPy product, in a random order (``polymm.tools.timing.shuffled``;
+a user's program: NumPy and polymm alternating, so OpenBLAS's threads are still spinning when
+polymm starts). Policies:
 
 - ``counted``: the backend's own sizing (``polymm_numba.neighbours.team_size``): the cores less
   the running threads of this process outside Numba's pool (OpenBLAS's spinners) and of others,
@@ -18,7 +19,6 @@ Prints each policy's median and best, and NumPy's, per shape, with the load aver
 
 from __future__ import annotations
 
-import random
 import statistics
 import sys
 import time
@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 import polymm
+from polymm.tools import timing
 from polymm_numba import neighbours
 
 
@@ -61,27 +62,24 @@ def main() -> int:
         shape, dtype, seconds = item.split(":")
         m, k, n = (int(v) for v in shape.split("x"))
         a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
-        times = {name: [] for name in policies}
         for name in teams:
             teams[name].clear()
-        ref = []
         for policy in policies.values():  # compiled before the clock, with and without NumPy's spinners
             neighbours.team_size = policy
             polymm.matmul(a, b)
             np.matmul(a, b)
             polymm.matmul(a, b)
-        order = list(policies)
-        end = time.perf_counter() + float(seconds)
-        while time.perf_counter() < end:
-            random.shuffle(order)
-            for name in order:
-                start = time.perf_counter()
-                np.matmul(a, b)
-                ref.append(time.perf_counter() - start)
+
+        def under(name, a=a, b=b):
+            def call():
                 neighbours.team_size = noted(name)
-                start = time.perf_counter()
                 polymm.matmul(a, b)
-                times[name].append(time.perf_counter() - start)
+
+            return call
+
+        calls = {name: under(name) for name in policies} | {"numpy": lambda a=a, b=b: np.matmul(a, b)}
+        times = timing.shuffled(calls, float(seconds), clock=time.perf_counter, before=lambda a=a, b=b: np.matmul(a, b))
+        ref = times.pop("numpy")
         neighbours.team_size = counted
         with open("/proc/loadavg") as f:
             load = f.read().split()[0]

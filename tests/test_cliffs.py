@@ -326,3 +326,6 @@ def test_shuffled_times_every_call_once_a_round():
         sorted(calls[i : i + 3]) == ["a", "b", "c"] for i in range(0, 15, 3)
     )
     assert all(t == 1 for ts in times.values() for t in ts)
+    calls.clear()
+    timing.shuffled({"a": lambda: calls.append("a")}, 0.0, min_rounds=2, clock=clock, before=lambda: calls.append("-"))
+    assert calls == ["-", "a", "-", "a"]

@@ -180,11 +180,15 @@ def alternating(first, second, budget, warm=(None, None), min_rounds=3) -> tuple
     return timings, rounds
 
 
-def shuffled(calls: dict, seconds: float, min_rounds: int = 3, clock=time.thread_time) -> dict[str, list[float]]:
+def shuffled(
+    calls: dict, seconds: float, min_rounds: int = 3, clock=time.thread_time, before=None
+) -> dict[str, list[float]]:
     """Time several named calls in rounds, each call once a round in a fresh random order,
     until ``seconds`` of wall time have passed and at least ``min_rounds`` rounds ran; returns
     every call's seconds. The default clock is this thread's CPU time: a one-thread kernel
-    compared with another, other processes' load left out (the CPU A/B scripts)."""
+    compared with another, other processes' load left out (the CPU A/B scripts). ``before``,
+    when given, runs untimed ahead of every call (``scripts/cpu_team_ab.py``: a NumPy product,
+    so that each call meets OpenBLAS's spinning threads as a user's program does)."""
     times = {name: [] for name in calls}
     order = list(calls)
     end = time.perf_counter() + seconds
@@ -192,6 +196,8 @@ def shuffled(calls: dict, seconds: float, min_rounds: int = 3, clock=time.thread
     while rounds < min_rounds or time.perf_counter() < end:
         random.shuffle(order)
         for name in order:
+            if before is not None:
+                before()
             start = clock()
             calls[name]()
             times[name].append(clock() - start)
