@@ -60,7 +60,7 @@ class ArrayKind:
       of ``x.dtype``; :meth:`device` -- ``"cpu"`` (used in messages).
 
     Optional: :attr:`dlpack_devices` and :meth:`from_dlpack` (to view other libraries'
-    arrays), :meth:`broadcast_copy` (one launch over a broadcast batch), :meth:`call_key` and
+    arrays), :meth:`broadcast_copy` (one launch over a broadcast batch) with :meth:`launch_bytes`, :meth:`call_key` and
     :meth:`replay` (the short path's replays), and :meth:`view`, with which the conformance
     suite makes transposed, strided, reversed and read-only arrays of the library to prove
     the adapter on them (without it, those cases are skipped, saying so).
@@ -112,6 +112,13 @@ class ArrayKind:
         """A new C-contiguous array of ``x`` seen as ``shape`` with ``elem_strides`` (0 along
         broadcast axes), or None when the library cannot make one (the core then loops)."""
         return None
+
+    def launch_bytes(self, x) -> int:
+        """The bytes :meth:`broadcast_copy` moves on ``x``'s device in the time one more product
+        launch costs: a call's host work (about 20 us through CuPy or PyOpenCL) at 100 GB/s, a
+        floor for a GPU's copy. The core copies a batch that does not merge into one stride
+        rather than launch once per outer index where the copy is cheaper by this measure."""
+        return 2 << 20
 
     def empty(self, shape, dtype, like):
         raise NotImplementedError

@@ -427,27 +427,22 @@ def _spread(kind, x, batch, rows, cols, strides, result_size):
     batch axes do not merge into one stride, so that device libraries run the product as one
     launch instead of one per outer batch index.  Copied when the copy is at most 4 results in
     size, or when it only lays out again what ``x`` holds (no broadcast axis repeated) in fewer
-    bytes than the launches it saves would cost (:data:`LAUNCH_BYTES` each): a batched trace's
+    bytes than the launches it saves would cost (``kind.launch_bytes`` each): a batched trace's
     ``bij,bji->b`` as 64 x 256 dot products took 64 launches, 1.39 ms on an H100, where one
-    16 MB copy and one launch do."""
+    16 MB copy and one launch take 0.2 ms."""
     groups = collapse_batch(batch, strides[:-2])[0]
     copies = math.prod(batch) * rows * cols
     if groups[1:] == ():
         return x, strides
     held = math.prod(n for n, s in zip(batch, strides[:-2]) if s != 0) * rows * cols
     launches = math.prod(groups[:-1]) - 1
-    relaid = copies == held and copies * _itemsize(x) <= launches * LAUNCH_BYTES
+    relaid = copies == held and copies * _itemsize(x) <= launches * kind.launch_bytes(x)
     if copies > 4 * result_size and not relaid:
         return x, strides
     spread = kind.broadcast_copy(x, batch + (rows, cols), strides)
     if spread is None:
         return x, strides
     return spread, c_strides(batch + (rows, cols))
-
-
-#: The bytes a device library copies in the time one more product launch costs: a call's host
-#: work (about 20 us through CuPy or PyOpenCL) at 100 GB/s, a floor for any device's copy.
-LAUNCH_BYTES = 2 << 20
 
 
 def _itemsize(x) -> int:

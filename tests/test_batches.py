@@ -36,6 +36,12 @@ def _transfers(name):
     return cupy.asarray, cupy.asnumpy
 
 
+class Asked(list):
+    """The (A, B) shapes a backend computed; ``on_cpu``: whether its device is a CPU (PoCL)."""
+
+    on_cpu = False
+
+
 @pytest.fixture(params=["opencl", "cuda"])
 def device(request, monkeypatch):
     """``(run, asked)``: ``run(x1, x2, **options)`` multiplies device copies of host arrays on a
@@ -45,7 +51,8 @@ def device(request, monkeypatch):
         pytest.skip(f"the {name} backend is unavailable here")
     to_device, to_host = _transfers(name)
     backend = type(polymm.get_backend(name))
-    asked = []
+    asked = Asked()
+    asked.on_cpu = "[CPU]" in polymm.get_backend(name).devices()[0]
     compute = backend.matmul
 
     def counted(self, a, b, out, algorithm):
@@ -127,3 +134,16 @@ def test_a_batch_that_does_not_merge_is_laid_out_again_for_one_product(device):
     x2 = Strided(whole, lambda x: x.transpose((0, 2, 1, 3)))  # (8, 16, 32, 1), strides (512, 1, 16, 1)
     assert_matches(run(x1, x2), x1, x2)
     assert asked == [((128, 1, 32), (128, 32, 1))], asked
+
+
+def test_a_large_relayout_stays_launches_where_the_copy_costs_more(device):
+    """The batched trace's own size (64 x 256 dot products of 256): one launch after a 16 MiB copy
+    on a GPU; on an OpenCL CPU device (PoCL) the copy costs more than the 63 launches it saves
+    (13 -> 21 ms), so the core loops there."""
+    run, asked = device
+    rng = np.random.default_rng(9)
+    x1 = random_array(rng, (64, 256, 1, 256), "float32")
+    whole = random_array(rng, (64, 256, 256, 1), "float32")
+    x2 = Strided(whole, lambda x: x.transpose((0, 2, 1, 3)))  # (64, 256, 256, 1): (b, i) strides 65536, 1
+    assert_matches(run(x1, x2), x1, x2)
+    assert asked == ([((256, 1, 256), (256, 256, 1))] * 64 if asked.on_cpu else [((16384, 1, 256), (16384, 256, 1))])
