@@ -60,8 +60,8 @@ class ArrayKind:
       of ``x.dtype``; :meth:`device` -- ``"cpu"`` (used in messages).
 
     Optional: :attr:`dlpack_devices` and :meth:`from_dlpack` (to view other libraries'
-    arrays), :meth:`broadcast_copy` (one launch over a broadcast batch) with :meth:`launch_bytes`, :meth:`call_key` and
-    :meth:`replay` (the short path's replays), and :meth:`view`, with which the conformance
+    arrays), :meth:`broadcast_copy` (one launch over a broadcast batch) with :meth:`launch_bytes`,
+    :meth:`call_key` and :meth:`replay` (the short path's replays), and :meth:`view`, with which the conformance
     suite makes transposed, strided, reversed and read-only arrays of the library to prove
     the adapter on them (without it, those cases are skipped, saying so).
     """

@@ -436,17 +436,13 @@ def _spread(kind, x, batch, rows, cols, strides, result_size):
         return x, strides
     held = math.prod(n for n, s in zip(batch, strides[:-2]) if s != 0) * rows * cols
     launches = math.prod(groups[:-1]) - 1
-    relaid = copies == held and copies * _itemsize(x) <= launches * kind.launch_bytes(x)
+    relaid = copies == held and copies * np.dtype(x.dtype).itemsize <= launches * kind.launch_bytes(x)
     if copies > 4 * result_size and not relaid:
         return x, strides
     spread = kind.broadcast_copy(x, batch + (rows, cols), strides)
     if spread is None:
         return x, strides
     return spread, c_strides(batch + (rows, cols))
-
-
-def _itemsize(x) -> int:
-    return np.dtype(x.dtype).itemsize
 
 
 def _prepared(kind, x, dtype):

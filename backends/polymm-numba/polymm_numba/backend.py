@@ -493,9 +493,10 @@ class CPUBackend(Backend):
         """Plan and launch; a parallel plan runs on the threads that the other threads running
         now leave free (:mod:`.neighbours`: NumPy's BLAS pool spins on its cores for a while after
         each call; other programs run too), planned again for that team; a product long enough
-        to outlast that spin on the whole team (``params.one_thread_seconds``) takes the team. A serial plan asks
-        nothing: a broadcast batch of 64 x 64 products of 32 cubes is 64 calls of serial work,
-        and counting threads (15 us, far more on a busy machine) before each doubled it."""
+        to outlast that spin on the whole team (``params.one_thread_seconds``) takes the team.
+        A serial plan asks nothing: a broadcast batch of 64 x 64 products of 32 cubes is 64
+        calls of serial work, and counting threads (15 us, far more on a busy machine) before
+        each doubled it."""
         kind, args = self._choose(a, b, out, algorithm, dt)
         limit = numba.get_num_threads()
         work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
