@@ -115,10 +115,12 @@ class ArrayKind:
 
     def launch_bytes(self, x) -> int:
         """The bytes :meth:`broadcast_copy` moves on ``x``'s device in the time one more product
-        launch costs: a call's host work (about 20 us through CuPy or PyOpenCL) at 100 GB/s, a
-        floor for a GPU's copy. The core copies a batch that does not merge into one stride
-        rather than launch once per outer index where the copy is cheaper by this measure."""
-        return 2 << 20
+        launch costs (the device database's ``cost.launch_bytes``; here the value every device
+        shares, a GPU's): the core copies a batch that does not merge into one stride rather
+        than launch once per outer index where the copy is cheaper by this measure."""
+        from .kernels.devices import shared_settings
+
+        return shared_settings()("cost", "launch_bytes")
 
     def empty(self, shape, dtype, like):
         raise NotImplementedError

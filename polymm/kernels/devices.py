@@ -185,6 +185,12 @@ def settings_for(device) -> DeviceSettings:
     return _settings(device.words())
 
 
+def shared_settings() -> DeviceSettings:
+    """The settings every device shares (the database's ``any`` node): what the runtime weighs
+    where it has no device's description (``ArrayKind.launch_bytes``)."""
+    return _settings("")
+
+
 def note(setting: Setting) -> Setting:
     """Count ``setting`` as read by the plan being recorded (for lookups made through
     :meth:`DeviceSettings.candidates`)."""

@@ -78,13 +78,13 @@ class OpenCLKind(ArrayKind):
         return out
 
     def launch_bytes(self, x) -> int:
-        """A GPU's copy as the core's default; on a CPU device (PoCL) the gather is a CPU's copy
-        of scattered elements: a batched trace's second operand (16 MiB, ``bij,bji->b`` as dot
-        products over ``(b, i)``) copied to save 63 launches took the call from 13 to 21 ms
-        (2-core Xeon, 2026-11-28), so there a launch is worth 128 KiB."""
-        import pyopencl as cl
+        """The device database's ``cost.launch_bytes`` for ``x``'s device: a GPU's copy, or on a
+        CPU device (PoCL) far less, where the gather copies scattered elements at a CPU's speed."""
+        from polymm.kernels.devices import settings_for
 
-        return 128 << 10 if x.queue.device.type & cl.device_type.CPU else super().launch_bytes(x)
+        from .devices import device_info
+
+        return settings_for(device_info(x.queue.device))("cost", "launch_bytes")
 
     def _strided_copy(self, name, dense, strided, shape, elem_strides):
         """One kernel between C-contiguous ``dense`` and ``strided`` seen as ``shape`` with
