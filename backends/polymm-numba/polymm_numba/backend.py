@@ -223,12 +223,6 @@ def _transposed(a, b, out):
 #: against 1.6-1.7 ms static (2 threads, 2026-11-23); gemv-4096 float32 0.85-0.89x -> 0.91-0.95x.
 _STATIC = frozenset({"slab_splitk", "dot_parallel", "dot_batch"})
 
-#: The split-K drivers' arguments after ``(a, b, out)`` (``_kernels.split_k_driver``): the chunk
-#: size ``ks``, then a tuple of the family's chunk-kernel parameters.
-_SPLITK_EXTRA = {
-    "slab_splitk": (types.int64, types.UniTuple(types.int64, 1)),  # (js,)
-}
-
 #: The kernels of :meth:`CPUBackend._plan` for every dtype (the small-product ones serve :data:`_SMALL_DT`).
 _AUTO_KINDS = (
     "slab_serial",
@@ -325,7 +319,8 @@ class CPUBackend(Backend):
         elif kind in ("slab_serial", "slab_parallel"):
             py, extra, sig = getattr(k, kind), (i8, i8), _sig_any_out
         elif kind == "slab_splitk":
-            py, extra, sig = k.slab_splitk, _SPLITK_EXTRA[kind], _sig_any_out
+            # after (a, b, out) (``_kernels.split_k_driver``): the chunk size ks, then (js,)
+            py, extra, sig = k.slab_splitk, (i8, types.UniTuple(i8, 1)), _sig_any_out
         elif kind == "tiny_2d":
             py, extra, sig = k.tiny_2d, (), _sig_2d
         elif kind in ("dot_batch", "dot_batch_serial"):  # both call _dots, compiled once, by address
@@ -343,7 +338,6 @@ class CPUBackend(Backend):
         else:
             blk = params.blocking_for(dtype)
             return self._packed(kind, dtype, blk.mr, blk.nr)
-        extra = _SPLITK_EXTRA.get(kind, extra)
         parallel = not kind.endswith("serial") and kind != "tiny_2d"
         return _entry(_jit(py, sig(dtype, *extra), parallel, k.JIT, _Notice(dtype, kind)))
 
