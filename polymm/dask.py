@@ -36,6 +36,7 @@ panel when one output block's two panels fit in ``panel_limit`` bytes (default
 
 from __future__ import annotations
 
+import collections
 import inspect
 import math
 
@@ -100,6 +101,7 @@ def matmul(
     options = _carried(options)
 
     plan, x1, x2 = _plan(x1, x2, schedule, panel_limit, dtype)
+    queue = _queue_depth()
     ind1, ind2, out_ind = _indices(x1.ndim, x2.ndim, len(shape.batch))
     if plan.schedule in ("panel", "broadcast", "grid"):
         pin = plan.assignment if plan.schedule != "panel" and len(plan.workers) >= 2 else None
@@ -116,10 +118,11 @@ def matmul(
                 meta=meta_from_array(x1._meta, ndim=len(out_ind), dtype=dtype),
                 token=f"polymm-matmul-{plan.schedule}",
                 options=options,
+                queue=queue,
             )
         return _PinnedArray.of(result) if pin else result
     if plan.schedule == "split-k":
-        return _split_k_graph(x1, x2, plan, dtype, options)
+        return _split_k_graph(x1, x2, plan, dtype, options, queue)
     accumulate = _accumulation_dtype(dtype)
     partial = da.blockwise(
         _block_product,
@@ -135,6 +138,7 @@ def matmul(
         options=options,
         dtype_in=dtype,
         accumulate=accumulate,
+        queue=queue,
     )
     total = partial.sum(axis=-1, dtype=accumulate, keepdims=True)
     return total.map_blocks(
@@ -551,7 +555,7 @@ def _pinned(assignment, index):
     return dask.annotate(workers=_Pin(assignment, index), allow_other_workers=_loose())
 
 
-def _split_k_graph(x1, x2, plan, dtype, options):
+def _split_k_graph(x1, x2, plan, dtype, options, queue):
     """Partial products of each worker's K blocks (pinned there), summed on ``plan.finals``' worker."""
     from dask.base import tokenize
     from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
@@ -573,8 +577,9 @@ def _split_k_graph(x1, x2, plan, dtype, options):
                     options,
                     dtype,
                     accumulate,
+                    queue,
                 )
-            sums[(name, i, j)] = (_sum_partials, [(pname, i, j, g) for g in range(len(groups))], dtype)
+            sums[(name, i, j)] = (_sum_partials, [(pname, i, j, g) for g in range(len(groups))], dtype, queue)
     pinned = {(i, j, g): w for i in range(nm) for j in range(nn) for g, (w, _) in enumerate(groups)}
     annotations_p = annotations_s = None
     if len(plan.workers) >= 2:
@@ -591,11 +596,11 @@ def _split_k_graph(x1, x2, plan, dtype, options):
     return cls(graph, name, chunks=(x1.chunks[0], x2.chunks[1]), meta=meta_from_array(x1._meta, ndim=2, dtype=dtype))
 
 
-def _group_product(blocks1, blocks2, options, dtype_in, accumulate):
+def _group_product(blocks1, blocks2, options, dtype_in, accumulate, queue):
     """One worker's share of one output block: its K blocks concatenated, one product, in the accumulation dtype."""
     a = blocks1[0] if len(blocks1) == 1 else _concat(blocks1, 1)
     b = blocks2[0] if len(blocks2) == 1 else _concat(blocks2, 0)
-    return _widened_product(a, b, options, dtype_in, accumulate)
+    return _bounded(_widened_product(a, b, options, dtype_in, accumulate), queue)
 
 
 def _concat(parts, axis):
@@ -605,22 +610,22 @@ def _concat(parts, axis):
     return xp.concatenate(parts, axis=axis)
 
 
-def _sum_partials(partials, dtype):
+def _sum_partials(partials, dtype, queue):
     """The partial products of one output block summed (in their accumulation dtype), then in the result dtype."""
     total = partials[0].copy() if len(partials) > 1 else partials[0]
     for p in partials[1:]:
         total += p
-    return total.astype(dtype, copy=False)
+    return _bounded(total.astype(dtype, copy=False), queue)
 
 
-def _panel_product(a, b, options):
+def _panel_product(a, b, options, queue):
     """One output block: a row panel of ``x1`` times a column panel of ``x2`` (whole K)."""
-    return dispatch.matmul(a, b, **options)
+    return _bounded(dispatch.matmul(a, b, **options), queue)
 
 
-def _block_product(a, b, options, dtype_in, accumulate):
+def _block_product(a, b, options, dtype_in, accumulate, queue):
     """One K block's contribution to one output block, with a trailing axis of length 1 for the tree sum."""
-    return _widened_product(a, b, options, dtype_in, accumulate)[..., None]
+    return _bounded(_widened_product(a, b, options, dtype_in, accumulate)[..., None], queue)
 
 
 def _widened_product(a, b, options, dtype_in, accumulate):
@@ -637,6 +642,45 @@ def _widened_product(a, b, options, dtype_in, accumulate):
     a = a.astype(dtype_in, copy=False).astype(accumulate)
     b = b.astype(dtype_in, copy=False).astype(accumulate)
     return dispatch.matmul(a, b, **{**options, "precision": "tf32"})
+
+
+# -- how far a worker's GPU may run ahead of its tasks ---------------------------------------------------
+
+#: Default number of block products a worker's GPU may have queued (Dask config ``polymm.gpu-queue``).
+GPU_QUEUE = 2
+
+#: Per device: an event recorded after each queued block product, oldest first.
+_IN_FLIGHT: dict = {}
+
+
+def _queue_depth() -> int:
+    """The bound on queued GPU block products per worker, read on the client and written into the graph."""
+    depth = dask.config.get("polymm.gpu-queue", GPU_QUEUE)
+    if depth is None:
+        return 0
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+        raise ValueError(f"polymm.dask: polymm.gpu-queue must be a whole number >= 0 (0: no bound), got {depth!r}")
+    return depth
+
+
+def _bounded(result, depth: int):
+    """``result``, once at most ``depth`` of this device's block products are still queued behind it.
+
+    A task on CuPy blocks returns when its kernels are queued, so without a bound a worker
+    queues many products ahead.  distributed-ucxx synchronizes the device before every send
+    and receive, so each block another worker asks for would wait for all of them: the
+    transfers stall behind the compute instead of overlapping it (docs/scaling.md).
+    NumPy results, and ``depth`` 0, pass through.
+    """
+    if not depth or type(result).__module__.split(".")[0] != "cupy":
+        return result
+    import cupy
+
+    queued = _IN_FLIGHT.setdefault(result.device.id, collections.deque())
+    queued.append(cupy.cuda.get_current_stream().record())
+    while len(queued) > depth:
+        queued.popleft().synchronize()
+    return result
 
 
 def _drop_k_axis(total, dtype):

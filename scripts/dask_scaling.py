@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import os
 import platform
@@ -70,6 +71,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         default="auto",
         choices=["auto", "panel", "tree", "broadcast", "grid", "split-k"],
         help="polymm's schedule (polymm.dask.explain says what auto picks)",
+    )
+    p.add_argument(
+        "--gpu-queue",
+        type=_int_list,
+        default=None,
+        help="polymm.gpu-queue depths (block products a worker's GPU may have queued; 0: no bound); the first is "
+        "the 'polymm' row, each other one a 'polymm-queueN' row, all interleaved (default: the library's)",
     )
     p.add_argument("--skip-dask", action="store_true", help="time polymm only (no Dask a @ b reference)")
     p.add_argument(
@@ -329,8 +337,6 @@ def measure(
     ``block_seconds`` (one block product's time per implementation) gives each its compute estimate."""
     import distributed
 
-    from polymm.dask import matmul as dask_matmul
-
     a = random_operand(shape1, args.chunk, library, seed, args.dtype).persist()
     b = random_operand(shape2, args.chunk, library, seed + 1, args.dtype).persist()
     distributed.wait([a, b])
@@ -340,7 +346,9 @@ def measure(
         options["backend"] = args.backend
     if args.precision:
         options["precision"] = args.precision
-    graphs = {"polymm": lambda x, y: dask_matmul(x, y, **options)}
+    graphs = {}
+    for i, depth in enumerate(args.gpu_queue or [None]):
+        graphs["polymm" if i == 0 else f"polymm-queue{depth}"] = functools.partial(_polymm_graph, options, depth)
     if not args.skip_dask:
         graphs["dask"] = lambda x, y: x @ y
     from polymm.dask import explain
@@ -377,19 +385,40 @@ def measure(
             "median_s": median,
             "tflops": flops / median / 1e12,
             "dtype": args.dtype,
-            "precision": args.precision if name == "polymm" else None,
+            "precision": args.precision if name.startswith("polymm") else None,
+            "gpu_queue": _queue_of(name, args) if name.startswith("polymm") else None,
             "bytes_moved": moved[name],
             "receive_s": receiving[name],
             "block_product_s": one_block,
             "compute_estimate_s": (
                 one_block * block_products(shape1, shape2, args.chunk) / workers if one_block else None
             ),
-            "reduction": reduction if name == "polymm" else "dask",
-            "estimate_bytes": plan.bytes_moved if name == "polymm" else None,
+            "reduction": reduction if name.startswith("polymm") else "dask",
+            "estimate_bytes": plan.bytes_moved if name.startswith("polymm") else None,
             "check": check if name == "polymm" else None,
         }
         rows.append(_above_peak(row, device, workers))
     return rows
+
+
+def _polymm_graph(options: dict, depth, x, y):
+    """polymm's lazy product, built with ``polymm.gpu-queue`` = ``depth`` (None: the library's default)."""
+    import dask
+
+    from polymm.dask import matmul as dask_matmul
+
+    settings = {} if depth is None else {"polymm.gpu-queue": depth}
+    with dask.config.set(settings):
+        return dask_matmul(x, y, **options)
+
+
+def _queue_of(name: str, args) -> int:
+    """The ``polymm.gpu-queue`` depth a polymm row ran with."""
+    from polymm.dask import GPU_QUEUE
+
+    if name == "polymm":
+        return (args.gpu_queue or [GPU_QUEUE])[0]
+    return int(name.removeprefix("polymm-queue"))
 
 
 def _above_peak(row: dict, device: str, workers: int) -> dict:
@@ -477,7 +506,7 @@ def _size_key(mode: str, shape1, shape2):
 
 
 def _line(row: dict) -> str:
-    head = f"{row['mode']:6} w={row['workers']} {row['shape'][0]}@{row['shape'][1]} {row['impl']:6}"
+    head = f"{row['mode']:6} w={row['workers']} {row['shape'][0]}@{row['shape'][1]} {row['impl']:14}"
     if "error" in row:
         return f"{head} FAILED {row['error']}"
     rate = f"{row['tflops']:.2f} TFLOP/s" if row["tflops"] >= 1 else f"{row['tflops'] * 1e3:.2f} GFLOP/s"
@@ -502,8 +531,9 @@ def summary(figures: list[dict]) -> dict:
         if mode == "weak" and one:
             out["weak_efficiency"][f"{impl} n0={n} w={workers}"] = f["tflops"] / (workers * one["tflops"])
         dask_row = ok.get((mode, n, workers, "dask"))
-        if impl == "polymm" and dask_row:
-            out["polymm_over_dask"][f"{mode} n={n} w={workers}"] = f["tflops"] / dask_row["tflops"]
+        if impl.startswith("polymm") and dask_row:
+            label = f"{mode} n={n} w={workers}" if impl == "polymm" else f"{impl} {mode} n={n} w={workers}"
+            out["polymm_over_dask"][label] = f["tflops"] / dask_row["tflops"]
     return out
 
 

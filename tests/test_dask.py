@@ -333,3 +333,43 @@ def test_cupy_chunks_give_cupy_chunks(reduction, rng):
         assert_matches(cupy.asnumpy(result), x1, x2)
         wrapped = polymm.matmul(a, cupy.asarray(x2)).compute(scheduler="threads")  # a CuPy array beside them
         assert_matches(cupy.asnumpy(wrapped), x1, x2)
+
+
+def test_a_gpu_worker_queues_at_most_gpu_queue_block_products(monkeypatch):
+    """Each CuPy block product records an event; past ``polymm.gpu-queue`` of them the oldest is waited for."""
+    import types
+
+    import dask
+
+    waited, recorded = [], []
+
+    class Event:
+        def __init__(self, n):
+            self.n = n
+
+        def synchronize(self):
+            waited.append(self.n)
+
+    class Stream:
+        def record(self):
+            recorded.append(Event(len(recorded)))
+            return recorded[-1]
+
+    fake = types.ModuleType("cupy")
+    fake.cuda = types.SimpleNamespace(get_current_stream=Stream)
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(polymm_dask, "_IN_FLIGHT", {})
+    block = type("ndarray", (), {"__module__": "cupy", "device": types.SimpleNamespace(id=0)})()
+
+    for _ in range(5):
+        assert polymm_dask._bounded(block, 2) is block
+    assert waited == [0, 1, 2]  # oldest first; the last two products stay queued
+    assert polymm_dask._bounded(np.ones(2), 2) is not None and len(recorded) == 5  # NumPy passes through
+    polymm_dask._bounded(block, 0)
+    assert len(recorded) == 5  # 0: no bound, nothing recorded
+
+    with dask.config.set({"polymm.gpu-queue": 1}):
+        assert polymm_dask._queue_depth() == 1
+    for bad in (-1, 1.5, "2", True):
+        with dask.config.set({"polymm.gpu-queue": bad}), pytest.raises(ValueError, match="gpu-queue.*whole number"):
+            polymm_dask._queue_depth()
