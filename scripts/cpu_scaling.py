@@ -1,0 +1,148 @@
+"""How the CPU backend scales with threads: polymm and NumPy alone, 1 to N threads, and what a launch costs.
+
+    python scripts/cpu_scaling.py --sizes 256,512,1024,2048 --dtypes float32,float64 --json out.json
+
+For each square size, dtype and thread count ``t`` (powers of two up to the cores, and the
+cores), ``polymm.matmul`` runs on ``t`` of Numba's threads (``numba.set_num_threads``) and
+NumPy on ``t`` of its BLAS's (``threadpoolctl``), timed in alternating blocks
+(:func:`polymm.tools.timing.interleaved`: each side alone, the other's threads idle), best and
+median. Beside them: the path ``"auto"`` takes at ``t`` threads (``polymm explain``'s), and the
+cost of one empty parallel launch of ``t`` tasks in the threading layer polymm runs on, the
+fixed price of every fork and join a parallel kernel makes. A kernel that does not scale shows
+it here: its speedup over one thread against NumPy's, and against that launch price.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _int_list(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", type=_int_list, default=[256, 512, 1024, 2048], help="square sizes n (n x n @ n x n)")
+    p.add_argument("--dtypes", default="float32,float64", help="comma-separated dtypes")
+    p.add_argument("--threads", type=_int_list, default=None, help="thread counts (default: 1, 2, 4, ... and the cores)")
+    p.add_argument("--budget", type=float, default=1.0, help="seconds of timing per cell")
+    p.add_argument("--most-seconds", type=float, default=0.5, help="skip cells whose one call takes longer than this")
+    p.add_argument("--json", type=Path, default=None, help="write the record here")
+    return p.parse_args(argv)
+
+
+def thread_counts(cores: int) -> list[int]:
+    """1, 2, 4, ... below ``cores``, and ``cores``."""
+    counts, t = [], 1
+    while t < cores:
+        counts.append(t)
+        t *= 2
+    return counts + [cores]
+
+
+def launch_seconds(threads: int, calls: int = 2000) -> float:
+    """Median seconds of one parallel launch of ``threads`` empty tasks, on ``threads`` threads."""
+    import numba
+
+    @numba.njit(parallel=True, cache=False)
+    def empty(out):
+        for i in numba.prange(out.shape[0]):
+            out[i] += 1.0
+
+    out = np.zeros(threads)
+    numba.set_num_threads(threads)
+    empty(out)
+    samples = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(calls // 5):
+            empty(out)
+        samples.append((time.perf_counter() - start) / (calls // 5))
+    return statistics.median(samples)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    import polymm
+    from polymm.tools import timing
+    from polymm.tools.explain import explain
+
+    cores = numba.config.NUMBA_NUM_THREADS
+    counts = args.threads or thread_counts(cores)
+    rng = np.random.default_rng(0)
+    record = {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "load": os.getloadavg(),
+        "numba_threads": cores,
+        "launch_us": {},
+        "cells": [],
+    }
+    for t in counts:
+        record["launch_us"][t] = launch_seconds(t) * 1e6
+    record["threading_layer"] = numba.threading_layer()  # the one polymm's kernels run on too
+    print(f"threading layer {record['threading_layer']}; empty launch (us): {record['launch_us']}", flush=True)
+    for dtype in args.dtypes.split(","):
+        for n in args.sizes:
+            a = rng.standard_normal((n, n)).astype(dtype)
+            b = rng.standard_normal((n, n)).astype(dtype)
+            out = np.full((n, n), np.nan, dtype)
+            for t in counts:
+                numba.set_num_threads(t)
+                with threadpool_limits(t):
+                    polymm.matmul(a, b, out=out)
+                    assert np.allclose(out, a @ b, rtol=1e-3, atol=1e-3 * n), f"wrong values at {n} {dtype} t={t}"
+                    start = time.perf_counter()
+                    np.matmul(a, b)
+                    once = time.perf_counter() - start
+                    if once * max(1, t) / max(counts) > args.most_seconds * 4 or once > args.most_seconds:
+                        print(f"{dtype} {n} t={t}: skipped (NumPy {once:.2f} s a call)", flush=True)
+                        continue
+                    ours = (lambda: polymm.matmul(a, b, out=out), timing.host_clock())
+                    theirs = (lambda: np.matmul(a, b), timing.host_clock())
+                    (mine, ref), rounds = timing.interleaved(ours, theirs, args.budget)
+                    path = explain((n, n), (n, n), dtype, backend="cpu").path
+                cell = {
+                    "dtype": dtype,
+                    "n": n,
+                    "threads": t,
+                    "polymm_s": mine.best,
+                    "polymm_median_s": mine.median,
+                    "numpy_s": ref.best,
+                    "numpy_median_s": ref.median,
+                    "ratio": ref.best / mine.best,
+                    "gflops": 2 * n**3 / mine.best / 1e9,
+                    "numpy_gflops": 2 * n**3 / ref.best / 1e9,
+                    "path": path,
+                }
+                record["cells"].append(cell)
+                print(
+                    f"{dtype:8} {n:5} t={t:2}  polymm {mine.best * 1e3:9.3f} ms ({cell['gflops']:7.1f} GFLOP/s)  "
+                    f"NumPy {ref.best * 1e3:9.3f} ms ({cell['numpy_gflops']:7.1f})  {cell['ratio']:.2f}x  {path or ''}",
+                    flush=True,
+                )
+            numba.set_num_threads(cores)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
