@@ -101,7 +101,7 @@ def matmul(
     options = _carried(options)
 
     plan, x1, x2 = _plan(x1, x2, schedule, panel_limit, dtype)
-    queue = _queue_depth()
+    gpu = _gpu_settings()
     ind1, ind2, out_ind = _indices(x1.ndim, x2.ndim, len(shape.batch))
     if plan.schedule in ("panel", "broadcast", "grid"):
         pin = plan.assignment if plan.schedule != "panel" and len(plan.workers) >= 2 else None
@@ -118,11 +118,11 @@ def matmul(
                 meta=meta_from_array(x1._meta, ndim=len(out_ind), dtype=dtype),
                 token=f"polymm-matmul-{plan.schedule}",
                 options=options,
-                queue=queue,
+                gpu=gpu,
             )
         return _PinnedArray.of(result) if pin else result
     if plan.schedule == "split-k":
-        return _split_k_graph(x1, x2, plan, dtype, options, queue)
+        return _split_k_graph(x1, x2, plan, dtype, options, gpu)
     accumulate = _accumulation_dtype(dtype)
     partial = da.blockwise(
         _block_product,
@@ -138,7 +138,7 @@ def matmul(
         options=options,
         dtype_in=dtype,
         accumulate=accumulate,
-        queue=queue,
+        gpu=gpu,
     )
     total = partial.sum(axis=-1, dtype=accumulate, keepdims=True)
     return total.map_blocks(
@@ -555,7 +555,7 @@ def _pinned(assignment, index):
     return dask.annotate(workers=_Pin(assignment, index), allow_other_workers=_loose())
 
 
-def _split_k_graph(x1, x2, plan, dtype, options, queue):
+def _split_k_graph(x1, x2, plan, dtype, options, gpu):
     """Partial products of each worker's K blocks (pinned there), summed on ``plan.finals``' worker."""
     from dask.base import tokenize
     from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
@@ -577,9 +577,9 @@ def _split_k_graph(x1, x2, plan, dtype, options, queue):
                     options,
                     dtype,
                     accumulate,
-                    queue,
+                    gpu,
                 )
-            sums[(name, i, j)] = (_sum_partials, [(pname, i, j, g) for g in range(len(groups))], dtype, queue)
+            sums[(name, i, j)] = (_sum_partials, [(pname, i, j, g) for g in range(len(groups))], dtype, gpu)
     pinned = {(i, j, g): w for i in range(nm) for j in range(nn) for g, (w, _) in enumerate(groups)}
     annotations_p = annotations_s = None
     if len(plan.workers) >= 2:
@@ -596,11 +596,15 @@ def _split_k_graph(x1, x2, plan, dtype, options, queue):
     return cls(graph, name, chunks=(x1.chunks[0], x2.chunks[1]), meta=meta_from_array(x1._meta, ndim=2, dtype=dtype))
 
 
-def _group_product(blocks1, blocks2, options, dtype_in, accumulate, queue):
+def _group_product(blocks1, blocks2, options, dtype_in, accumulate, gpu):
     """One worker's share of one output block: its K blocks concatenated, one product, in the accumulation dtype."""
-    a = blocks1[0] if len(blocks1) == 1 else _concat(blocks1, 1)
-    b = blocks2[0] if len(blocks2) == 1 else _concat(blocks2, 0)
-    return _bounded(_widened_product(a, b, options, dtype_in, accumulate), queue)
+
+    def product():
+        a = blocks1[0] if len(blocks1) == 1 else _concat(blocks1, 1)
+        b = blocks2[0] if len(blocks2) == 1 else _concat(blocks2, 0)
+        return _widened_product(a, b, options, dtype_in, accumulate)
+
+    return _on_gpu(gpu, blocks1[0], product)
 
 
 def _concat(parts, axis):
@@ -610,22 +614,26 @@ def _concat(parts, axis):
     return xp.concatenate(parts, axis=axis)
 
 
-def _sum_partials(partials, dtype, queue):
+def _sum_partials(partials, dtype, gpu):
     """The partial products of one output block summed (in their accumulation dtype), then in the result dtype."""
-    total = partials[0].copy() if len(partials) > 1 else partials[0]
-    for p in partials[1:]:
-        total += p
-    return _bounded(total.astype(dtype, copy=False), queue)
+
+    def summed():
+        total = partials[0].copy() if len(partials) > 1 else partials[0]
+        for p in partials[1:]:
+            total += p
+        return total.astype(dtype, copy=False)
+
+    return _on_gpu(gpu, partials[0], summed)
 
 
-def _panel_product(a, b, options, queue):
+def _panel_product(a, b, options, gpu):
     """One output block: a row panel of ``x1`` times a column panel of ``x2`` (whole K)."""
-    return _bounded(dispatch.matmul(a, b, **options), queue)
+    return _on_gpu(gpu, a, lambda: dispatch.matmul(a, b, **options))
 
 
-def _block_product(a, b, options, dtype_in, accumulate, queue):
+def _block_product(a, b, options, dtype_in, accumulate, gpu):
     """One K block's contribution to one output block, with a trailing axis of length 1 for the tree sum."""
-    return _bounded(_widened_product(a, b, options, dtype_in, accumulate)[..., None], queue)
+    return _on_gpu(gpu, a, lambda: _widened_product(a, b, options, dtype_in, accumulate)[..., None])
 
 
 def _widened_product(a, b, options, dtype_in, accumulate):
@@ -644,39 +652,65 @@ def _widened_product(a, b, options, dtype_in, accumulate):
     return dispatch.matmul(a, b, **{**options, "precision": "tf32"})
 
 
-# -- how far a worker's GPU may run ahead of its tasks ---------------------------------------------------
+# -- how a worker's GPU runs its block tasks ---------------------------------------------------------
 
 #: Default number of block products a worker's GPU may have queued (Dask config ``polymm.gpu-queue``).
 GPU_QUEUE = 2
 
+#: Where a worker's block tasks run (Dask config ``polymm.gpu-stream``): ``"default"``, CuPy's
+#: current stream, or ``"private"``, a non-blocking stream per device and thread, finished before
+#: the task returns.
+GPU_STREAMS = ("default", "private")
+
 #: Per device: an event recorded after each queued block product, oldest first.
 _IN_FLIGHT: dict = {}
 
+#: Per (device, thread): the private stream of the block tasks.
+_STREAMS: dict = {}
 
-def _queue_depth() -> int:
-    """The bound on queued GPU block products per worker, read on the client and written into the graph."""
+
+def _gpu_settings() -> tuple[int, str]:
+    """``(queue depth, stream)`` for a worker's GPU block tasks, read on the client and written into the graph."""
     depth = dask.config.get("polymm.gpu-queue", GPU_QUEUE)
     if depth is None:
-        return 0
+        depth = 0
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
         raise ValueError(f"polymm.dask: polymm.gpu-queue must be a whole number >= 0 (0: no bound), got {depth!r}")
-    return depth
+    stream = dask.config.get("polymm.gpu-stream", "default")
+    if stream not in GPU_STREAMS:
+        raise ValueError(f"polymm.dask: unknown polymm.gpu-stream {stream!r}; choose one of {', '.join(GPU_STREAMS)}")
+    return depth, stream
 
 
-def _bounded(result, depth: int):
-    """``result``, once at most ``depth`` of this device's block products are still queued behind it.
+def _on_gpu(gpu: tuple[int, str], sample, task):
+    """``task()``, one block task's kernels, run as ``gpu`` (:func:`_gpu_settings`) says on CuPy blocks.
 
-    A task on CuPy blocks returns when its kernels are queued, so without a bound a worker
-    queues many products ahead.  distributed-ucxx synchronizes the device before every send
-    and receive, so each block another worker asks for would wait for all of them: the
-    transfers stall behind the compute instead of overlapping it (docs/scaling.md).
-    NumPy results, and ``depth`` 0, pass through.
+    A task on CuPy blocks returns when its kernels are queued, and distributed-ucxx
+    synchronizes the default stream before every send and receive: a block another worker asks
+    for waits for every kernel queued before the send (docs/scaling.md).  ``depth`` bounds that
+    queue: past ``depth`` queued products the oldest is waited for.  A ``"private"`` stream takes
+    the tasks off the default stream altogether; each task then finishes its kernels before it
+    returns (nothing else would order a send after them).  NumPy blocks run as they are.
     """
-    if not depth or type(result).__module__.split(".")[0] != "cupy":
-        return result
+    depth, stream = gpu
+    if (not depth and stream == "default") or type(sample).__module__.split(".")[0] != "cupy":
+        return task()
+    import threading
+
     import cupy
 
-    queued = _IN_FLIGHT.setdefault(result.device.id, collections.deque())
+    if stream == "private":
+        key = (cupy.cuda.Device().id, threading.get_ident())
+        own = _STREAMS.get(key)
+        if own is None:
+            own = _STREAMS[key] = cupy.cuda.Stream(non_blocking=True)
+        own.wait_event(cupy.cuda.get_current_stream().record())  # after what the default stream has queued
+        with own:
+            result = task()
+        own.synchronize()
+        return result
+    result = task()
+    queued = _IN_FLIGHT.setdefault(cupy.cuda.Device().id, collections.deque())
     queued.append(cupy.cuda.get_current_stream().record())
     while len(queued) > depth:
         queued.popleft().synchronize()

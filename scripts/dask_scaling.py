@@ -73,11 +73,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="polymm's schedule (polymm.dask.explain says what auto picks)",
     )
     p.add_argument(
-        "--gpu-queue",
-        type=_int_list,
+        "--gpu",
+        type=lambda text: [x for x in text.split(",") if x],
         default=None,
-        help="polymm.gpu-queue depths (block products a worker's GPU may have queued; 0: no bound); the first is "
-        "the 'polymm' row, each other one a 'polymm-queueN' row, all interleaved (default: the library's)",
+        help="how the workers' GPUs run polymm's block tasks, comma-separated: queueN (polymm.gpu-queue N, "
+        "0: no bound) or private (polymm.gpu-stream private); the first is the 'polymm' row, each other a "
+        "'polymm-<variant>' row, all interleaved (default: the library's settings)",
     )
     p.add_argument("--skip-dask", action="store_true", help="time polymm only (no Dask a @ b reference)")
     p.add_argument(
@@ -347,8 +348,8 @@ def measure(
     if args.precision:
         options["precision"] = args.precision
     graphs = {}
-    for i, depth in enumerate(args.gpu_queue or [None]):
-        graphs["polymm" if i == 0 else f"polymm-queue{depth}"] = functools.partial(_polymm_graph, options, depth)
+    for i, variant in enumerate(args.gpu or [None]):
+        graphs["polymm" if i == 0 else f"polymm-{variant}"] = functools.partial(_polymm_graph, options, variant)
     if not args.skip_dask:
         graphs["dask"] = lambda x, y: x @ y
     from polymm.dask import explain
@@ -386,7 +387,7 @@ def measure(
             "tflops": flops / median / 1e12,
             "dtype": args.dtype,
             "precision": args.precision if name.startswith("polymm") else None,
-            "gpu_queue": _queue_of(name, args) if name.startswith("polymm") else None,
+            "gpu": _variant_of(name, args) if name.startswith("polymm") else None,
             "bytes_moved": moved[name],
             "receive_s": receiving[name],
             "block_product_s": one_block,
@@ -401,24 +402,32 @@ def measure(
     return rows
 
 
-def _polymm_graph(options: dict, depth, x, y):
-    """polymm's lazy product, built with ``polymm.gpu-queue`` = ``depth`` (None: the library's default)."""
+def _gpu_config(variant: str | None) -> dict:
+    """The Dask config of a ``--gpu`` variant: ``queueN`` or ``private`` (None: the library's defaults)."""
+    if variant is None:
+        return {}
+    if variant == "private":
+        return {"polymm.gpu-stream": "private"}
+    if variant.startswith("queue") and variant[5:].isdigit():
+        return {"polymm.gpu-queue": int(variant[5:])}
+    raise ValueError(f"--gpu: unknown variant {variant!r} (queueN or private)")
+
+
+def _polymm_graph(options: dict, variant, x, y):
+    """polymm's lazy product, built with the Dask config of ``--gpu`` variant ``variant``."""
     import dask
 
     from polymm.dask import matmul as dask_matmul
 
-    settings = {} if depth is None else {"polymm.gpu-queue": depth}
-    with dask.config.set(settings):
+    with dask.config.set(_gpu_config(variant)):
         return dask_matmul(x, y, **options)
 
 
-def _queue_of(name: str, args) -> int:
-    """The ``polymm.gpu-queue`` depth a polymm row ran with."""
-    from polymm.dask import GPU_QUEUE
-
+def _variant_of(name: str, args) -> str:
+    """The ``--gpu`` variant a polymm row ran with ("library default" without ``--gpu``)."""
     if name == "polymm":
-        return (args.gpu_queue or [GPU_QUEUE])[0]
-    return int(name.removeprefix("polymm-queue"))
+        return (args.gpu or ["library default"])[0]
+    return name.removeprefix("polymm-")
 
 
 def _above_peak(row: dict, device: str, workers: int) -> dict:

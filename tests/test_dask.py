@@ -336,7 +336,7 @@ def test_cupy_chunks_give_cupy_chunks(reduction, rng):
 
 
 def test_a_gpu_worker_queues_at_most_gpu_queue_block_products(monkeypatch):
-    """Each CuPy block product records an event; past ``polymm.gpu-queue`` of them the oldest is waited for."""
+    """Each CuPy block task records an event; past ``polymm.gpu-queue`` of them the oldest is waited for."""
     import types
 
     import dask
@@ -356,20 +356,22 @@ def test_a_gpu_worker_queues_at_most_gpu_queue_block_products(monkeypatch):
             return recorded[-1]
 
     fake = types.ModuleType("cupy")
-    fake.cuda = types.SimpleNamespace(get_current_stream=Stream)
+    fake.cuda = types.SimpleNamespace(get_current_stream=Stream, Device=lambda: types.SimpleNamespace(id=0))
     monkeypatch.setitem(sys.modules, "cupy", fake)
     monkeypatch.setattr(polymm_dask, "_IN_FLIGHT", {})
-    block = type("ndarray", (), {"__module__": "cupy", "device": types.SimpleNamespace(id=0)})()
+    block = type("ndarray", (), {"__module__": "cupy"})()
 
     for _ in range(5):
-        assert polymm_dask._bounded(block, 2) is block
+        assert polymm_dask._on_gpu((2, "default"), block, lambda: block) is block
     assert waited == [0, 1, 2]  # oldest first; the last two products stay queued
-    assert polymm_dask._bounded(np.ones(2), 2) is not None and len(recorded) == 5  # NumPy passes through
-    polymm_dask._bounded(block, 0)
+    assert polymm_dask._on_gpu((2, "default"), np.ones(2), lambda: 7) == 7 and len(recorded) == 5  # NumPy: as is
+    polymm_dask._on_gpu((0, "default"), block, lambda: block)
     assert len(recorded) == 5  # 0: no bound, nothing recorded
 
-    with dask.config.set({"polymm.gpu-queue": 1}):
-        assert polymm_dask._queue_depth() == 1
+    with dask.config.set({"polymm.gpu-queue": 1, "polymm.gpu-stream": "private"}):
+        assert polymm_dask._gpu_settings() == (1, "private")
     for bad in (-1, 1.5, "2", True):
         with dask.config.set({"polymm.gpu-queue": bad}), pytest.raises(ValueError, match="gpu-queue.*whole number"):
-            polymm_dask._queue_depth()
+            polymm_dask._gpu_settings()
+    with dask.config.set({"polymm.gpu-stream": "mine"}), pytest.raises(ValueError, match="gpu-stream 'mine'"):
+        polymm_dask._gpu_settings()
