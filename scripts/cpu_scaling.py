@@ -4,9 +4,10 @@
 
 For each square size, dtype and thread count ``t`` (powers of two up to the cores, and the
 cores), ``polymm.matmul`` runs on ``t`` of Numba's threads (``numba.set_num_threads``) and
-NumPy on ``t`` of its BLAS's (``threadpoolctl``), timed in alternating blocks
-(:func:`polymm.tools.timing.interleaved`: each side alone, the other's threads idle), best and
-median. Beside them: the path ``"auto"`` takes at ``t`` threads (``polymm explain``'s), and the
+NumPy on ``t`` of its BLAS's (``threadpoolctl``), each timed alone (:func:`polymm.tools.timing.measure`,
+best and median), polymm first and only once OpenBLAS's threads have stopped spinning after the
+last NumPy call (``--quiet-seconds``, 0.3 s: they spin for about 0.1 s): a scaling profile of
+the kernels, not the interleaved figure of a user's program (``polymm bench --suite cliffs``). Beside them: the path ``"auto"`` takes at ``t`` threads (``polymm explain``'s), and the
 cost of one empty parallel launch of ``t`` tasks in the threading layer polymm runs on, the
 fixed price of every fork and join a parallel kernel makes. A kernel that does not scale shows
 it here: its speedup over one thread against NumPy's, and against that launch price.
@@ -35,9 +36,12 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=_int_list, default=[256, 512, 1024, 2048], help="square sizes n (n x n @ n x n)")
     p.add_argument("--dtypes", default="float32,float64", help="comma-separated dtypes")
-    p.add_argument("--threads", type=_int_list, default=None, help="thread counts (default: 1, 2, 4, ... and the cores)")
+    p.add_argument(
+        "--threads", type=_int_list, default=None, help="thread counts (default: 1, 2, 4, ... and the cores)"
+    )
     p.add_argument("--budget", type=float, default=1.0, help="seconds of timing per cell")
     p.add_argument("--most-seconds", type=float, default=0.5, help="skip cells whose one call takes longer than this")
+    p.add_argument("--quiet-seconds", type=float, default=0.3, help="idle seconds before polymm's timing")
     p.add_argument("--json", type=Path, default=None, help="write the record here")
     return p.parse_args(argv)
 
@@ -113,9 +117,9 @@ def main(argv=None) -> int:
                     if once * max(1, t) / max(counts) > args.most_seconds * 4 or once > args.most_seconds:
                         print(f"{dtype} {n} t={t}: skipped (NumPy {once:.2f} s a call)", flush=True)
                         continue
-                    ours = (lambda: polymm.matmul(a, b, out=out), timing.host_clock())
-                    theirs = (lambda: np.matmul(a, b), timing.host_clock())
-                    (mine, ref), rounds = timing.interleaved(ours, theirs, args.budget)
+                    time.sleep(args.quiet_seconds)  # OpenBLAS's threads stop spinning
+                    mine = timing.measure(lambda: polymm.matmul(a, b, out=out), budget=args.budget)
+                    ref = timing.measure(lambda: np.matmul(a, b), budget=args.budget)
                     path = explain((n, n), (n, n), dtype, backend="cpu").path
                 cell = {
                     "dtype": dtype,
