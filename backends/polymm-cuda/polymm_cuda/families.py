@@ -113,9 +113,12 @@ def _mma_sync(p: Problem) -> Candidate | Refusal:
 
 
 def _relayout(p: Problem) -> Candidate | Refusal:
-    """The tensor cores on copies of the operands (A and B^T row-major, as :func:`.tensorcore.repack`
-    makes them), where no kernel reads them as they lie but one reads the copies; from
-    ``relayout.work`` multiply-adds on."""
+    """The tensor cores on copies of the operands (as :func:`.tensorcore.repack` makes them: A
+    row-major, and B^T row-major for the 16- and 8-bit kernels, B row-major for the FP64 ones),
+    where no kernel reads them as they lie (or, for FP64, reads them well) but one reads the
+    copies; from ``relayout.work`` multiply-adds on."""
+    if p.dtype.name in tc.FP64_DTYPES:
+        return _relayout_fp64(p)
     refused = _mma_kinds(p)
     if refused is not None:
         return Refusal("relayout", refused.reason)
@@ -149,12 +152,39 @@ def _relayout(p: Problem) -> Candidate | Refusal:
     return Candidate("relayout", choice, work, relayout=True)
 
 
+def _relayout_fp64(p: Problem) -> Candidate | Refusal:
+    """float64 and complex128 on the FP64 tensor cores, an operand with no unit stride on its two
+    matrix axes (:func:`.tensorcore.scattered`, which :func:`_dmma` refuses) copied row-major first."""
+    if not tc.dmma_in_auto(p.device):
+        return Refusal("relayout", "the FP64 tensor cores are off on this device (dmma.in_auto, POLYMM_CUDA_DMMA)")
+    sa, sb = p.a_strides, p.b_strides
+    if not (tc.scattered(sa) or tc.scattered(sb)):
+        return Refusal("relayout", "the FP64 tensor cores read these operands as they lie")
+    work = settings_for(p.device)("relayout", "work")
+    if p.M * p.N * p.K < work:
+        return Refusal("relayout", f"{p.M * p.N * p.K} multiply-adds per matrix < relayout.work = {work}")
+    a_copied, b_copied = sa[2] != 1, sb[2] != 1  # repack keeps an operand already row-major
+    a = (0, (p.M * p.K if sa[0] else 0, p.K, 1)) if a_copied else p.a
+    b = (0, (p.K * p.N if sb[0] else 0, p.N, 1)) if b_copied else p.b
+    copied = _dmma(p.replace(a=a, b=b))
+    if isinstance(copied, Refusal):
+        return Refusal("relayout", f"the FP64 tensor cores would not take the copies either: {copied.reason}")
+    copies = p.dtype.itemsize * (p.batch * p.M * p.K * a_copied + p.batch * p.K * p.N * b_copied)
+    work = dataclasses.replace(
+        copied.work, launches=copied.work.launches + a_copied + b_copied, bytes=copied.work.bytes + 2 * copies
+    )
+    choice = Choice("relayout", None, "FP64 tensor cores on operands copied row-major (no unit stride as they lie)")
+    return Candidate("relayout", choice, work, relayout=True)
+
+
 def _dmma(p: Problem) -> Candidate | Refusal:
     """float64 and complex128 on the FP64 tensor cores (:func:`.tensorcore.choose_dmma`)."""
-    if p.dtype.name not in ("float64", "complex128"):
+    if p.dtype.name not in tc.FP64_DTYPES:
         return Refusal("dmma", "the FP64 tensor cores serve float64 (and complex128 as float64)")
     if not tc.dmma_in_auto(p.device):
         return Refusal("dmma", "off on this device (dmma.in_auto, POLYMM_CUDA_DMMA)")
+    if tc.scattered(p.a_strides) or tc.scattered(p.b_strides):
+        return Refusal("dmma", tc.SCATTERED_WHY)
     real = tc.fp64_shape(p.dtype, p.shape)
     splits = tc.dmma_splits(real, p.device)
     name, why = tc.choose_dmma(p.dtype, p.device, p.shape, p.a_strides, p.b_strides, splits)

@@ -264,6 +264,23 @@ def dmma_splits(shape, device) -> int:
     return 1 << (splits.bit_length() - 1) if splits >= 2 else 1
 
 
+#: The dtypes of the FP64 tensor-core kernels (complex128 as one float64 product).
+FP64_DTYPES = ("float64", "complex128")
+
+#: Why an operand with no unit stride goes to the FP64 tensor cores only once copied.
+SCATTERED_WHY = (
+    "an operand has no unit stride on its two matrix axes: the FP64 tensor cores read it at a fraction of their "
+    "rate (complex128 2048 squares with every other column, H200 2026-11-28: 3.24 ms in place, 1.40 ms copied "
+    "first); relayout copies it"
+)
+
+
+def scattered(strides) -> bool:
+    """Whether an operand with these (batch, row, column) element strides has no unit stride on its
+    two matrix axes (every other column, say): no copy of the FP64 kernels coalesces on it."""
+    return abs(strides[1]) != 1 and abs(strides[2]) != 1
+
+
 def choose_dmma(dtype: np.dtype, device, shape, sa, sb, splits: int = 1) -> tuple[str | None, str]:
     """``(kernel name, why)`` for float64 on the FP64 tensor cores (exact IEEE double FMAs), or None;
     ``splits``: slices of K (:func:`dmma_splits` of :func:`fp64_shape`), each a product of its own.
@@ -401,8 +418,9 @@ def layout_choice(dtype: np.dtype, shape, sa, sb, a_ptr: int, b_ptr: int) -> tup
 
 
 def repack(xp, a, b):
-    """Copies that every tensor-core kernel reads: A and B^T row-major (K-contiguous); an operand
-    already K-contiguous is kept, and a broadcast batch stays one matrix."""
+    """Copies that the tensor-core kernels read: A row-major (K-contiguous), B^T row-major
+    (K-contiguous) for the 16- and 8-bit kernels and B row-major for the FP64 ones (they read B
+    along N); an operand already so is kept, and a broadcast batch stays one matrix."""
 
     def k_contiguous(x, order):
         if x.strides[order[-1]] == x.itemsize:
@@ -411,7 +429,7 @@ def repack(xp, a, b):
         y = transposed_copy(xp, one.transpose(order)).transpose(order)
         return xp.broadcast_to(y, x.shape) if one is not x else y
 
-    return k_contiguous(a, (0, 1, 2)), k_contiguous(b, (0, 2, 1))
+    return k_contiguous(a, (0, 1, 2)), k_contiguous(b, (0, 1, 2) if b.dtype.name in FP64_DTYPES else (0, 2, 1))
 
 
 def external_launch(p: Params, shape) -> dict:

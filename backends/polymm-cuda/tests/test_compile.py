@@ -615,3 +615,61 @@ def test_complex128_stays_complex_where_realifying_gains_nothing():
     ampere = dataclasses.replace(H100, cc=70)
     made = planner.plan(ampere, "complex128", (1, 1024, 1024, 1024), (0, (1 << 20, 1024, 1)), (0, (1 << 20, 1024, 1)))
     assert made.dtype == np.complex128, made.choice
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_fp64_operands_without_a_unit_stride_are_copied_for_the_tensor_cores(dtype):
+    """Every other column of A and B (no unit stride on either matrix axis): the FP64 tensor cores
+    would read them in place at a fraction of their rate, so ``auto`` plans them copied row-major
+    (relayout) where the product is large, and the copies themselves on the FP64 tensor cores;
+    transposed and reversed views, and small products, are read as they lie."""
+    import dataclasses
+
+    import polymm_cuda.backend  # noqa: F401  (registers the families)
+    from polymm_cuda import tensorcore
+
+    hopper = dataclasses.replace(H100, cc=90)
+    n = 2048
+    stepped = (0, (2 * n * n, 2 * n, 2))
+    made = planner.plan(hopper, dtype, (1, n, n, n), stepped, stepped)
+    assert "dmma" in [r.family for r in made.ranking.refusals]
+    families = [c.family for c in made.ranking.candidates]
+    assert (
+        "relayout" in families
+        and "copied row-major" in made.ranking.candidates[families.index("relayout")].choice.reason
+    )
+    if dtype == "float64":  # the launches are the shared kernels'; the backend copies and plans again
+        assert made.relayout and made.ranking.best.family == "relayout", made.choice
+    else:  # or as one float64 product: A packed and B realified first, on the FP64 tensor cores
+        assert made.relayout or [x.kernel for x in made.launches][:2] == ["pack", "realify"], made.choice
+    copies = planner.plan(hopper, dtype, (1, n, n, n), (0, (n * n, n, 1)), (0, (n * n, n, 1)))
+    assert copies.choice.kernel.startswith("polymm_dmma") and not copies.relayout, copies.choice
+    for sa, sb in (
+        ((n * n, 1, n), (n * n, n, 1)),  # A transposed
+        ((n * n, -n, 1), (n * n, -n, 1)),  # rows reversed
+    ):
+        kept = planner.plan(hopper, dtype, (1, n, n, n), (n * n - n if sa[1] < 0 else 0, sa), (0, sb))
+        assert not kept.relayout and kept.choice.kernel.startswith("polymm_dmma"), (sa, kept.choice)
+    small = planner.plan(hopper, dtype, (1, 64, 64, 64), (0, (2 * 64 * 64, 128, 2)), (0, (2 * 64 * 64, 128, 2)))
+    assert not small.relayout
+    x = np.zeros((1, 8, 16), dtype)[..., ::2]
+    a, b = tensorcore.repack(np, x, x.transpose(0, 2, 1)[..., :8, :])
+    assert a.strides[-1] == b.strides[-1] == x.itemsize  # both row-major: dmma reads B along N
+
+
+def test_wgmma_copies_an_operand_with_reversed_k_through_the_tiled_transpose():
+    """B with its rows (K) reversed and N contiguous: the copy engine reads no negative stride, so B
+    is copied K-major first, by the tiled transpose (reads along N, writes along K) and not the
+    strided copy (one element per lane, N apart); A with reversed rows by the strided copy along K."""
+    import dataclasses
+
+    import polymm_cuda.backend  # noqa: F401
+
+    hopper = dataclasses.replace(H100, cc=90)
+    n = 2048
+    reversed_rows = (n * n - n, (n * n, -n, 1))
+    made = planner.plan(hopper, "float16", (1, n, n, n), reversed_rows, reversed_rows)
+    kernels = [x.kernel for x in made.launches]
+    assert kernels == ["polymm_restride_2", "polymm_transpose_2", "polymm_wgmma_float16_nk"], kernels
+    copy_b = made.launches[1]
+    assert copy_b.args[3] == -n  # rows of the source n elements apart, backwards

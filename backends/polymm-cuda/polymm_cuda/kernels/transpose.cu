@@ -3,7 +3,7 @@
 // transposed view reads or writes one element per lane far apart: on the H100 it took about
 // 50 us for a 1024 x 1024 int8 matrix, more than the product itself. Here a block moves a
 // 32 x 32 tile through shared memory, so both the reads (along c) and the writes (along r) run
-// along contiguous rows. src: from element s_off, rows s_r elements apart, unit stride along c,
+// along contiguous rows. src: from element s_off, rows s_r elements apart (either sign), unit stride along c,
 // matrices s_b apart; dst: rows (c) ld elements apart (ld >= R: padding left as it is), matrices
 // C * ld apart. Arguments as polymm_cuda.abi's TRANSPOSE. No #include.
 //
