@@ -76,6 +76,16 @@ def launch_seconds(threads: int, calls: int = 2000) -> float:
     return statistics.median(samples)
 
 
+def _loaded(word: str) -> list[str]:
+    """The shared libraries of this process whose file name contains ``word`` (Linux)."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if line.rstrip().endswith(".so") or ".so." in line}
+    except OSError:
+        return []
+    return sorted({Path(p).name for p in paths if word in Path(p).name})
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     import numba
@@ -100,7 +110,17 @@ def main(argv=None) -> int:
     for t in counts:
         record["launch_us"][t] = launch_seconds(t) * 1e6
     record["threading_layer"] = numba.threading_layer()  # the one polymm's kernels run on too
-    print(f"threading layer {record['threading_layer']}; empty launch (us): {record['launch_us']}", flush=True)
+    record["openmp_libraries"] = _loaded("omp")
+    record["environment"] = {
+        k: os.environ[k]
+        for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "OPENBLAS_THREAD_TIMEOUT")
+        if k in os.environ
+    }
+    print(
+        f"threading layer {record['threading_layer']} ({', '.join(record['openmp_libraries']) or 'no OpenMP library'}; "
+        f"{record['environment'] or 'no OpenMP/OpenBLAS settings'}); empty launch (us): {record['launch_us']}",
+        flush=True,
+    )
     for dtype in args.dtypes.split(","):
         for n in args.sizes:
             a = rng.standard_normal((n, n)).astype(dtype)
