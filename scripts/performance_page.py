@@ -112,28 +112,38 @@ def _today_rows(runs: dict):
 
 
 def _dask_rows():
-    yield "| machine | transport | date (UTC) | case | one GPU | two GPUs | polymm / Dask `a @ b` (two GPUs) | record |"
+    yield "| machine | transport | date (UTC) | case | one GPU | more GPUs | polymm / Dask `a @ b` (most GPUs) | record |"
     yield "|---|---|---|---|---|---|---|---|"
     for path in sorted(DASK.glob("*.json")):
         doc = json.loads(path.read_text())
         rows = {(f["mode"], f["workers"], f["impl"]): f for f in doc.get("figures", []) if "error" not in f}
         for mode in ("strong", "tall", "deep", "weak"):
-            one, two = rows.get((mode, 1, "polymm")), rows.get((mode, 2, "polymm"))
-            dask_two = rows.get((mode, 2, "dask"))
-            if not (one and two):
-                continue
-            case = "x".join(map(str, one["shape"][0])) + " @ " + "x".join(map(str, one["shape"][1]))
-            kind = " ".join(x for x in (one.get("dtype", "float32"), one.get("precision")) if x)
-            scaled = f"{two['median_s']:.3f} s ({one['median_s'] / two['median_s']:.2f}x)"
-            if mode == "weak":
-                case = f"weak: {one['shape'][0][0]} rows per GPU"
-                scaled = f"{two['median_s']:.3f} s ({two['tflops'] / (2 * one['tflops']):.0%} efficient)"
-            case = f"{case}, {kind}"
-            versus = format_ratio(two["tflops"] / dask_two["tflops"]) if dask_two else "-"
-            yield (
-                f"| {doc['device']} | {doc.get('protocol', 'tcp')} | {doc['date'][:16].replace('T', ' ')} | {case} | "
-                f"{one['median_s']:.3f} s | {scaled} | {versus} | `{path.stem}` |"
-            )
+            sizes = sorted({f["n"] for (m, w, i), f in rows.items() if m == mode and i == "polymm"}, key=str)
+            for n in sizes:
+                runs = {w: f for (m, w, i), f in rows.items() if m == mode and i == "polymm" and f["n"] == n}
+                one, more = runs.get(1), sorted(w for w in runs if w > 1)
+                if not (one and more):
+                    continue
+                case = "x".join(map(str, one["shape"][0])) + " @ " + "x".join(map(str, one["shape"][1]))
+                if mode == "weak":
+                    case = f"weak: {one['shape'][0][0]} rows per GPU"
+                kind = " ".join(x for x in (one.get("dtype", "float32"), one.get("precision")) if x)
+                scaled = []
+                for w in more:
+                    f = runs[w]
+                    gain = (
+                        f"{f['tflops'] / (w * one['tflops']):.0%} efficient"
+                        if mode == "weak"
+                        else f"{one['median_s'] / f['median_s']:.2f}x"
+                    )
+                    scaled.append(f"{w}: {f['median_s']:.3f} s ({gain})")
+                dask_most = rows.get((mode, more[-1], "dask"))
+                dask_most = dask_most if dask_most and dask_most["n"] == n else None
+                versus = format_ratio(runs[more[-1]]["tflops"] / dask_most["tflops"]) if dask_most else "-"
+                yield (
+                    f"| {doc['device']} | {doc.get('protocol', 'tcp')} | {doc['date'][:16].replace('T', ' ')} | "
+                    f"{case}, {kind} | {one['median_s']:.3f} s | {'; '.join(scaled)} | {versus} | `{path.stem}` |"
+                )
 
 
 def render() -> str:
