@@ -32,7 +32,7 @@ from numba.extending import intrinsic
 
 from .compile_log import CompileLog
 
-__all__ = ["team_size"]
+__all__ = ["team_size", "start_pool"]
 
 _TASKS = "/proc/self/task"
 #: ``gettid``'s system call number (Linux), or 0 where it is not known here (nothing is counted).
@@ -131,16 +131,16 @@ _LOADAVG = "/proc/loadavg"
 def _running_machine() -> int:
     """The machine's runnable threads now, the caller's included (the fourth field of
     ``/proc/loadavg``, ``running/total``, read through a file kept open); 0 where unknown."""
-    global _loadavg_fd
     try:
-        if _loadavg_fd is None:
-            _loadavg_fd = os.open(_LOADAVG, os.O_RDONLY)
-        return int(os.pread(_loadavg_fd, 128, 0).split()[3].split(b"/")[0])
+        fd = _LOADAVG_FILES.get(_LOADAVG)
+        if fd is None:
+            fd = _LOADAVG_FILES[_LOADAVG] = os.open(_LOADAVG, os.O_RDONLY)
+        return int(os.pread(fd, 128, 0).split()[3].split(b"/")[0])
     except (OSError, ValueError, IndexError):
         return 0
 
 
-_loadavg_fd: int | None = None
+_LOADAVG_FILES: dict[str, int] = {}
 
 
 def _running_elsewhere(own: int, machine: int | None = None) -> int:
@@ -182,6 +182,50 @@ def _learn_pool(tasks: list[str], launch_lock: threading.Lock) -> None:
         _pool_size = len(os.listdir(_TASKS))  # counted after: the launch may have started the pool
 
 
+#: Whether Numba's pool waits passively between launches (:func:`start_pool`): its threads then
+#: sleep as soon as a launch ends, hold no core, and need not be told from other running threads.
+PASSIVE = False
+_started = False
+
+
+def _openmp_loaded() -> bool:
+    """Whether an OpenMP runtime is already loaded in this process (it read its settings then)."""
+    try:
+        with open("/proc/self/maps") as f:
+            return any(name in line for line in f for name in ("libgomp", "libiomp", "libomp."))
+    except OSError:
+        return True  # unknown: assume so, and leave its settings alone
+
+
+def start_pool() -> None:
+    """Load Numba's threading layer, its OpenMP threads set to wait passively when nothing says otherwise.
+
+    OpenMP's threads spin after each parallel region before they sleep (GNU's: about 300,000
+    spins). Beside a NumPy product that spin holds the cores OpenBLAS's threads need: on the
+    16-core GPU host a 256^3 float32 NumPy product right after polymm's took 3.8 ms (median)
+    against 76 us alone, and polymm's own 256^3 on 16 threads 1.21 ms active against 0.35 ms
+    passive (``scripts/cpu_scaling.py``, 2026-11-28). So ``OMP_WAIT_POLICY=PASSIVE`` is set while
+    the layer loads (the runtime reads it then) and removed after, for other libraries that load
+    a runtime of their own; a user's own ``OMP_WAIT_POLICY``, or a runtime already loaded, is
+    left as it is.
+    """
+    global PASSIVE, _started
+    if _started:
+        return
+    _started = True
+    user = os.environ.get("OMP_WAIT_POLICY")
+    if user is not None or _openmp_loaded():
+        numba.get_num_threads()  # loads the layer
+        PASSIVE = (user or "").strip().upper() == "PASSIVE" and numba.threading_layer() == "omp"
+        return
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    try:
+        numba.get_num_threads()  # loads the layer: an OpenMP runtime reads the variable now
+    finally:
+        os.environ.pop("OMP_WAIT_POLICY", None)
+    PASSIVE = numba.threading_layer() == "omp"
+
+
 def team_size(limit: int, launch_lock: threading.Lock, outlasts_spin: bool = False) -> int:
     """How many of ``limit`` threads a parallel launch should use now: the CPUs this process may
     run on, less the other threads running now (of this process, and of others), at least 1. ``launch_lock``
@@ -192,6 +236,14 @@ def team_size(limit: int, launch_lock: threading.Lock, outlasts_spin: bool = Fal
     thread of the program's own that keeps computing shares its core with one of ours)."""
     if limit <= 1 or not SYS_GETTID:
         return max(1, limit)
+    if PASSIVE and not outlasts_spin:
+        # the pool sleeps between launches: every runnable thread but the caller holds a core
+        # (another program's, or OpenBLAS's spinning after a NumPy product), and one read of the
+        # machine's count finds them all. Reading each thread's state cost 88 us a call on the
+        # 16-core GPU host (46 threads), more than a 256^3 product there.
+        machine = _running_machine()
+        if machine:
+            return _team(max(1, min(limit, _CPUS - (machine - 1))))
     try:
         tasks = os.listdir(_TASKS)
     except OSError:  # no /proc: nothing to count

@@ -28,8 +28,49 @@ def _busy(stop):
 
 @pytest.fixture
 def quiet_machine(monkeypatch):
-    """No other process counted as running (the machine the tests run on may be busy)."""
+    """No other process counted as running (the machine the tests run on may be busy), and each
+    thread's state read (the count a pool that may spin needs; a passive pool's is one read of the
+    machine's count, which other processes would enter)."""
     monkeypatch.setattr(neighbours, "_running_elsewhere", lambda own, machine=None: 0)
+    monkeypatch.setattr(neighbours, "PASSIVE", False)
+
+
+def test_the_pool_waits_passively_and_the_environment_is_left_as_it_was():
+    """The backend loads Numba's OpenMP layer with OMP_WAIT_POLICY=PASSIVE (its threads sleep as a
+    launch ends, holding no core beside NumPy's) and removes the variable again; a user's own
+    setting is kept (a fresh process each)."""
+    code = (
+        "import os, numpy as np, polymm; polymm.matmul(np.ones((300, 300)), np.ones((300, 300))); "
+        "from polymm_numba import neighbours; import numba; "
+        "print(neighbours.PASSIVE, numba.threading_layer(), os.environ.get('OMP_WAIT_POLICY'))"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    passive, layer, left = out.stdout.split()
+    assert left == "None" and passive == str(layer == "omp"), out.stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**env, "OMP_WAIT_POLICY": "ACTIVE"}, capture_output=True, text=True
+    )
+    assert out.stdout.split() == ["False", layer, "ACTIVE"], out.stdout
+
+
+def test_a_passive_pool_is_sized_from_the_machine_count_alone(tmp_path, monkeypatch):
+    """With the pool asleep between launches, every runnable thread but the caller holds a core:
+    one read of /proc/loadavg sizes the team; a product that outlasts OpenBLAS's spin still reads
+    each thread (the spinners are then not counted)."""
+    loadavg = tmp_path / "loadavg"
+    monkeypatch.setattr(neighbours, "_LOADAVG", str(loadavg))
+    monkeypatch.setattr(neighbours, "PASSIVE", True)
+    monkeypatch.setattr(neighbours, "_CPUS", 16)
+    read = []
+    monkeypatch.setattr(neighbours, "_running", lambda *a: read.append(a) or 0)
+    for running, team in ((1, 16), (3, 14), (20, 1)):
+        loadavg.write_text(f"0.50 0.40 0.30 {running}/120 4242\n")
+        assert neighbours.team_size(16, LOCK) == team
+    assert not read
+    assert neighbours.team_size(8, LOCK) == 1  # 20 running: at least one thread
+    neighbours.team_size(16, LOCK, outlasts_spin=True)
+    assert read, "a long product reads the threads' states"
 
 
 def test_a_running_process_elsewhere_takes_a_core_from_the_team():
