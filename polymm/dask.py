@@ -654,12 +654,17 @@ def _widened_product(a, b, options, dtype_in, accumulate):
 
 # -- how a worker's GPU runs its block tasks ---------------------------------------------------------
 
-#: Default number of block products a worker's GPU may have queued (Dask config ``polymm.gpu-queue``).
-GPU_QUEUE = 2
+#: Default number of block products a worker's GPU may have queued (Dask config ``polymm.gpu-queue``;
+#: 0: no bound). Two H200s over UCX, 32768^2 float32 in 8192 chunks, medians of 3 (2026-11-28,
+#: ``benchmarks/dask/h200x2-2026-11-28-ucx-queue-f8c0695``): bounds of 2, 1 and none all took
+#: 0.86-0.88 s, so none is the default.
+GPU_QUEUE = 0
 
 #: Where a worker's block tasks run (Dask config ``polymm.gpu-stream``): ``"default"``, CuPy's
 #: current stream, or ``"private"``, a non-blocking stream per device and thread, finished before
-#: the task returns.
+#: the task returns. In the same setting (``...-ucx-streams-f1eceee``) private streams halved the
+#: seconds spent receiving (0.84 s against 1.36, summed over the workers) but idle the GPU
+#: between tasks: 0.889 s against 0.866 on two GPUs, 1.77 s against 1.63 on one; opt-in.
 GPU_STREAMS = ("default", "private")
 
 #: Per device: an event recorded after each queued block product, oldest first.
