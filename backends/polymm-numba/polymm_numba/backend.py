@@ -271,7 +271,7 @@ class CPUBackend(Backend):
         self._specs: dict = {}
         self._bodies: dict = {}  # (body, signature) -> (its dispatcher, its address)
         self._serialise = True  # until the threading layer is known
-        neighbours.start_pool()  # before anything asks Numba for its threads
+        neighbours.start_pool(params.PASSIVE_FROM_CORES)  # before anything asks Numba for its threads
 
     # -- description -----------------------------------------------------
     def devices(self) -> list[str]:

@@ -197,24 +197,26 @@ def _openmp_loaded() -> bool:
         return True  # unknown: assume so, and leave its settings alone
 
 
-def start_pool() -> None:
-    """Load Numba's threading layer, its OpenMP threads set to wait passively when nothing says otherwise.
+def start_pool(passive_from_cores: int) -> None:
+    """Load Numba's threading layer; on ``passive_from_cores`` cores or more, its OpenMP threads
+    set to wait passively when nothing says otherwise.
 
     OpenMP's threads spin after each parallel region before they sleep (GNU's: about 300,000
-    spins). Beside a NumPy product that spin holds the cores OpenBLAS's threads need: on the
+    spins). On many cores that spin holds the cores OpenBLAS's threads need beside it: on the
     16-core GPU host a 256^3 float32 NumPy product right after polymm's took 3.8 ms (median)
-    against 76 us alone, and polymm's own 256^3 on 16 threads 1.21 ms active against 0.35 ms
-    passive (``scripts/cpu_scaling.py``, 2026-11-28). So ``OMP_WAIT_POLICY=PASSIVE`` is set while
-    the layer loads (the runtime reads it then) and removed after, for other libraries that load
-    a runtime of their own; a user's own ``OMP_WAIT_POLICY``, or a runtime already loaded, is
-    left as it is.
+    against 80 us with the pool passive, and the cliff suite's geomean went from 0.75x to 1.00x
+    (2026-11-28, ``cpu-threads.passive_from_cores``). On 2 cores waking a sleeping thread costs
+    the parallel products under a millisecond more than the spin (1.16x -> 1.04x), so there the
+    runtime keeps its own policy. ``OMP_WAIT_POLICY=PASSIVE`` is set while the layer loads (the
+    runtime reads it then) and removed after, for other libraries that load a runtime of their
+    own; a user's own ``OMP_WAIT_POLICY``, or a runtime already loaded, is left as it is.
     """
     global PASSIVE, _started
     if _started:
         return
     _started = True
     user = os.environ.get("OMP_WAIT_POLICY")
-    if user is not None or _openmp_loaded():
+    if user is not None or _CPUS < passive_from_cores or _openmp_loaded():
         numba.get_num_threads()  # loads the layer
         PASSIVE = (user or "").strip().upper() == "PASSIVE" and numba.threading_layer() == "omp"
         return

@@ -35,23 +35,31 @@ def quiet_machine(monkeypatch):
     monkeypatch.setattr(neighbours, "PASSIVE", False)
 
 
-def test_the_pool_waits_passively_and_the_environment_is_left_as_it_was():
-    """The backend loads Numba's OpenMP layer with OMP_WAIT_POLICY=PASSIVE (its threads sleep as a
-    launch ends, holding no core beside NumPy's) and removes the variable again; a user's own
-    setting is kept (a fresh process each)."""
+def test_the_pool_waits_passively_on_many_cores_and_the_environment_is_left_as_it_was():
+    """From cpu-threads.passive_from_cores cores the backend loads Numba's OpenMP layer with
+    OMP_WAIT_POLICY=PASSIVE (its threads sleep as a launch ends, holding no core beside NumPy's) and
+    removes the variable again; below it, and where the user set the variable, the runtime's own
+    policy stays (a fresh process each; the core count as the database's threshold says)."""
+    import os
+
     code = (
-        "import os, numpy as np, polymm; polymm.matmul(np.ones((300, 300)), np.ones((300, 300))); "
-        "from polymm_numba import neighbours; import numba; "
-        "print(neighbours.PASSIVE, numba.threading_layer(), os.environ.get('OMP_WAIT_POLICY'))"
+        "import os, sys, numpy as np; from polymm_numba import neighbours, params; "
+        "neighbours._CPUS = int(sys.argv[1]); import polymm; "
+        "polymm.matmul(np.ones((300, 300)), np.ones((300, 300))); import numba; "
+        "print(neighbours.PASSIVE, numba.threading_layer(), os.environ.get('OMP_WAIT_POLICY'), params.PASSIVE_FROM_CORES)"
     )
-    env = {k: v for k, v in __import__("os").environ.items() if k != "OMP_WAIT_POLICY"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    passive, layer, left = out.stdout.split()
-    assert left == "None" and passive == str(layer == "omp"), out.stdout
-    out = subprocess.run(
-        [sys.executable, "-c", code], env={**env, "OMP_WAIT_POLICY": "ACTIVE"}, capture_output=True, text=True
-    )
-    assert out.stdout.split() == ["False", layer, "ACTIVE"], out.stdout
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+
+    def run(cores, **extra):
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(cores)], env={**env, **extra}, capture_output=True, text=True, check=True
+        )
+        return out.stdout.split()
+
+    passive, layer, left, threshold = run(64)
+    assert left == "None" and passive == str(layer == "omp"), (passive, layer, left)
+    assert run(int(threshold) - 1) == ["False", layer, "None", threshold]
+    assert run(64, OMP_WAIT_POLICY="ACTIVE") == ["False", layer, "ACTIVE", threshold]
 
 
 def test_a_passive_pool_is_sized_from_the_machine_count_alone(tmp_path, monkeypatch):
