@@ -279,6 +279,8 @@ class CPUBackend(Backend):
             layer = f"{numba.threading_layer()} threading layer"
         except ValueError:  # no parallel region has run yet
             layer = "threading layer omp/tbb/workqueue, chosen at first parallel call"
+        if neighbours.PASSIVE:
+            layer += ", its threads waiting passively (cpu-threads.passive_from_cores)"
         return [f"cpu: {numba.get_num_threads()} threads (numba {numba.__version__}, {layer})"]
 
     # -- compilation -----------------------------------------------------
