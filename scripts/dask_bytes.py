@@ -115,7 +115,7 @@ def measure(args) -> dict:
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = sorted(client.nthreads())
         for n, name in enumerate(args.cases.split(",")):
             s1, c1, s2, c2 = CASES[name]
             row = {"shape": [list(s1), list(s2)], "chunks": [list(c1), list(c2)], "dtype": "float32"}

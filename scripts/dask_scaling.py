@@ -372,7 +372,7 @@ def measure(
             del result
     del a, b
     client.run(_free_pools)
-    workers = len(client.scheduler_info()["workers"])
+    workers = len(client.nthreads())
     block_s = block_seconds or {}
     rows = []
     for name, values in seconds.items():

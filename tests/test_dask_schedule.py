@@ -205,7 +205,7 @@ def _persisted(client, x, chunks, layout):
     """``x`` as a Dask array persisted block by block on the worker ``layout(index, counts)`` names."""
     from dask.highlevelgraph import HighLevelGraph
 
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(client.nthreads())
     assert len(workers) == 2, f"the cluster has {len(workers)} worker(s): {workers}"
     chunks = da.core.normalize_chunks(chunks, x.shape)
     counts = tuple(len(c) for c in chunks)
