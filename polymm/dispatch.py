@@ -85,9 +85,11 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
     if precision is not None and precision != current_precision():  # backends read it with current()
         with use_precision(precision):
             return matmul(x1, x2, backend=backend, algorithm=algorithm, out=out)
-    if type(x2) is type(x1) and out is None:  # the short paths, for types seen before
+    if type(x2) is type(x1) and (out is None or type(out) is np.ndarray):  # the short paths, for types seen before
         plain = PLAIN_TYPES.get(type(x1))
-        if plain is not None:
+        if out is not None:  # NumPy's 2-D products into a plain array only
+            result = None if plain is None else _matmul_plain_into(plain, x1, x2, out, backend, algorithm)
+        elif plain is not None:
             result = _matmul_plain(plain, x1, x2, backend, algorithm)
         else:
             native = _VIEWERS.get(type(x1))
@@ -172,6 +174,31 @@ def _matmul_plain(kind, x1, x2, backend, algorithm):
     return done[0]
 
 
+def _matmul_plain_into(kind, x1, x2, out, backend, algorithm):
+    """:func:`_matmul_plain`'s 2-D NumPy case written into ``out``: a C-contiguous, writeable plain
+    array of the result's shape and dtype that cannot overlap either operand (the bounds test of
+    ``numpy.may_share_memory``). Anything else goes the general way, which checks ``out`` and says
+    what is wrong with it. The general path cost 25-28 us more a call than this (a 32 x 32
+    float32 product: 30 us against 3 without ``out``; 2-core Xeon, 2026-11-28)."""
+    if kind is None or kind.name != "numpy" or x1.ndim != 2 or x2.ndim != 2 or out.ndim != 2:
+        return None
+    dtype = x1.dtype
+    if x2.dtype != dtype or out.dtype != dtype or (dtype not in promotion.SUPPORTED and not is_bfloat16(dtype)):
+        return None
+    m, k = x1.shape
+    k2, n = x2.shape
+    if k != k2 or not (m and n and k) or out.shape != (m, n):
+        return None
+    if not (out.flags.c_contiguous and out.flags.writeable):
+        return None
+    if np.may_share_memory(out, x1) or np.may_share_memory(out, x2):
+        return None
+    s1, s2 = x1.strides, x2.strides
+    if (s1[0] | s1[1] | s2[0] | s2[1]) % dtype.itemsize:
+        return None
+    return _host_entry(kind, backend, algorithm, x1, x2, x2, (m, n), into=out)
+
+
 def _matmul_plain_batch(kind, x1, x2, backend, algorithm):
     """:func:`_matmul_plain` for a host library's 3-D batch times an equal batch or one matrix
     shared by every entry (stride 0): the operands handed to the backend's ``matmul`` as they
@@ -194,15 +221,15 @@ def _matmul_plain_batch(kind, x1, x2, backend, algorithm):
     return _host_entry(kind, backend, algorithm, x1, x2, b, (count, m, n), batched=True)
 
 
-def _host_entry(kind, backend, algorithm, x1, x2, b, shape, batched=False):
-    """``x1 @ b`` (``b``: ``x2`` as the kernel reads it) into a new result of ``shape`` through the
-    backend's host entry (found once per backend and dtype); None where it has none. An error
-    is labelled with the call it came from."""
+def _host_entry(kind, backend, algorithm, x1, x2, b, shape, batched=False, into=None):
+    """``x1 @ b`` (``b``: ``x2`` as the kernel reads it) into a new result of ``shape`` (or
+    ``into``) through the backend's host entry (found once per backend and dtype); None where it
+    has none. An error is labelled with the call it came from."""
     name = selected_backend(backend, kind.name)
     compute = plain_entry(name, kind, algorithm, x1.dtype, x1, batched=batched)
     if compute is None:
         return None
-    result = kind.empty(shape, x1.dtype, like=x1)
+    result = kind.empty(shape, x1.dtype, like=x1) if into is None else into
     try:  # free unless raised (3.11+)
         compute(x1, b, result, algorithm)
     except Exception as exc:

@@ -83,3 +83,34 @@ def test_a_buffer_larger_than_an_opencl_device_allocates_is_refused_clearly():
     ):
         polymm.matmul(a, b, backend="opencl")
     assert issubclass(DeviceMemoryError, MemoryError)
+
+
+def test_out_of_a_plain_2d_numpy_product_takes_the_short_path(monkeypatch):
+    """``out=`` a C-contiguous, writeable NumPy array of the result's shape and dtype, apart from
+    both operands: written by the backend's host entry directly (the general path's checks cost
+    25 us a call); an ``out`` that overlaps an operand, is strided, read-only or of another dtype
+    goes the general way, which computes it right or says what is wrong."""
+    from polymm import dispatch
+
+    general = []
+    compute = dispatch._compute
+    monkeypatch.setattr(dispatch, "_compute", lambda *a, **k: general.append(1) or compute(*a, **k))
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((7, 5)), rng.standard_normal((5, 6))
+    out = np.full((7, 6), np.nan)
+    assert polymm.matmul(a, b, out=out) is out and not general
+    np.testing.assert_allclose(out, a @ b)
+    square = rng.standard_normal((6, 6))
+    expected = square @ square
+    assert polymm.matmul(square, square, out=square) is square and len(general) == 1  # aliased
+    np.testing.assert_allclose(square, expected)
+    wide = np.full((7, 12), np.nan)
+    polymm.matmul(a, b, out=wide[:, ::2])  # strided: the general path, which copies back
+    np.testing.assert_allclose(wide[:, ::2], a @ b)
+    assert len(general) == 2
+    frozen = np.zeros((7, 6))
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        polymm.matmul(a, b, out=frozen)
+    with pytest.raises(TypeError, match="out has dtype float32"):
+        polymm.matmul(a, b, out=np.zeros((7, 6), np.float32))
