@@ -309,12 +309,18 @@ def _greedy_cells(cells, workers, lack1, lack2):
     return tuple(order)
 
 
-def _split_k(blocks, workers, holders1, holders2):
-    """K blocks grouped by the worker holding most of ``A[:, k]`` and ``B[k, :]``; partial sums rotate over the group."""
+def _split_k(blocks, workers, holders1, holders2, cap=None):
+    """K blocks grouped by the worker holding most of ``A[:, k]`` and ``B[k, :]``; partial sums rotate over the group.
+
+    ``cap``: the most K (in elements) one worker may take. With it the K blocks held most
+    strongly go first, each to the worker holding most of it that still has room, else to the
+    one with the least: the grouping that moves the fewest blocks while the flops stay even (a
+    ``persist()`` that left a worker most of K made the plain grouping unbalanced, and the tree
+    Dask then placed moved 5-10 GB on two H200s where split-k moves 4.3).
+    """
     nm, nk, nn = len(blocks.rows), len(blocks.ks), len(blocks.cols)
     home = _split(blocks.ks, len(workers))
-    groups: dict = {}
-    depth: dict = {}
+    held_by = []
     for k in range(nk):
         held = {w: 0 for w in workers}
         for i in range(nm):
@@ -325,13 +331,24 @@ def _split_k(blocks, workers, holders1, holders2):
             for w in holders2.get((k, j), ()):
                 if w in held:
                     held[w] += blocks.b(k, j)
-        best = max(workers, key=lambda w: (held[w], -depth.get(w, 0)))
-        best = best if held[best] else workers[home[k]]
+        held_by.append(held)
+    order = range(nk) if cap is None else sorted(range(nk), key=lambda k: -max(held_by[k].values()))
+    groups: dict = {}
+    depth: dict = {}
+    for k in order:
+        held = held_by[k]
+        room = [w for w in workers if cap is None or depth.get(w, 0) + blocks.ks[k] <= cap]
+        if not room:
+            best = min(workers, key=lambda w: depth.get(w, 0))
+        else:
+            best = max(room, key=lambda w: (held[w], -depth.get(w, 0)))
+            if not held[best]:
+                best = workers[home[k]] if workers[home[k]] in room else min(room, key=lambda w: depth.get(w, 0))
         groups.setdefault(best, []).append(k)
         depth[best] = depth.get(best, 0) + blocks.ks[k]
     order = [w for w in workers if w in groups]
     finals = {(i, j): order[(i * nn + j) % len(order)] for i in range(nm) for j in range(nn)}
-    return {w: tuple(groups[w]) for w in order}, finals
+    return {w: tuple(sorted(groups[w])) for w in order}, finals
 
 
 def candidates(blocks: Blocks, workers: Sequence[str], holders1: Mapping, holders2: Mapping) -> dict:
@@ -377,11 +394,17 @@ def candidates(blocks: Blocks, workers: Sequence[str], holders1: Mapping, holder
         out["grid"] = "not considered: too few output blocks to lay out over the workers"
     if nk >= 2 and len(workers) >= 2:
         groups, finals = _split_k(blocks, workers, holders1, holders2)
+        how = "by where its blocks live"
+        even = sum(blocks.ks) / min(len(workers), nk)
+        if max(sum(blocks.ks[k] for k in ks) for ks in groups.values()) > BALANCE * even:
+            # most of K lives on few workers: move the fewest K blocks that even the flops out
+            groups, finals = _split_k(blocks, workers, holders1, holders2, cap=max(BALANCE * even, max(blocks.ks)))
+            how = "where its blocks live, as far as the flops stay even (some K blocks move)"
         if len(groups) >= 2:
             moved, loads = cost_split_k(blocks, groups, finals, holders1, holders2)
             out["split-k"] = Plan(
                 "split-k",
-                f"K split over {len(groups)} workers by where its blocks live; only partial output blocks move",
+                f"K split over {len(groups)} workers {how}; partial output blocks move",
                 moved,
                 workers,
                 groups=groups,

@@ -80,7 +80,23 @@ def test_unbalanced_placements_are_not_taken():
     plan = ds.choose(blocks, W, h1, h2)
     assert plan.schedule == "grid" and max(plan.loads.values()) == blocks.total_flops // 2
     assert "not balanced" in plan.candidates["broadcast"] and "100%" in plan.candidates["broadcast"]
-    assert "every K block lives on one worker" in plan.candidates["split-k"]
+    assert plan.candidates["split-k"] > plan.bytes_moved  # split-k evened out: half of K moves, and partials
+
+
+def test_split_k_moves_the_fewest_k_blocks_that_even_the_flops_out():
+    """A persist that left three of four K blocks on w0: following the data alone would give w0 75%
+    of the flops; split-k instead moves the one K block (of A's column and B's row) that evens them,
+    and with whole-K panels over panel_limit it is the plan, not Dask's tree."""
+    blocks = _blocks(4, 4, 4)
+    h1 = _place((4, 4), lambda i, k: "w0" if k < 3 else "w1")
+    h2 = _place((4, 4), lambda k, j: "w0" if k < 3 else "w1")
+    plan = ds.choose(blocks, W, h1, h2, panel_fits=False)
+    assert plan.schedule == "split-k" and "flops stay even" in plan.reason
+    assert sorted(len(ks) for ks in plan.groups.values()) == [2, 2]
+    assert set(plan.loads.values()) == {blocks.total_flops // 2}
+    assert plan.groups == {"w0": (0, 1), "w1": (2, 3)}
+    # K block 2 of A (4 blocks) and of B (4 blocks) to w1; each of the 16 output blocks' other partial
+    assert plan.bytes_moved == 8 * BLOCK + 16 * BLOCK
 
 
 def test_panels_over_the_limit_leave_split_k_or_the_tree():
