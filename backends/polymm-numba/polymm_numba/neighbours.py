@@ -95,34 +95,41 @@ def _running(tasks: list[str], pool: set[int], in_pool: bool) -> int:
     return running
 
 
-#: Open ``/proc/self/task/<id>/stat`` files by thread id: read again with one ``pread`` each (the
-#: kernel writes the line anew at offset 0). Opening, reading and closing each one per call cost
-#: 5-12 us a thread on the 2-core VM; a product on 16 cores reads up to 30 of them.
-_STAT_FILES: dict[str, int] = {}
+#: ``/proc`` files kept open by path (a thread's ``stat``, ``/proc/loadavg``): read again with one
+#: ``pread`` each (the kernel writes the text anew at offset 0). Opening, reading and closing one
+#: per call cost 5-12 us on the 2-core VM; a product on 16 cores reads up to 30 of them.
+_OPEN: dict[str, int] = {}
 
 
-def _stat(tid: str) -> bytes:
-    """Thread ``tid``'s ``stat`` line, or empty where the thread has ended."""
-    fd = _STAT_FILES.get(tid)
+def _read_proc(path: str, size: int) -> bytes:
+    """The text of ``path`` read through a file kept open, or empty where it cannot be read (a
+    thread that has ended: its file reads ESRCH, or is gone)."""
+    fd = _OPEN.get(path)
     try:
         if fd is None:
-            if len(_STAT_FILES) > 2 * MAX_THREADS_READ:  # threads come and go: keep the open files few
-                _forget_stat_files()
-            fd = _STAT_FILES[tid] = os.open(f"{_TASKS}/{tid}/stat", os.O_RDONLY)
-        return os.pread(fd, 512, 0)
-    except OSError:  # the thread ended meanwhile (its file reads ESRCH, or is gone)
-        if fd is not None or tid in _STAT_FILES:
-            os.close(_STAT_FILES.pop(tid))
+            if len(_OPEN) > 2 * MAX_THREADS_READ:  # threads come and go: keep the open files few
+                _forget_open_files()
+            fd = _OPEN[path] = os.open(path, os.O_RDONLY)
+        return os.pread(fd, size, 0)
+    except OSError:
+        fd = _OPEN.pop(path, None)
+        if fd is not None:
+            os.close(fd)
         return b""
 
 
-def _forget_stat_files() -> None:
-    for fd in _STAT_FILES.values():
+def _forget_open_files() -> None:
+    for fd in _OPEN.values():
         try:
             os.close(fd)
         except OSError:
             pass
-    _STAT_FILES.clear()
+    _OPEN.clear()
+
+
+def _stat(tid: str) -> bytes:
+    """Thread ``tid``'s ``stat`` line, or empty where the thread has ended."""
+    return _read_proc(f"{_TASKS}/{tid}/stat", 512)
 
 
 _LOADAVG = "/proc/loadavg"
@@ -132,15 +139,9 @@ def _running_machine() -> int:
     """The machine's runnable threads now, the caller's included (the fourth field of
     ``/proc/loadavg``, ``running/total``, read through a file kept open); 0 where unknown."""
     try:
-        fd = _LOADAVG_FILES.get(_LOADAVG)
-        if fd is None:
-            fd = _LOADAVG_FILES[_LOADAVG] = os.open(_LOADAVG, os.O_RDONLY)
-        return int(os.pread(fd, 128, 0).split()[3].split(b"/")[0])
-    except (OSError, ValueError, IndexError):
+        return int(_read_proc(_LOADAVG, 128).split()[3].split(b"/")[0])
+    except (ValueError, IndexError):
         return 0
-
-
-_LOADAVG_FILES: dict[str, int] = {}
 
 
 def _running_elsewhere(own: int, machine: int | None = None) -> int:
