@@ -87,10 +87,10 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
             return matmul(x1, x2, backend=backend, algorithm=algorithm, out=out)
     if type(x2) is type(x1) and (out is None or type(out) is np.ndarray):  # the short paths, for types seen before
         plain = PLAIN_TYPES.get(type(x1))
-        if out is not None:  # NumPy's 2-D products into a plain array only
-            result = None if plain is None else _matmul_plain_into(plain, x1, x2, out, backend, algorithm)
-        elif plain is not None:
-            result = _matmul_plain(plain, x1, x2, backend, algorithm)
+        if plain is not None:
+            result = _matmul_plain(plain, x1, x2, backend, algorithm, out)
+        elif out is not None:
+            result = None
         else:
             native = _VIEWERS.get(type(x1))
             result = None if native is None else _matmul_viewed(native, x1, x2, backend, algorithm)
@@ -135,12 +135,13 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
     return result
 
 
-def _matmul_plain(kind, x1, x2, backend, algorithm):
+def _matmul_plain(kind, x1, x2, backend, algorithm, out=None):
     """The common cases without the general machinery (it dominates the cost of small products):
     two non-empty operands of one library and dtype, computed by a backend of that library --
     2-D matrices for a host library; for a device library also vectors and 3-D batches (equal
     batch sizes, or a matrix or vector shared by every entry), handed over as strided operands,
-    and a product seen before replayed (see :func:`_replay_key`).
+    and a product seen before replayed (see :func:`_replay_key`). ``out``: NumPy's 2-D products
+    only (:func:`_plain_out`).
 
     Returns None whenever any general rule might apply, so the general path decides.
     """
@@ -148,6 +149,8 @@ def _matmul_plain(kind, x1, x2, backend, algorithm):
         return None
     dtype = x1.dtype
     if x2.dtype != dtype or (dtype not in promotion.SUPPORTED and not is_bfloat16(dtype)):
+        return None
+    if out is not None and (not kind.views or kind.name != "numpy" or x1.ndim != 2):
         return None
     if kind.views:  # a host library: 2-D, through the backend's 2-D entry (found once per backend and dtype)
         if x1.ndim == 3 and x2.ndim in (2, 3) and kind.name == "numpy":
@@ -161,7 +164,9 @@ def _matmul_plain(kind, x1, x2, backend, algorithm):
         s1, s2 = x1.strides, x2.strides
         if (s1[0] | s1[1] | s2[0] | s2[1]) % dtype.itemsize:
             return None
-        return _host_entry(kind, backend, algorithm, x1, x2, x2, (m, n))
+        if out is not None and not _plain_out(out, x1, x2, (m, n)):
+            return None
+        return _host_entry(kind, backend, algorithm, x1, x2, x2, (m, n), into=out)
     key = _replay_key(kind, x1, x2, backend, algorithm)
     if key is not None:
         known = _REPLAYS.get(key)
@@ -174,29 +179,20 @@ def _matmul_plain(kind, x1, x2, backend, algorithm):
     return done[0]
 
 
-def _matmul_plain_into(kind, x1, x2, out, backend, algorithm):
-    """:func:`_matmul_plain`'s 2-D NumPy case written into ``out``: a C-contiguous, writeable plain
-    array of the result's shape and dtype that cannot overlap either operand (the bounds test of
-    ``numpy.may_share_memory``). Anything else goes the general way, which checks ``out`` and says
-    what is wrong with it. The general path cost 25-28 us more a call than this (a 32 x 32
-    float32 product: 30 us against 3 without ``out``; 2-core Xeon, 2026-11-28)."""
-    if kind is None or kind.name != "numpy" or x1.ndim != 2 or x2.ndim != 2 or out.ndim != 2:
-        return None
-    dtype = x1.dtype
-    if x2.dtype != dtype or out.dtype != dtype or (dtype not in promotion.SUPPORTED and not is_bfloat16(dtype)):
-        return None
-    m, k = x1.shape
-    k2, n = x2.shape
-    if k != k2 or not (m and n and k) or out.shape != (m, n):
-        return None
-    if not (out.flags.c_contiguous and out.flags.writeable):
-        return None
-    if np.may_share_memory(out, x1) or np.may_share_memory(out, x2):
-        return None
-    s1, s2 = x1.strides, x2.strides
-    if (s1[0] | s1[1] | s2[0] | s2[1]) % dtype.itemsize:
-        return None
-    return _host_entry(kind, backend, algorithm, x1, x2, x2, (m, n), into=out)
+def _plain_out(out, x1, x2, shape) -> bool:
+    """Whether the short path may write a 2-D product of ``x1`` and ``x2`` into ``out``: a
+    C-contiguous, writeable plain NumPy array of the result's shape and dtype that cannot overlap
+    either operand (the bounds test of ``numpy.may_share_memory``). Anything else goes the general
+    way, which checks ``out`` and says what is wrong with it. The general path cost 25-28 us more
+    a call (a 32 x 32 float32 product: 30 us against 3 without ``out``; 2-core Xeon, 2026-11-28)."""
+    return (
+        out.shape == shape
+        and out.dtype == x1.dtype
+        and out.flags.c_contiguous
+        and out.flags.writeable
+        and not np.may_share_memory(out, x1)
+        and not np.may_share_memory(out, x2)
+    )
 
 
 def _matmul_plain_batch(kind, x1, x2, backend, algorithm):
