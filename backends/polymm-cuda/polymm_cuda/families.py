@@ -127,10 +127,10 @@ def _relayout(p: Problem) -> Candidate | Refusal:
         return Refusal("relayout", "wgmma reads the operands, or copies those it cannot read, itself")
     if tc.layout_choice(p.dtype, p.shape, p.a_strides, p.b_strides, *pointers)[0] is not None:
         return Refusal("relayout", "mma.sync reads the operands as they lie")
-    work = settings_for(p.device)("relayout", "work")
-    if p.M * p.N * p.K < work:
-        return Refusal("relayout", f"{p.M * p.N * p.K} multiply-adds per matrix < relayout.work = {work}")
-    size, (sa, sb) = p.dtype.itemsize, (p.a_strides, p.b_strides)
+    small = _too_small_to_copy(p)
+    if small is not None:
+        return small
+    sa, sb = p.a_strides, p.b_strides
     a_copied, b_copied = sa[2] != 1, sb[1] != 1  # repack keeps an operand already K-contiguous
     if a_copied:
         sa, pointers = (p.M * p.K if sa[0] else 0, p.K, 1), (0, pointers[1])
@@ -141,13 +141,11 @@ def _relayout(p: Problem) -> Candidate | Refusal:
         read = tc.layout_choice(p.dtype, p.shape, sa, sb, *pointers)
     if read[0] is None:
         return Refusal("relayout", f"no kernel would read the copies either: {read[1]}")
-    copies = size * (p.batch * p.M * p.K * a_copied + p.batch * p.K * p.N * b_copied)
     if p.device.cc == wgmma.CC:
         rate, bn = f"wgmma:{p.dtype.name}", wgmma.width(p.shape, p.device)
     else:
         rate, bn = f"mma:{p.dtype.name}", tc.mma_sync_params(p.device).bn
-    work = _work(rate, p, p.shape, tc.BM, bn)
-    work = dataclasses.replace(work, launches=work.launches + a_copied + b_copied, bytes=work.bytes + 2 * copies)
+    work = _with_copies(p, _work(rate, p, p.shape, tc.BM, bn), a_copied, b_copied)
     choice = Choice("relayout", None, "tensor cores on operands copied into the layout their kernels read")
     return Candidate("relayout", choice, work, relayout=True)
 
@@ -160,21 +158,32 @@ def _relayout_fp64(p: Problem) -> Candidate | Refusal:
     sa, sb = p.a_strides, p.b_strides
     if not (tc.scattered(sa) or tc.scattered(sb)):
         return Refusal("relayout", "the FP64 tensor cores read these operands as they lie")
-    work = settings_for(p.device)("relayout", "work")
-    if p.M * p.N * p.K < work:
-        return Refusal("relayout", f"{p.M * p.N * p.K} multiply-adds per matrix < relayout.work = {work}")
+    small = _too_small_to_copy(p)
+    if small is not None:
+        return small
     a_copied, b_copied = sa[2] != 1, sb[2] != 1  # repack keeps an operand already row-major
     a = (0, (p.M * p.K if sa[0] else 0, p.K, 1)) if a_copied else p.a
     b = (0, (p.K * p.N if sb[0] else 0, p.N, 1)) if b_copied else p.b
     copied = _dmma(p.replace(a=a, b=b))
     if isinstance(copied, Refusal):
         return Refusal("relayout", f"the FP64 tensor cores would not take the copies either: {copied.reason}")
-    copies = p.dtype.itemsize * (p.batch * p.M * p.K * a_copied + p.batch * p.K * p.N * b_copied)
-    work = dataclasses.replace(
-        copied.work, launches=copied.work.launches + a_copied + b_copied, bytes=copied.work.bytes + 2 * copies
-    )
+    work = _with_copies(p, copied.work, a_copied, b_copied)
     choice = Choice("relayout", None, "FP64 tensor cores on operands copied row-major (no unit stride as they lie)")
     return Candidate("relayout", choice, work, relayout=True)
+
+
+def _too_small_to_copy(p: Problem) -> Refusal | None:
+    """Why copying ``p``'s operands first does not pay: under ``relayout.work`` multiply-adds per matrix."""
+    work = settings_for(p.device)("relayout", "work")
+    if p.M * p.N * p.K < work:
+        return Refusal("relayout", f"{p.M * p.N * p.K} multiply-adds per matrix < relayout.work = {work}")
+    return None
+
+
+def _with_copies(p: Problem, work: Work, a_copied: bool, b_copied: bool) -> Work:
+    """``work`` on the copies, with the copies themselves: a launch each, their bytes read and written."""
+    copies = p.dtype.itemsize * (p.batch * p.M * p.K * a_copied + p.batch * p.K * p.N * b_copied)
+    return dataclasses.replace(work, launches=work.launches + a_copied + b_copied, bytes=work.bytes + 2 * copies)
 
 
 def _dmma(p: Problem) -> Candidate | Refusal:
