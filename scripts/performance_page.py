@@ -116,11 +116,11 @@ def _dask_rows():
     yield "|---|---|---|---|---|---|---|---|"
     for path in sorted(DASK.glob("*.json")):
         doc = json.loads(path.read_text())
-        rows = {(f["mode"], f["workers"], f["impl"]): f for f in doc.get("figures", []) if "error" not in f}
+        rows = {(f["mode"], f["n"], f["workers"], f["impl"]): f for f in doc.get("figures", []) if "error" not in f}
         for mode in ("strong", "tall", "deep", "weak"):
-            sizes = sorted({f["n"] for (m, w, i), f in rows.items() if m == mode and i == "polymm"}, key=str)
+            sizes = sorted({n for (m, n, w, i) in rows if m == mode and i == "polymm"}, key=str)
             for n in sizes:
-                runs = {w: f for (m, w, i), f in rows.items() if m == mode and i == "polymm" and f["n"] == n}
+                runs = {w: f for (m, size, w, i), f in rows.items() if (m, size, i) == (mode, n, "polymm")}
                 one, more = runs.get(1), sorted(w for w in runs if w > 1)
                 if not (one and more):
                     continue
@@ -137,8 +137,7 @@ def _dask_rows():
                         else f"{one['median_s'] / f['median_s']:.2f}x"
                     )
                     scaled.append(f"{w}: {f['median_s']:.3f} s ({gain})")
-                dask_most = rows.get((mode, more[-1], "dask"))
-                dask_most = dask_most if dask_most and dask_most["n"] == n else None
+                dask_most = rows.get((mode, n, more[-1], "dask"))
                 versus = format_ratio(runs[more[-1]]["tflops"] / dask_most["tflops"]) if dask_most else "-"
                 yield (
                     f"| {doc['device']} | {doc.get('protocol', 'tcp')} | {doc['date'][:16].replace('T', ' ')} | "
