@@ -20,7 +20,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-${OUT:-$root/asv_bench}}"
 machine="${ASV_MACHINE:-polymm-h100}"
 budget="${ASV_GPU_BUDGET:-400}"
-warm="${ASV_GPU_WARM:-90}"
+warm="${ASV_GPU_WARM:-150}"
 commit="${POLYMM_COMMIT:?set POLYMM_COMMIT to the commit the tree was sent from}"
 commit_date="${POLYMM_COMMIT_DATE:?set POLYMM_COMMIT_DATE (git log -1 --format=%at)}"
 python="${PYTHON:-python3}"
@@ -84,9 +84,10 @@ slices=(
   "overhead|30|CallOverhead\.\w+\('cuda'"
   "cliffs_cuda_sq|60|CliffCell\.track_ratio\('cuda', '(square|batch|broadcast)-[\w-]+ float32'\)"
   "cliffs_cuda_mv|60|CliffCell\.track_ratio\('cuda', '(gemv|gevm|n4|m4|deep-k|outer|transposed|fortran|negative|step)-[\w-]+ float32'\)"
-  "cliffs_cuda_tc|60|CliffCell\.track_ratio\('cuda', '(tc-square-(4096|8192) (float16|int8)|tf32(x3)?-square-(4096|8192) float32)'\)"
+  "cliffs_cuda_tc|75|CliffCell\.track_ratio\('cuda', '(tc-square-(4096|8192) (float16|int8)|tf32(x3)?-square-(4096|8192) float32)'\)"
+  "cliffs_cuda_tc2|75|CliffCell\.track_ratio\('cuda', '(tc-square-(2048|4096|8192)|tc-skinny|tc-batched) (bfloat16|float64|complex128)'\)"
   "cliffs_cuda_f64|60|CliffCell\.track_ratio\('cuda', '(square-\d+|batch-[\w-]+|gemv-4096) float64'\)"
-  "cliffs_opencl|60|CliffCell\.track_ratio\('opencl', '(square|batch|gemv|n4|transposed)-[\w-]+ float32'\)"
+  "cliffs_opencl|75|CliffCell\.track_ratio\('opencl', '(square|batch|gemv|n4|transposed)-[\w-]+ float32'\)"
 )
 # Compile every kernel the slices will use once, up front: CuPy and PyOpenCL cache the
 # binaries on disk, so each benchmark process then only loads them (inside its own slice a
@@ -119,7 +120,21 @@ for b, a, n, d in jobs:
         polymm.matmul(x, y, backend=b, algorithm=a)
     except Exception as exc:
         print("warm", b, a, shape, d, "->", type(exc).__name__, str(exc)[:120])
-print(f"warmed {len(jobs)} kernels in {time.time() - t0:.1f}s")
+print(f"warmed {len(jobs)} kernels in {time.time() - t0:.1f}s", flush=True)
+# The cliff slices' cells, each measured once without timing: the tensor-core dtypes and the
+# NVIDIA OpenCL cells compile kernels of their own, which would otherwise eat their slices.
+from polymm.tools import cliffs
+for b, cases, dtypes in (
+    ("cuda", "tc-*,tf32-square-*,tf32x3-square-*", None),
+    ("opencl", "square-*,batch-*,gemv-*,n4-*,transposed-*", ["float32"]),
+):
+    if b in avail:
+        t1 = time.time()
+        try:
+            cells = cliffs.run([b], cases=cases, dtypes=dtypes, budget=0.0)
+            print(f"warmed {len(cells)} {b} cliff cells in {time.time() - t1:.1f}s", flush=True)
+        except Exception as exc:
+            print("warm cliffs", b, "->", type(exc).__name__, str(exc)[:120])
 PY
 fi
 
