@@ -98,6 +98,8 @@ def choose(dtype: np.dtype, cc: int, shape, sa, sb, a_ptr: int, b_ptr: int) -> t
         return kernel_name(dtype.name, "nk"), "B is K-contiguous (B^T row-major)" + a_how
     if _in_place(sb[1], sb[2], sb[0], b_ptr, isz):  # the 8-bit types: read as stored, through registers
         return kernel_name(dtype.name, "kn"), "B is N-contiguous: read through registers, as C^T = B^T A^T" + a_how
+    if dtype.name in _N_MAJOR and abs(sb[2]) <= abs(sb[1]):  # N the nearer axis: copy along it
+        return kernel_name(dtype.name, "kn"), "B copied N-major first" + a_how
     return kernel_name(dtype.name, "nk"), "B copied K-major first" + a_how
 
 
@@ -276,45 +278,58 @@ def external_launch(shape, a, b, layout: str, isz: int, device) -> dict:
 
     An operand the copy engine cannot read where it lies (:func:`_in_place`: rows not 16-byte
     aligned, as in any product whose K or N is not a multiple of 16 bytes; contiguous along the
-    wrong axis; no unit stride at all) is first copied K-major into scratch, rows padded to 16
-    bytes (the padding is never read: the map's K ends at K), by ``kernels/transpose.cu`` (a
-    ``before`` launch): its tiled transpose where the operand runs along M (A) or N (B), K
-    forwards or backwards (rows reversed: a strided copy read one element per lane N apart, and
-    made a 4096 bfloat16 product with both operands reversed 1.8x slower than on copies), its
-    strided copy otherwise. The kernel's ``layout`` then reads that copy: ``"nk"`` where B is
-    copied. An N-contiguous B of an 8-bit type is read as stored by the kernel's swapped form
-    (tiles of C^T = B^T A^T: B^T's fragments transposed in registers, A as the shared operand)."""
+    wrong axis; no unit stride at all) is first copied into scratch, rows padded to 16 bytes (the
+    padding is never read: the map's K ends at K), by ``kernels/transpose.cu`` (a ``before``
+    launch): A K-major; B K-major for ``"nk"`` and, for the 16-bit types, N-major for ``"kn"``,
+    which :func:`choose` picks where N is B's nearer axis (its rows reversed or stepped: copied
+    along N, the reads run along the rows instead of one element per lane N apart). The copy is
+    the tiled transpose where the source's rows run across the copy's (A along M, B along the
+    other axis), K forwards or backwards; the strided copy otherwise, in 16-byte words where the
+    rows have unit stride and whole words. An N-contiguous B of an 8-bit type is read as stored
+    by the kernel's swapped form (tiles of C^T = B^T A^T: B^T's fragments transposed in
+    registers, A as the shared operand)."""
     bt, m, n, k = shape
     (a_off, sa), (b_off, sb) = a, b
     ea, eb = (bt if bt > 1 and s[0] != 0 else 1 for s in (sa, sb))  # matrices per operand
-    ldk = -(-k * isz // _ALIGN) * _ALIGN // isz
     scratch, before = [], []
 
-    def k_major(src, rows, off, strides, e):
-        """The next scratch slot := ``rows`` K-major rows of operand ``src`` (``strides``: batch,
-        row, K); returns its operand (slot, offset, batch, row and K strides)."""
+    def copied(src, rows, cols, off, strides, e):
+        """The next scratch slot := ``rows`` rows of ``cols`` elements of operand ``src``
+        (``strides``: batch, row, column), rows padded to 16 bytes; returns the slot, its batch
+        stride and its row stride."""
+        ld = -(-cols * isz // _ALIGN) * _ALIGN // isz
         slot = 3 + len(scratch)
-        scratch.append(e * rows * ldk * isz)
-        s_batch, s_row, s_k = strides
+        scratch.append(e * rows * ld * isz)
+        s_batch, s_row, s_col = strides
         s_batch = s_batch if e > 1 else 0
-        if s_row == 1 and s_k != 0:  # runs along the rows (K forwards or backwards): the tiled transpose
+        word = _ALIGN // isz  # elements per 16-byte word
+        if s_row == 1 and s_col != 0:  # the source's rows run along ours (forwards or backwards): the tiled transpose
             kernel, abi, block = f"polymm_transpose_{isz}", TRANSPOSE, (32, 8, 1)
-            values = dict(s_off=off, s_b=s_batch, s_r=s_k, ld=ldk, R=k, C=rows)
-            grid = transpose_grid(isz, k, rows, e)
+            values = dict(s_off=off, s_b=s_batch, s_r=s_col, ld=ld, R=cols, C=rows)
+            grid = transpose_grid(isz, cols, rows, e)
+        elif s_col == 1 and all(x % word == 0 for x in (off, s_batch, s_row, cols)):  # whole words
+            kernel, abi, block = f"polymm_restride_{_ALIGN}", RESTRIDE, (256, 1, 1)
+            values = dict(s_off=off // word, s_b=s_batch // word, s_r=s_row // word, s_c=1, ld=ld // word)
+            values.update(R=rows, C=cols // word)
+            grid = (-(-values["C"] // 256), min(rows, 65535), e)
         else:
             kernel, abi, block = f"polymm_restride_{isz}", RESTRIDE, (256, 1, 1)
-            values = dict(s_off=off, s_b=s_batch, s_r=s_row, s_c=s_k, ld=ldk, R=rows, C=k)
-            grid = (-(-k // 256), min(rows, 65535), e)
+            values = dict(s_off=off, s_b=s_batch, s_r=s_row, s_c=s_col, ld=ld, R=rows, C=cols)
+            grid = (-(-cols // 256), min(rows, 65535), e)
         before.append(_launch(kernel, abi, values, {"src": src, "dst": slot}, grid, block, source="transpose"))
-        return (slot, 0, rows * ldk if e > 1 else 0, ldk, 1)
+        return slot, rows * ld if e > 1 else 0, ld
 
     a_op = (0, a_off, *sa)
-    if not _in_place(sa[1], sa[2], sa[0], a_off * isz, isz):
-        a_op = k_major(0, m, a_off, sa, ea)
+    if not _in_place(sa[1], sa[2], sa[0], a_off * isz, isz):  # rows of K
+        slot, s_batch, ld = copied(0, m, k, a_off, sa, ea)
+        a_op = (slot, 0, s_batch, ld, 1)
     b_op = (1, b_off, *sb)
-    if layout == "nk" and not _in_place(sb[2], sb[1], sb[0], b_off * isz, isz):
-        b_op = k_major(1, n, b_off, (sb[0], sb[2], sb[1]), eb)
-        b_op = (b_op[0], 0, b_op[2], 1, ldk)  # as B: (batch, K, N) strides
+    if layout == "nk" and not _in_place(sb[2], sb[1], sb[0], b_off * isz, isz):  # rows of K, one per column
+        slot, s_batch, ld = copied(1, n, k, b_off, (sb[0], sb[2], sb[1]), eb)
+        b_op = (slot, 0, s_batch, 1, ld)  # as B: (batch, K, N) strides
+    elif layout == "kn" and not _in_place(sb[1], sb[2], sb[0], b_off * isz, isz):  # rows of N
+        slot, s_batch, ld = copied(1, k, n, b_off, sb, eb)
+        b_op = (slot, 0, s_batch, ld, 1)
     (a_slot, _, a_sb, a_sm, _), (b_slot, _, b_sb, b_sk, b_sn) = a_op, b_op
     if layout == "kn" and isz == 1:  # tiles of C^T: B in boxes of 128 x 128 as stored, A's rows K-major
         swapped = (bt, n, m, k)

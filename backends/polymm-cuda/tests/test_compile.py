@@ -293,8 +293,8 @@ def test_wgmma_is_planned_on_hopper_only():
     assert made.choice.external["tma"][1] == (3, ((512, 512, 1), (512, 512 * 512), (128, 64, 1), 1))
     repeated = (0, (0, 0, 1))  # one row of A seen M times (a broadcast view): no tensor map has stride 0
     made = planner.plan(dataclasses.replace(H100, cc=90), "float16", (1, 512, 512, 512), repeated, strides)
-    assert [x.kernel for x in made.launches] == ["polymm_restride_2", "polymm_wgmma_float16_kn"]
-    assert made.launches[0].args[3] == 0  # the copy reads the one row M times (s_r = 0)
+    assert [x.kernel for x in made.launches] == ["polymm_restride_16", "polymm_wgmma_float16_kn"]
+    assert made.launches[0].args[3] == 0  # the copy reads the one row M times (s_r = 0), in 16-byte words
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
@@ -657,10 +657,12 @@ def test_fp64_operands_without_a_unit_stride_are_copied_for_the_tensor_cores(dty
     assert a.strides[-1] == b.strides[-1] == x.itemsize  # both row-major: dmma reads B along N
 
 
-def test_wgmma_copies_an_operand_with_reversed_k_through_the_tiled_transpose():
-    """B with its rows (K) reversed and N contiguous: the copy engine reads no negative stride, so B
-    is copied K-major first, by the tiled transpose (reads along N, writes along K) and not the
-    strided copy (one element per lane, N apart); A with reversed rows by the strided copy along K."""
+def test_wgmma_copies_reversed_and_stepped_operands_along_their_rows():
+    """Operands the copy engine cannot read (rows reversed: no negative strides; every other
+    column: no unit stride) are copied first, reading along their rows: a 16-bit B with reversed
+    or stepped rows of N is copied N-major for the ``kn`` kernel (a K-major copy read one element
+    per lane N apart), rows of whole 16-byte words are copied a word per thread, and an 8-bit B
+    (no N-major wgmma) goes through the tiled transpose, which reads along N and writes along K."""
     import dataclasses
 
     import polymm_cuda.backend  # noqa: F401
@@ -669,7 +671,15 @@ def test_wgmma_copies_an_operand_with_reversed_k_through_the_tiled_transpose():
     n = 2048
     reversed_rows = (n * n - n, (n * n, -n, 1))
     made = planner.plan(hopper, "float16", (1, n, n, n), reversed_rows, reversed_rows)
-    kernels = [x.kernel for x in made.launches]
-    assert kernels == ["polymm_restride_2", "polymm_transpose_2", "polymm_wgmma_float16_nk"], kernels
-    copy_b = made.launches[1]
-    assert copy_b.args[3] == -n  # rows of the source n elements apart, backwards
+    assert [x.kernel for x in made.launches] == ["polymm_restride_16", "polymm_restride_16", "polymm_wgmma_float16_kn"]
+    copy_a, copy_b = made.choice.external["before"]
+    assert copy_b["values"] == dict(s_off=(n * n - n) // 8, s_b=0, s_r=-n // 8, s_c=1, ld=n // 8, R=n, C=n // 8)
+    assert copy_a["values"]["s_r"] == -n // 8 and "B copied N-major first" in made.choice.reason
+    stepped = (0, (2 * n * n, 2 * n, 2))  # base[..., ::2]
+    made = planner.plan(hopper, "bfloat16", (1, n, n, n), stepped, stepped)
+    assert [x.kernel for x in made.launches] == ["polymm_restride_2", "polymm_restride_2", "polymm_wgmma_bfloat16_kn"]
+    copy_b = made.choice.external["before"][1]["values"]
+    assert (copy_b["s_r"], copy_b["s_c"], copy_b["R"], copy_b["C"]) == (2 * n, 2, n, n)  # along N, K rows
+    made = planner.plan(hopper, "int8", (1, n, n, n), reversed_rows, reversed_rows)
+    assert [x.kernel for x in made.launches] == ["polymm_restride_16", "polymm_transpose_1", "polymm_wgmma_int8_nk"]
+    assert made.launches[1].args[3] == -n  # rows of the source n elements apart, backwards

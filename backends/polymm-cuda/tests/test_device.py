@@ -80,6 +80,14 @@ def _operands(rng, layout, bt, m, n, k, dtype):
         a = random_array(rng, (bt, m, k), dtype)
         b = random_array(rng, (bt, k, n), dtype)
         return (cp.asarray(a)[::-1, ::-1, :], cp.asarray(b)[:, ::-1, ::-1], a[::-1, ::-1, :], b[:, ::-1, ::-1])
+    if layout == "rows-reversed":
+        a = random_array(rng, (bt, m, k), dtype)
+        b = random_array(rng, (bt, k, n), dtype)
+        return cp.asarray(a)[:, ::-1], cp.asarray(b)[:, ::-1], a[:, ::-1], b[:, ::-1]
+    if layout == "step":
+        a = random_array(rng, (bt, m, 2 * k), dtype)
+        b = random_array(rng, (bt, k, 2 * n), dtype)
+        return cp.asarray(a)[..., ::2], cp.asarray(b)[..., ::2], a[..., ::2], b[..., ::2]
     if layout == "bcast":
         a = random_array(rng, (1, m, k), dtype)
         b = random_array(rng, (bt, k, n), dtype)
@@ -327,12 +335,12 @@ WG_SHAPES_8 = [  # the same for 8-bit operands: K a multiple of 16 (16-byte rows
 
 
 @pytest.mark.parametrize("dtype", ("float16", "int8", "uint8"))
-@pytest.mark.parametrize("layout", ("c", "bt", "bcast", "at", "padded", "misaligned"))
+@pytest.mark.parametrize("layout", ("c", "bt", "bcast", "at", "padded", "misaligned", "rows-reversed", "step"))
 def test_wgmma_path(backend, layout, dtype):
     """float16 and the 8-bit integers on Hopper's wgmma kernel (TMA copies, both B layouts for
     float16, K-major B for int8/uint8, broadcast batches), at tile edges and beyond one tile;
-    operands the copy engine cannot read (K or N odd, transposed, misaligned) are copied K-major
-    first; on other GPUs another kernel, never a wrong answer."""
+    operands the copy engine cannot read (K or N odd, transposed, misaligned, rows reversed, every
+    other column) are copied first; on other GPUs another kernel, never a wrong answer."""
     from polymm_cuda import tensorcore, wgmma
 
     rng = np.random.default_rng(17)
@@ -487,7 +495,7 @@ def test_wgmma_copies_zero_row_strides(backend):
     out = _poisoned(1, 300, 264, "float16")
     backend.matmul(da, cp.asarray(hb), out, "auto")
     if backend._compute_capability(0) == 90:
-        assert backend.last_plan.external["before"][0]["kernel"] == "polymm_restride_2", backend.last_plan
+        assert backend.last_plan.external["before"][0]["kernel"] == "polymm_restride_16", backend.last_plan
     _check(out, ha, hb, "float16")
 
 

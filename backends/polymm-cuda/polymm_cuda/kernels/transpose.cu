@@ -78,7 +78,9 @@ PM_TRANSPOSE_WORDS(polymm_transpose_2, unsigned short, unsigned, 2)
 // or that has no unit stride at all, copied K-major for wgmma. Consecutive threads take
 // consecutive c: with s_c = 1 both sides coalesce. Grid: (C / 256, min(R, 65535), batch), blocks
 // of 256; rows beyond the grid's y are walked in steps of it. Arguments as polymm_cuda.abi's
-// RESTRIDE.
+// RESTRIDE. polymm_restride_16 moves 16-byte words: rows with unit stride whose offsets, strides
+// and lengths are whole words are copied a word per thread (two bytes per thread moved a 4096 x
+// 4096 bfloat16 operand with its rows reversed at a fraction of the H200's bandwidth).
 #define PM_RESTRIDE(NAME, T)                                                                       \
     extern "C" __global__ void NAME(const T* __restrict__ src, long long s_off, long long s_b,     \
                                     long long s_r, long long s_c, T* __restrict__ dst, long long ld, \
@@ -93,3 +95,7 @@ PM_RESTRIDE(polymm_restride_1, unsigned char)
 PM_RESTRIDE(polymm_restride_2, unsigned short)
 PM_RESTRIDE(polymm_restride_4, unsigned int)
 PM_RESTRIDE(polymm_restride_8, unsigned long long)
+struct alignas(16) pm_word16 {
+    unsigned long long lo, hi;
+};
+PM_RESTRIDE(polymm_restride_16, pm_word16)
