@@ -14,7 +14,8 @@
 #
 # Environment: ASV_MACHINE (default polymm-h100), ASV_GPU_BUDGET seconds for all slices
 # (default 400), ASV_GPU_SLICES to run only the named slices (e.g. "cuda_time reference").
-# A cliff slice holds a dozen or so cells: each is a process (CuPy start-up) timed for 0.8 s.
+# A cliff slice holds a dozen or so cells: each is a process (CuPy start-up) timed for 0.8 s; an
+# 8192 square of float64 takes about 20 s with its check (H200), so those have a slice of their own.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-${OUT:-$root/asv_bench}}"
@@ -85,7 +86,8 @@ slices=(
   "cliffs_cuda_sq|60|CliffCell\.track_ratio\('cuda', '(square|batch|broadcast)-[\w-]+ float32'\)"
   "cliffs_cuda_mv|60|CliffCell\.track_ratio\('cuda', '(gemv|gevm|n4|m4|deep-k|outer|transposed|fortran|negative|step)-[\w-]+ float32'\)"
   "cliffs_cuda_tc|75|CliffCell\.track_ratio\('cuda', '(tc-square-(4096|8192) (float16|int8)|tf32(x3)?-square-(4096|8192) float32)'\)"
-  "cliffs_cuda_tc2|75|CliffCell\.track_ratio\('cuda', '(tc-square-(2048|4096|8192)|tc-skinny|tc-batched) (bfloat16|float64|complex128)'\)"
+  "cliffs_cuda_tc2|75|CliffCell\.track_ratio\('cuda', '(tc-square-(2048|4096)|tc-skinny|tc-batched) (bfloat16|float64|complex128)'\)"
+  "cliffs_cuda_tc3|75|CliffCell\.track_ratio\('cuda', 'tc-square-8192 (bfloat16|float64|complex128)'\)"
   "cliffs_cuda_f64|60|CliffCell\.track_ratio\('cuda', '(square-\d+|batch-[\w-]+|gemv-4096) float64'\)"
   "cliffs_opencl|75|CliffCell\.track_ratio\('opencl', '(square|batch|gemv|n4|transposed)-[\w-]+ float32'\)"
 )

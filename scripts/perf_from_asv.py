@@ -34,6 +34,7 @@ COMMANDS = {
     "polymm-2core-ci": "scripts/asv_record_local.sh  (asv.existing.conf.json, slices of asv run)",
     "polymm-2core-avx512": "ASV_MACHINE=polymm-2core-avx512 scripts/asv_record_local.sh --keep  (asv.existing.conf.json, slices of asv run)",
     "polymm-h100": ". .device/setup.sh && POLYMM_COMMIT=<sha> POLYMM_COMMIT_DATE=<unix time> ASV_GPU_BUDGET=330 bash scripts/asv_gpu_run.sh $OUT",
+    "polymm-h200": ". .device/setup.sh && ASV_MACHINE=polymm-h200 POLYMM_COMMIT=<sha> POLYMM_COMMIT_DATE=<unix time> ASV_GPU_BUDGET=538 ASV_GPU_SLICES='cuda_time reference cliffs_cuda_sq cliffs_cuda_tc cliffs_cuda_tc2 cliffs_opencl cuda_ratio shapes_cuda' bash scripts/asv_gpu_run.sh $OUT",
 }
 
 
@@ -65,6 +66,35 @@ def newest_result(machine_dir: Path):
         return None
     fullest = max(count for count, _, _ in runs)
     return max((r for r in runs if 2 * r[0] >= fullest), key=lambda r: r[1])[2]
+
+
+def square_gflops(res) -> dict:
+    """``Square.track_gflops``, and where a run timed a square without it (a time-boxed GPU run
+    keeps ``time_matmul`` only), the GFLOP/s of that time: 2 n^3 flops a call."""
+    gflops = table_of(res, "matmul.Square.track_gflops")
+    for (b, a, n, d), seconds in table_of(res, "matmul.Square.time_matmul").items():
+        gflops.setdefault((b, a, n, d), 2 * n**3 / seconds / 1e9)
+    return gflops
+
+
+def cliff_lines(res) -> list[str]:
+    """The cliff suite's cells of the run (``CliffCell.track_ratio``), per backend: how many, the
+    worst and the geometric mean of the ratios to the reference."""
+    cells = table_of(res, "cliffs.CliffCell.track_ratio")
+    if not cells:
+        return []
+    lines = [
+        "Cliff-suite cells (asv `CliffCell.track_ratio`: the reference's time over polymm's, interleaved):",
+        "",
+        "| backend | cells | worst | geometric mean |",
+        "| --- | ---: | --- | ---: |",
+    ]
+    for backend in sorted({b for b, _ in cells}):
+        mine = {c: v for (b, c), v in cells.items() if b == backend}
+        worst = min(mine, key=mine.get)
+        mean = math.exp(sum(math.log(v) for v in mine.values()) / len(mine))
+        lines.append(f"| `{backend}` | {len(mine)} | {mine[worst]:.2f}x ({worst}) | {mean:.2f}x |")
+    return [*lines, ""]
 
 
 def table_of(res, key):
@@ -111,7 +141,7 @@ def write_machine(machine: str) -> bool:
         f"Command: `{COMMANDS.get(machine, 'asv run --config asv.existing.conf.json ...')}`",
         "",
     ]
-    gflops = table_of(res, "matmul.Square.track_gflops")
+    gflops = square_gflops(res)
     ratio = table_of(res, "matmul.Square.track_ratio_to_reference")
     refs = table_of(res, "matmul.Reference.track_gflops")
     for dtype in ("float32", "float64"):
@@ -144,6 +174,7 @@ def write_machine(machine: str) -> bool:
         for (b, a, s), v in sorted(g.items(), key=lambda kv: order(kv[0])):
             lines.append(f"| `{b}` | `{a}` | {s} | {fmt(v, r.get((b, a, s)))} |")
         lines.append("")
+    lines += cliff_lines(res)
     over = table_of(res, "matmul.CallOverhead.time_matmul")
     over_ref = table_of(res, "matmul.CallOverhead.time_reference")
     if over:
