@@ -225,6 +225,12 @@ class Backend:
         """Move a host array to this backend's array type (identity for host backends)."""
         return x
 
+    def lend_numpy(self, x: np.ndarray):
+        """``x`` as this backend's array type for the length of one call, which only reads it:
+        it may share ``x``'s memory instead of copying it (a device that computes in host
+        memory). ``polymm.matmul`` on NumPy operands calls this; the default is :meth:`from_numpy`."""
+        return self.from_numpy(x)
+
     def to_numpy(self, x) -> np.ndarray:
         """Move a result of this backend's array type back to the host."""
         return x

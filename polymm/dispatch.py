@@ -123,7 +123,8 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
     impl.check_dtype(dtype, x1)
     if library != compute:
         # Cast on the host: devices may lack conversions (float16 without cl_khr_fp16) or byte swaps.
-        x1, x2 = (impl.from_numpy(x if x.dtype == dtype else x.astype(dtype)) for x in (x1, x2))
+        # Lent, not copied: the operands are only read, and only within this call.
+        x1, x2 = (impl.lend_numpy(x if x.dtype == dtype else x.astype(dtype)) for x in (x1, x2))
         kind = kind_named(compute)
 
     result = _compute(impl, kind, x1, x2, shape, dtype, algorithm, out if library == compute else None)

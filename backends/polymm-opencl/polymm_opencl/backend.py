@@ -15,7 +15,7 @@ from polymm.kernels.params import DeviceInfo
 
 from . import drivercache
 from . import image as _image
-from .arrays import DRIVER_LOCK, _to_host, upload
+from .arrays import DRIVER_LOCK, _to_host, reads_host_memory, upload
 from .devices import _all_devices, _pick_device, device_info, list_devices
 from .plans import make_plan, plan_or_fallback, run
 from .programs import ProgramCache
@@ -99,12 +99,17 @@ class OpenCLBackend(Backend):
                     f"OpenCL device {facts.name!r} has no fp64 support (cl_khr_fp64), so it cannot compute {dtype}"
                 )
 
-    def from_numpy(self, x):
+    def from_numpy(self, x, lend: bool = False):
         x = np.asarray(x)
         if not x.dtype.isnative:  # kernels read the device's own byte order
             x = x.astype(x.dtype.newbyteorder("="))
         with self._lock:
-            return upload(default_queue(), x)
+            queue = default_queue()
+            return upload(queue, x, lend=lend and reads_host_memory(queue))
+
+    def lend_numpy(self, x):
+        """On a device that computes in host memory (PoCL), the device reads ``x`` where it lies."""
+        return self.from_numpy(x, lend=True)
 
     def to_numpy(self, x):
         """``x`` in host memory; PyOpenCL's ``get()`` reads only contiguous arrays, so views are read by their span."""

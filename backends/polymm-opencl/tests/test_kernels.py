@@ -222,6 +222,30 @@ def test_pyopencl_arrays_stay_on_their_queue(queue):
     np.testing.assert_array_equal(c.get(), a.get() @ b.get())
 
 
+@pytest.mark.parametrize("view", ["c", "transposed", "reversed", "step"])
+def test_numpy_operands_are_lent_to_a_host_memory_device_and_left_as_they_were(queue, view):
+    """NumPy operands of a product on a device that computes in host memory (PoCL) are read where
+    they lie (``CL_MEM_USE_HOST_PTR``: no copy into fresh device memory), views included, and come
+    back unchanged; ``from_numpy`` still copies (an array made with it does not follow its source)."""
+    import polymm
+    from polymm_opencl.arrays import reads_host_memory
+
+    backend = polymm.get_backend("opencl")
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((60, 80))
+    x = {"c": base, "transposed": base.T, "reversed": base[::-1], "step": base[:, ::2]}[view]
+    before = x.copy()
+    lent, copied = backend.lend_numpy(x), backend.from_numpy(x)
+    on_host = bool(lent.base_data.flags & pyopencl.mem_flags.USE_HOST_PTR)
+    assert on_host == reads_host_memory(queue) and not copied.base_data.flags & pyopencl.mem_flags.USE_HOST_PTR
+    np.testing.assert_array_equal(backend.to_numpy(lent), x)
+    y = rng.standard_normal((x.shape[1], 7))
+    assert_matches(polymm.matmul(x, y, backend="opencl"), x, y)
+    np.testing.assert_array_equal(x, before)
+    base[...] = -1.0  # the copy keeps the values it was made with
+    np.testing.assert_array_equal(backend.to_numpy(copied), before)
+
+
 def test_devices_listed():
     import polymm
 

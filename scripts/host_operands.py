@@ -1,0 +1,76 @@
+#!/usr/bin/env python
+"""Whole calls on NumPy operands with a device backend: what a user of PoCL pays.
+
+The cliff suite times a device backend on arrays already on its device. A user of an OpenCL CPU
+device hands NumPy arrays to ``polymm.matmul(..., backend="opencl")`` and gets NumPy back: the
+moves to and from the device are part of the call. This times that call against ``numpy.matmul``,
+interleaved in one process (median of ``--repeat`` pairs), after checking the answer.
+
+    python scripts/host_operands.py --backend opencl --shapes 128x128x65536,4096x4096x32 --dtype float32,float64
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+import polymm
+
+
+def _shape(text: str) -> tuple[int, int, int]:
+    m, n, k = (int(v) for v in text.lower().split("x")) if "x" in text else (int(text),) * 3
+    return m, n, k
+
+
+def measure(backend: str, m: int, n: int, k: int, dtype: str, repeat: int) -> dict:
+    rng = np.random.default_rng(2026)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    got = polymm.matmul(a, b, backend=backend)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    if not np.all(np.abs(got - want) <= 1e-4 * scale + 1e-30):
+        raise AssertionError(f"{m}x{n}x{k} {dtype}: wrong answer on {backend}")
+    ours, ref = [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        polymm.matmul(a, b, backend=backend)
+        ours.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        np.matmul(a, b)
+        ref.append(time.perf_counter() - t)
+    ms, ref_ms = float(np.median(ours)) * 1e3, float(np.median(ref)) * 1e3
+    return {"shape": [m, n, k], "dtype": dtype, "ms": ms, "numpy_ms": ref_ms, "ratio": ref_ms / ms}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", default="opencl")
+    parser.add_argument("--shapes", default="128x128x65536,4096x4096x32,2048,1024")
+    parser.add_argument("--dtype", default="float32,float64")
+    parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--json", metavar="FILE")
+    args = parser.parse_args(argv)
+    rows = []
+    for text in args.shapes.split(","):
+        for dtype in args.dtype.split(","):
+            row = measure(args.backend, *_shape(text), dtype, args.repeat)
+            rows.append(row)
+            m, n, k = row["shape"]
+            print(
+                f"{args.backend} {m}x{n}x{k} {dtype}: {row['ms']:.2f} ms, numpy {row['numpy_ms']:.2f} ms, "
+                f"{row['ratio']:.2f}x",
+                flush=True,
+            )
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"backend": args.backend, "command": " ".join(sys.argv), "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
