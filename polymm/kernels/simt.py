@@ -375,18 +375,25 @@ def _cpu_choice(device, dtype, M, N, K, batch, a_strides, b_strides, params) -> 
             pack_b="" if b_sn == 1 else "rows",
             splits=splits,
         )
-    # Deep K: not enough blocks of C to share out; split K and add the slices in order.
+    # Deep K: not enough blocks of C to share out; split K and add the slices in order. The
+    # register block is the device database's (tuned for this CPU's vectors): the 4 x 8 block of
+    # 256-bit vectors this path had made a 128 x 128 x 65536 float64 product 64 ms on the 2-core
+    # AVX-512 Xeon's PoCL where the table's 8 x 16 of 512-bit vectors takes 29 (NumPy 26). Where
+    # that block would compute a quarter or more of padding (M = N = 16 and its 12 x 32 float32
+    # block: 3.6 ms against 0.6 for NumPy), the small block of 256-bit vectors serves.
     if batch == 1 and K >= settings("split-k", "deep_k") * max(M, N) and K >= settings("split-k", "min_k"):
-        mr = 4 if M % 6 else 6
+        mr, nr, vw = params.mr, params.nr or 2 * params.vw, params.vw
+        if M * N < 0.75 * (-(-M // mr) * mr) * (-(-N // nr) * nr):
+            mr, nr, vw = (4 if M % 6 else 6), 2 * width, width
         deep = KernelParams(
             mwg=min(8 * mr, _bucket(M, mr)),
-            nwg=min(_bucket(N, 2 * width), 16 * width),
+            nwg=min(8 * nr, _bucket(N, nr)),
             kwg=256,
             mdimc=1,
             ndimc=1,
-            vw=width,
+            vw=vw,
             mr=mr,
-            nr=2 * width,
+            nr=nr,
             pack_b=True,
             use_local=False,
         )
