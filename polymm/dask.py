@@ -25,8 +25,9 @@ them, three more schedules pin the tasks to workers, chosen by a cost model in
 bytes moved (:mod:`polymm.dask_schedule`): ``"broadcast"`` (C follows the larger
 operand's panels, the smaller one travels once per worker), ``"grid"``
 (SUMMA-like ``pr x pc`` panels) and ``"split-k"`` (K split where its blocks
-live, only partial output blocks move).  :func:`explain` says which schedule a
-product gets, why, and how many bytes it is expected to move.
+live, only partial output blocks move); where whole K panels exceed ``panel_limit``,
+broadcast and grid stream K into each output block a block at a time.  :func:`explain`
+says which schedule a product gets, why, and how many bytes it is expected to move.
 
 ``"auto"`` takes the pinned schedule that moves the fewest bytes when the
 placement is known (2-D operands, a client, persisted blocks); otherwise the
@@ -103,6 +104,8 @@ def matmul(
     plan, x1, x2 = _plan(x1, x2, schedule, panel_limit, dtype)
     gpu = _gpu_settings()
     ind1, ind2, out_ind = _indices(x1.ndim, x2.ndim, len(shape.batch))
+    if plan.streamed:
+        return _streamed_graph(x1, x2, plan, dtype, options, gpu)
     if plan.schedule in ("panel", "broadcast", "grid"):
         pin = plan.assignment if plan.schedule != "panel" and len(plan.workers) >= 2 else None
         with _pinned(pin, _block_index):
@@ -326,6 +329,8 @@ def _plan(x1, x2, schedule, panel_limit, dtype, workers=None, placement=None):
                 loads=loads,
             )
         plan.reason = "asked for: " + plan.reason
+        if schedule in ("broadcast", "grid") and not panel_fits:
+            plan = dask_schedule.streamed(plan)
         plan.placement = where
         plan.candidates = {
             name: (p.bytes_moved if isinstance(p, dask_schedule.Plan) else p) for name, p in options.items()
@@ -467,7 +472,8 @@ class _PinnedArray(da.Array):
     Dask's low-level fusion (``optimization.fuse.active``, on by default) turns the
     graph into a plain dict and drops every layer's annotations, so a ``workers=``
     annotation never reaches the scheduler.  This class's optimiser reads the
-    annotations first and hands them back on the optimised graph.  Arrays made
+    annotations first, optimises without fusion (a fused task has a key no pin
+    names) and hands them back on the optimised graph.  Arrays made
     from it by further operations are ordinary Dask arrays (their own tasks are
     placed by Dask; the pinned tasks keep their pins only where their keys survive
     fusion, i.e. when this array itself is persisted or computed).
@@ -497,7 +503,10 @@ def _optimize_keeping_annotations(dsk, keys, **kwargs):
                         v = value(key) if callable(value) else value
                         if v is not None:
                             values[key] = v
-    out = da.Array.__dask_optimize__(dsk, keys, **kwargs)
+    # no low-level fusion: it would fuse a streamed schedule's chain of steps into one task under
+    # a new key, which no pin names (the pins are handed back by key)
+    with dask.config.set({"optimization.fuse.active": False}):
+        out = da.Array.__dask_optimize__(dsk, keys, **kwargs)
     if not kept or isinstance(out, HighLevelGraph):
         return out
     name = "polymm-pinned-optimized"
@@ -593,6 +602,51 @@ def _split_k_graph(x1, x2, plan, dtype, options, gpu):
     graph = HighLevelGraph(layers, dependencies)
     cls = _PinnedArray if annotations_p else da.Array
     return cls(graph, name, chunks=(x1.chunks[0], x2.chunks[1]), meta=meta_from_array(x1._meta, ndim=2, dtype=dtype))
+
+
+def _streamed_graph(x1, x2, plan, dtype, options, gpu):
+    """``plan``'s pinned output blocks, each summed on its worker one K block at a time
+    (:func:`dask_schedule.streamed`): a chain of tasks ``acc + A[i, k] @ B[k, j]`` in the
+    accumulation dtype, in K order, then the result dtype."""
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+
+    accumulate = _accumulation_dtype(dtype)
+    nm, nn, nk = len(x1.chunks[0]), len(x2.chunks[1]), len(x1.chunks[1])
+    token = tokenize(x1.name, x2.name, plan.schedule, sorted(plan.assignment.items()), options, str(dtype))
+    name, sname = f"polymm-matmul-{plan.schedule}-{token}", f"polymm-matmul-{plan.schedule}-step-{token}"
+    steps, sums = {}, {}
+    for i in range(nm):
+        for j in range(nn):
+            for k in range(nk):
+                previous = (sname, i, j, k - 1) if k else None
+                a, b = (x1.name, i, k), (x2.name, k, j)
+                steps[(sname, i, j, k)] = (_stream_step, previous, a, b, options, dtype, accumulate, gpu)
+            sums[(name, i, j)] = (_sum_partials, [(sname, i, j, nk - 1)], dtype, gpu)
+    loose = _loose()
+    layers = {**x1.dask.layers, **x2.dask.layers}
+    dependencies = {**x1.dask.dependencies, **x2.dask.dependencies}
+    layers[sname] = MaterializedLayer(
+        steps, annotations={"workers": _Pin(plan.assignment, lambda key: key[1:3]), "allow_other_workers": loose}
+    )
+    dependencies[sname] = {x1.name, x2.name} & set(layers) or set()
+    layers[name] = MaterializedLayer(
+        sums, annotations={"workers": _Pin(plan.assignment, _block_index), "allow_other_workers": loose}
+    )
+    dependencies[name] = {sname}
+    graph = HighLevelGraph(layers, dependencies)
+    meta = meta_from_array(x1._meta, ndim=2, dtype=dtype)
+    return _PinnedArray(graph, name, chunks=(x1.chunks[0], x2.chunks[1]), meta=meta)
+
+
+def _stream_step(previous, a, b, options, dtype_in, accumulate, gpu):
+    """One K block's product added to the output block's running sum (``previous``, None first)."""
+
+    def step():
+        part = _widened_product(a, b, options, dtype_in, accumulate)
+        return part if previous is None else previous + part
+
+    return _on_gpu(gpu, a, step)
 
 
 def _group_product(blocks1, blocks2, options, dtype_in, accumulate, gpu):

@@ -29,6 +29,13 @@ The schedules of a 2-D product ``C[i, j] = sum_k A[i, k] B[k, j]`` (blocks
     holds (one kernel on its concatenated blocks) and only the partial output
     blocks move, to be summed: for deep K, where the operands dwarf the result.
 
+Where two whole K panels exceed ``panel_limit``, ``"broadcast"`` and ``"grid"`` are
+*streamed* (:func:`streamed`): the same pins and bytes, but each output block is
+summed on its worker one K block at a time (``acc + A[i, k] @ B[k, j]``, a task a
+step), so no task holds more than one block of each operand and the worker fetches
+the next step's blocks while it computes (SUMMA with its panels streamed). On four
+H200s a 49152 square's 2 x 2 grid would otherwise concatenate 3 GiB panels per task.
+
 The cost of a pinned schedule is exact in this model: a worker fetches each
 block it lacks once and keeps it for its later tasks (Dask keeps the replica),
 so the bytes moved are, per worker, the bytes of the blocks its tasks read and
@@ -37,7 +44,7 @@ holds yet (an operand that is not persisted) count as moved to every worker that
 reads them.  The chooser takes the pinned schedule that moves the fewest bytes
 among those that keep every worker's share of the flops within
 :data:`BALANCE` of an even split (or no worse than the grid's, which is balanced
-to the block); ties go to the fewer, larger tasks.
+to the block); ties go to the fewer, larger tasks (a streamed schedule last).
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["SCHEDULES", "PINNED", "BALANCE", "Blocks", "Plan", "choose", "cost", "candidates"]
+__all__ = ["SCHEDULES", "PINNED", "BALANCE", "Blocks", "Plan", "choose", "cost", "candidates", "streamed"]
 
 #: Every schedule :func:`polymm.dask.matmul` can build; "auto" lets :func:`choose` pick.
 SCHEDULES = ("auto", "panel", "tree", "broadcast", "grid", "split-k")
@@ -117,6 +124,7 @@ class Plan:
     rechunk: str | None = None
     shapes: tuple | None = None
     loads: dict | None = None
+    streamed: bool = False
 
     def __str__(self) -> str:
         head = "polymm.dask.explain"
@@ -144,6 +152,14 @@ class Plan:
             text = _fmt(value) if isinstance(value, int) else value
             lines.append(f"  {mark} {name:10} {text}")
         return "\n".join(lines)
+
+
+def streamed(plan: Plan) -> Plan:
+    """``plan`` (``"broadcast"`` or ``"grid"``) with K streamed block by block into each output
+    block instead of whole K panels per task; the pins and the bytes moved stay as they are."""
+    plan.streamed = True
+    plan.reason += "; K streamed a block at a time into each output block (whole K panels exceed panel_limit)"
+    return plan
 
 
 def _fmt(nbytes) -> str:
@@ -432,8 +448,8 @@ def choose(
 
     ``holders1[(i, k)]`` / ``holders2[(k, j)]``: the workers holding block ``A[i, k]`` / ``B[k, j]``
     (a block missing from the mapping is held by nobody yet).  ``panel_fits``: whether two whole K
-    panels fit one task's memory (``panel_limit``); when not, only ``"split-k"`` remains, else the
-    caller falls back to the tree.
+    panels fit one task's memory (``panel_limit``); when not, ``"broadcast"`` and ``"grid"`` are
+    :func:`streamed`.
     """
     workers = tuple(workers)
     if not workers:
@@ -452,8 +468,7 @@ def choose(
             summary[name] = plan or "not considered"
             continue
         if not panel_fits and name != "split-k":
-            summary[name] = f"{_fmt(plan.bytes_moved)}; not considered: two whole K panels exceed panel_limit"
-            continue
+            plan = streamed(plan)
         busiest = max(plan.loads.values(), default=0)
         if busiest > cap * (1 + 1e-9):
             share = 100 * busiest / (blocks.total_flops or 1)
@@ -464,14 +479,15 @@ def choose(
     if not valid:
         return Plan(
             "tree",
-            "no pinned schedule fits panel_limit with the flops balanced: Dask places a tree of block products",
+            "no pinned schedule keeps the flops balanced: Dask places a tree of block products",
             None,
             workers,
             placement=placement,
             candidates=summary,
             blocks=blocks,
         )
-    best = min(valid, key=lambda p: (p.bytes_moved, _PREFERENCE.index(p.schedule)))
+    # ties: fewer, larger tasks first; a streamed schedule (a task per K block) last
+    best = min(valid, key=lambda p: (p.bytes_moved, p.streamed, _PREFERENCE.index(p.schedule)))
     best.placement = placement
     best.candidates = summary
     runner_up = [p for p in valid if p is not best]

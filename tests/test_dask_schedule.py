@@ -85,13 +85,15 @@ def test_unbalanced_placements_are_not_taken():
 
 def test_split_k_moves_the_fewest_k_blocks_that_even_the_flops_out():
     """A persist that left three of four K blocks on w0: following the data alone would give w0 75%
-    of the flops; split-k instead moves the one K block (of A's column and B's row) that evens them,
-    and with whole-K panels over panel_limit it is the plan, not Dask's tree."""
+    of the flops; split-k instead moves the one K block (of A's column and B's row) that evens them.
+    With whole-K panels over panel_limit it is the plan (the streamed grid moves as many bytes in
+    more, smaller tasks), not Dask's tree."""
     blocks = _blocks(4, 4, 4)
     h1 = _place((4, 4), lambda i, k: "w0" if k < 3 else "w1")
     h2 = _place((4, 4), lambda k, j: "w0" if k < 3 else "w1")
     plan = ds.choose(blocks, W, h1, h2, panel_fits=False)
     assert plan.schedule == "split-k" and "flops stay even" in plan.reason
+    assert plan.candidates["grid"] == plan.bytes_moved
     assert sorted(len(ks) for ks in plan.groups.values()) == [2, 2]
     assert set(plan.loads.values()) == {blocks.total_flops // 2}
     assert plan.groups == {"w0": (0, 1), "w1": (2, 3)}
@@ -99,17 +101,21 @@ def test_split_k_moves_the_fewest_k_blocks_that_even_the_flops_out():
     assert plan.bytes_moved == 8 * BLOCK + 16 * BLOCK
 
 
-def test_panels_over_the_limit_leave_split_k_or_the_tree():
+def test_panels_over_the_limit_stream_k_or_leave_split_k():
     blocks = _blocks(1, 8, 1)
     h1 = _place((1, 8), lambda i, k: W[k // 4])
     h2 = _place((8, 1), lambda k, j: W[k // 4])
     assert ds.choose(blocks, W, h1, h2, panel_fits=False).schedule == "split-k"
-    h2 = _place((8, 1), lambda k, j: "w0")  # K blocks of x2 all on w0: split-k still applies (by bytes held)
-    blocks = _blocks(2, 1, 2)  # K one block: no split-k, and no panel allowed
-    h1 = _place((2, 1), lambda i, k: W[i])
-    h2 = _place((1, 2), lambda k, j: W[j])
-    plan = ds.choose(blocks, W, h1, h2, panel_fits=False)
-    assert plan.schedule == "tree" and "panel_limit" in plan.candidates["broadcast"]
+    blocks = _blocks(4, 4, 4)  # squares on a 2-D layout: the grid, its K panels streamed a block at a time
+    h1 = _place((4, 4), lambda i, k: W[i // 2])
+    h2 = _place((4, 4), lambda k, j: W[j // 2])
+    within, over = (ds.choose(blocks, W, h1, h2, panel_fits=fits) for fits in (True, False))
+    assert not within.streamed and over.streamed and "streamed" in over.reason
+    assert (over.schedule, over.assignment, over.bytes_moved) == (
+        within.schedule,
+        within.assignment,
+        within.bytes_moved,
+    )
 
 
 def test_unplaced_blocks_count_as_moved_to_every_reader():
@@ -320,6 +326,30 @@ def test_auto_moves_what_explain_says(client, case, rng):
         assert where == plan.assignment
     assert_matches(result.compute(), x1, x2)
     del result
+
+
+def test_a_streamed_schedule_sums_k_where_it_pins_and_moves_what_explain_says(client, rng):
+    """Whole K panels over panel_limit: the square's pinned schedule streams K into each output
+    block (one task per K block, none holding a panel), runs where the plan pins, moves the bytes
+    explain says and gives NumPy's values, for float32 and for float16 (summed in float32)."""
+    for dtype in ("float32", "float16"):
+        x1, x2 = random_array(rng, (60, 90), dtype), random_array(rng, (90, 60), dtype)
+        a, b = _persisted(client, x1, 30, rows), _persisted(client, x2, 30, rows)
+        plan = polymm_dask.explain(a, b, panel_limit=1)
+        assert plan.schedule in ("broadcast", "grid") and plan.streamed, str(plan)
+        lazy = polymm_dask.matmul(a, b, panel_limit=1)
+        steps = [name for name in lazy.dask.layers if "-step-" in name]
+        assert len(steps) == 1 and len(lazy.dask.layers[steps[0]]) == 2 * 2 * 3  # (i, j, k)
+        before = sum(client.run(_received).values())
+        result = lazy.persist()
+        distributed.wait(result)
+        assert sum(client.run(_received).values()) - before == plan.bytes_moved, str(plan)
+        where = {key[1:]: holders[0] for key, holders in client.who_has(result).items()}
+        assert where == plan.assignment
+        got = result.compute()
+        assert got.dtype == x1.dtype
+        assert_matches(got, x1, x2)
+        del result
 
 
 def test_the_expected_schedules_on_a_row_layout(client, rng):
