@@ -336,12 +336,16 @@ WG_SHAPES_8 = [  # the same for 8-bit operands: K a multiple of 16 (16-byte rows
 
 @pytest.mark.parametrize("dtype", ("float16", "int8", "uint8"))
 @pytest.mark.parametrize("layout", ("c", "bt", "bcast", "at", "padded", "misaligned", "rows-reversed", "step"))
-def test_wgmma_path(backend, layout, dtype):
+def test_wgmma_path(backend, layout, dtype, monkeypatch):
     """float16 and the 8-bit integers on Hopper's wgmma kernel (TMA copies, both B layouts for
     float16, K-major B for int8/uint8, broadcast batches), at tile edges and beyond one tile;
     operands the copy engine cannot read (K or N odd, transposed, misaligned, rows reversed, every
-    other column) are copied first; on other GPUs another kernel, never a wrong answer."""
+    other column) are copied first; on other GPUs another kernel, never a wrong answer. wgmma
+    alone is preferred: mma.sync reads reversed rows in place, and the cost model rightly gives
+    it small products that wgmma would first copy (the H200, 2026-11-28)."""
     from polymm_cuda import tensorcore, wgmma
+
+    monkeypatch.setenv("POLYMM_PREFER", "wgmma")
 
     rng = np.random.default_rng(17)
     cc = backend._compute_capability(0)
