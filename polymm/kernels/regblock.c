@@ -316,14 +316,18 @@ KERNEL void polymm_regblock(PM_ARGS)
         }
     }
     {
-        /* The last columns of C, fewer than NR (N not a multiple of it): the same vector kernel
-         * on rows of B zero-filled past N, each step's row gathered into private memory, stored
-         * column by column. Scalar, column after column, they made a 255-wide float32 product
-         * take 2.2x a 256-wide one on PoCL (the 2-core AVX-512 Xeon, 2026-11-28). */
+        /* The last columns of C, fewer than NR (N not a multiple of it). Where they are many,
+         * the same vector kernel on rows of B zero-filled past N, each step's row gathered into
+         * private memory, stored column by column: scalar, column after column, they made a
+         * 255-wide float32 product take 2.2x a 256-wide one on PoCL (the 2-core AVX-512 Xeon,
+         * 2026-11-28). Where they are few (one column: 4096 x 33 x 4096 took 3.2x as long on
+         * vectors), the scalar loop: per step of K, MR * NR / VW vector multiply-adds and NR
+         * loads against MR + 1 scalar operations a column. */
         const int c = n_vec;
         const int n_tail = ((N - n0 < WPTN) ? N - n0 : WPTN) - n_vec;
+        const bool vector_tail = n_tail * (MR + 1) > MR * (NR / VW) + NR;
         GLOBAL const ELEM_T* b_col = B + b_base + n0 + c;
-        for (int r = 0; n_tail > 0 && r < WPTM; r += MR) {
+        for (int r = 0; vector_tail && r < WPTM; r += MR) {
             if (m0 + r >= M) break;
             VEC_T acc[MR][NR / VW];
             PM_UNROLL
@@ -352,6 +356,24 @@ KERNEL void polymm_regblock(PM_ARGS)
                     for (int j = 0; j < NR / VW; ++j) VSTOREN(acc[i][j], 0, sums + j * VW);
                     GLOBAL ELEM_T* c_ptr = C + c_off + (batch * M + m0 + r + i) * (INDEX_T)N + n0 + c;
                     for (int j = 0; j < n_tail; ++j) c_ptr[j] = sums[j];
+                }
+            }
+        }
+        for (int n = n0 + c; !vector_tail && n < n0 + c + n_tail; ++n) {
+            GLOBAL const ELEM_T* b_ptr = B + b_base + n;
+            for (int r = 0; r < WPTM; r += MR) {
+                if (m0 + r >= M) break;
+                ELEM_T acc[MR];
+                PM_UNROLL
+                for (int i = 0; i < MR; ++i) acc[i] = 0;
+                for (int k = 0; k < K; ++k) {
+                    const ELEM_T b_val = b_ptr[(INDEX_T)k * b_sk];
+                    PM_UNROLL
+                    for (int i = 0; i < MR; ++i) acc[i] = A[a_row[r + i] + (INDEX_T)k * a_sk] * b_val + acc[i];
+                }
+                PM_UNROLL
+                for (int i = 0; i < MR; ++i) {
+                    if (m0 + r + i < M) C[c_off + (batch * M + m0 + r + i) * (INDEX_T)N + n] = acc[i];
                 }
             }
         }
