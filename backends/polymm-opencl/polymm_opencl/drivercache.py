@@ -11,7 +11,10 @@ entry holding a file that is not whole is removed; PoCL then compiles it again.
 "Whole" is checked from the files' own framing, which costs a few reads per file:
 bitcode starts with its magic and its top-level blocks' declared lengths add up to
 the file's size; a shared object starts with an ELF header whose section table
-lies inside the file.  Other drivers' caches are left to their drivers.
+lies inside the file.  Only files written since the last check are read (its start
+time is kept in ``<cache>/.polymm-checked``, which PoCL never reads): reading all of a
+cache of 15,000 files took 0.9 s of every process's start.  Other drivers' caches are
+left to their drivers.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import os
 import shutil
 import struct
 import threading
+import time
 import warnings
 
 __all__ = ["pocl_cache_dir", "drop_corrupt_pocl_entries", "check_once", "bitcode_is_whole", "elf_is_whole"]
@@ -27,6 +31,10 @@ __all__ = ["pocl_cache_dir", "drop_corrupt_pocl_entries", "check_once", "bitcode
 _RAW_BITCODE = b"BC\xc0\xde"
 _WRAPPED_BITCODE = b"\xde\xc0\x17\x0b"
 _ELF_MAGIC = b"\x7fELF"
+#: The file in the cache's root that holds the start of the last check (nanoseconds since the epoch).
+MARKER = ".polymm-checked"
+#: Files this much older than the last check are read again (coarse file-system clocks).
+_SLACK_NS = 2_000_000_000
 
 
 def pocl_cache_dir() -> str:
@@ -89,15 +97,18 @@ def drop_corrupt_pocl_entries(root: str | None = None) -> list[str]:
     program or kernel file that is not whole; returns the entries removed, with one warning
     naming them."""
     root = root or pocl_cache_dir()
+    started, since = time.time_ns(), _last_check(root) - _SLACK_NS
     dropped = []
     for bucket in _listdir(root):
         for entry in _listdir(os.path.join(root, bucket)):
             where = os.path.join(root, bucket, entry)
             for folder, _, files in os.walk(where):
-                if any(_corrupt(os.path.join(folder, f)) for f in files if f.endswith((".bc", ".so"))):
+                paths = (os.path.join(folder, f) for f in files if f.endswith((".bc", ".so")))
+                if any(_written_since(path, since) and _corrupt(path) for path in paths):
                     shutil.rmtree(where, ignore_errors=True)
                     dropped.append(where)
                     break
+    _mark_checked(root, started)
     if dropped:
         warnings.warn(
             f"polymm opencl: removed {len(dropped)} corrupted PoCL kernel-cache entr"
@@ -106,6 +117,35 @@ def drop_corrupt_pocl_entries(root: str | None = None) -> list[str]:
             stacklevel=3,
         )
     return dropped
+
+
+def _last_check(root: str) -> int:
+    """When the last whole check of ``root`` started (0: never, or unreadable)."""
+    try:
+        with open(os.path.join(root, MARKER), encoding="ascii") as f:
+            return int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _written_since(path: str, since: int) -> bool:
+    try:
+        return os.stat(path).st_mtime_ns >= since
+    except OSError:
+        return False  # gone meanwhile
+
+
+def _mark_checked(root: str, started: int) -> None:
+    """Note that every file of ``root`` written before ``started`` has been checked."""
+    if not os.path.isdir(root):
+        return
+    temporary = os.path.join(root, f"{MARKER}.{os.getpid()}")
+    try:
+        with open(temporary, "w", encoding="ascii") as f:
+            f.write(str(started))
+        os.replace(temporary, os.path.join(root, MARKER))
+    except OSError:
+        pass  # a read-only cache: every process checks it whole
 
 
 _checked = False
