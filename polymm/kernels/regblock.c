@@ -248,6 +248,14 @@ KERNEL void polymm_regblock(PM_ARGS)
     PM_CLAMPED_OFFSETS(a_row, WPTM, m0, M, a_off + batch * a_sb, a_sm);
 
 #if PM_RB_VEC_B && PM_VECTOR_MATH
+/* acc[MR][NR / VW] += rows r.. of A at step k times the step's NR-wide row of B (b_vec). */
+#define PM_RB_RANK1(acc, b_vec, r, k)                                                      \
+    PM_UNROLL                                                                              \
+    for (int i = 0; i < MR; ++i) {                                                         \
+        const VEC_T a_bcast = (VEC_T)(A[a_row[(r) + i] + (INDEX_T)(k) * a_sk]);            \
+        PM_UNROLL                                                                          \
+        for (int j = 0; j < NR / VW; ++j) acc[i][j] = a_bcast * b_vec[j] + acc[i][j];      \
+    }
     /* Whole NR-column slices with vectors; the last few columns of C (fewer
      * than NR) one at a time below. */
     const int n_vec = (N - n0 >= WPTN) ? WPTN : ((N - n0) / NR) * NR;
@@ -296,12 +304,7 @@ KERNEL void polymm_regblock(PM_ARGS)
                         for (int j = 0; j < NR / VW; ++j) b_vec[j] = VLOADN(b_ptr + j * VW);
                         b_ptr += b_sk;
 #endif
-                        PM_UNROLL
-                        for (int i = 0; i < MR; ++i) {
-                            const VEC_T a_bcast = (VEC_T)(A[a_row[r + i] + (INDEX_T)k * a_sk]);
-                            PM_UNROLL
-                            for (int j = 0; j < NR / VW; ++j) acc[i][j] = a_bcast * b_vec[j] + acc[i][j];
-                        }
+                        PM_RB_RANK1(acc, b_vec, r, k)
                     }
                     PM_UNROLL
                     for (int i = 0; i < MR; ++i) {
@@ -341,12 +344,7 @@ KERNEL void polymm_regblock(PM_ARGS)
                 VEC_T b_vec[NR / VW];
                 PM_UNROLL
                 for (int j = 0; j < NR / VW; ++j) b_vec[j] = VLOADN(row + j * VW);
-                PM_UNROLL
-                for (int i = 0; i < MR; ++i) {
-                    const VEC_T a_bcast = (VEC_T)(A[a_row[r + i] + (INDEX_T)k * a_sk]);
-                    PM_UNROLL
-                    for (int j = 0; j < NR / VW; ++j) acc[i][j] = a_bcast * b_vec[j] + acc[i][j];
-                }
+                PM_RB_RANK1(acc, b_vec, r, k)
             }
             PM_UNROLL
             for (int i = 0; i < MR; ++i) {
