@@ -566,7 +566,6 @@ def _pinned(assignment, index):
 def _split_k_graph(x1, x2, plan, dtype, options, gpu):
     """Partial products of each worker's K blocks (pinned there), summed on ``plan.finals``' worker."""
     from dask.base import tokenize
-    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
     accumulate = _accumulation_dtype(dtype)
     nm, nn = len(x1.chunks[0]), len(x2.chunks[1])
@@ -589,19 +588,8 @@ def _split_k_graph(x1, x2, plan, dtype, options, gpu):
                 )
             sums[(name, i, j)] = (_sum_partials, [(pname, i, j, g) for g in range(len(groups))], dtype, gpu)
     pinned = {(i, j, g): w for i in range(nm) for j in range(nn) for g, (w, _) in enumerate(groups)}
-    annotations_p = annotations_s = None
-    if len(plan.workers) >= 2:
-        annotations_p = {"workers": _Pin(pinned, _block_index), "allow_other_workers": _loose()}
-        annotations_s = {"workers": _Pin(finals, _block_index), "allow_other_workers": _loose()}
-    layers = {**x1.dask.layers, **x2.dask.layers}
-    dependencies = {**x1.dask.dependencies, **x2.dask.dependencies}
-    layers[pname] = MaterializedLayer(partials, annotations=annotations_p)
-    dependencies[pname] = {x1.name, x2.name} & set(layers) or set()
-    layers[name] = MaterializedLayer(sums, annotations=annotations_s)
-    dependencies[name] = {pname}
-    graph = HighLevelGraph(layers, dependencies)
-    cls = _PinnedArray if annotations_p else da.Array
-    return cls(graph, name, chunks=(x1.chunks[0], x2.chunks[1]), meta=meta_from_array(x1._meta, ndim=2, dtype=dtype))
+    pins = (_Pin(pinned, _block_index), _Pin(finals, _block_index)) if len(plan.workers) >= 2 else None
+    return _product_of_two_layers(x1, x2, dtype, (pname, partials), (name, sums), pins)
 
 
 def _streamed_graph(x1, x2, plan, dtype, options, gpu):
@@ -609,7 +597,6 @@ def _streamed_graph(x1, x2, plan, dtype, options, gpu):
     (:func:`dask_schedule.streamed`): a chain of tasks ``acc + A[i, k] @ B[k, j]`` in the
     accumulation dtype, in K order, then the result dtype."""
     from dask.base import tokenize
-    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
     accumulate = _accumulation_dtype(dtype)
     nm, nn, nk = len(x1.chunks[0]), len(x2.chunks[1]), len(x1.chunks[1])
@@ -623,20 +610,27 @@ def _streamed_graph(x1, x2, plan, dtype, options, gpu):
                 a, b = (x1.name, i, k), (x2.name, k, j)
                 steps[(sname, i, j, k)] = (_stream_step, previous, a, b, options, dtype, accumulate, gpu)
             sums[(name, i, j)] = (_sum_partials, [(sname, i, j, nk - 1)], dtype, gpu)
-    loose = _loose()
+    pins = (_Pin(plan.assignment, lambda key: key[1:3]), _Pin(plan.assignment, _block_index))
+    return _product_of_two_layers(x1, x2, dtype, (sname, steps), (name, sums), pins)
+
+
+def _product_of_two_layers(x1, x2, dtype, first, second, pins):
+    """The 2-D product array of a hand-built graph: ``first`` (name, tasks) reads the operands'
+    blocks, ``second`` (name, tasks: the output blocks) reads ``first``; ``pins``, a ``_Pin``
+    per layer (or None), place their tasks (loose or strict, ``polymm.pin``)."""
+    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+
     layers = {**x1.dask.layers, **x2.dask.layers}
     dependencies = {**x1.dask.dependencies, **x2.dask.dependencies}
-    layers[sname] = MaterializedLayer(
-        steps, annotations={"workers": _Pin(plan.assignment, lambda key: key[1:3]), "allow_other_workers": loose}
-    )
-    dependencies[sname] = {x1.name, x2.name} & set(layers) or set()
-    layers[name] = MaterializedLayer(
-        sums, annotations={"workers": _Pin(plan.assignment, _block_index), "allow_other_workers": loose}
-    )
-    dependencies[name] = {sname}
-    graph = HighLevelGraph(layers, dependencies)
+    annotations = [None, None] if pins is None else [{"workers": pin, "allow_other_workers": _loose()} for pin in pins]
+    (first_name, first_tasks), (name, tasks) = first, second
+    layers[first_name] = MaterializedLayer(first_tasks, annotations=annotations[0])
+    dependencies[first_name] = {x1.name, x2.name} & set(layers) or set()
+    layers[name] = MaterializedLayer(tasks, annotations=annotations[1])
+    dependencies[name] = {first_name}
+    cls = _PinnedArray if pins is not None else da.Array
     meta = meta_from_array(x1._meta, ndim=2, dtype=dtype)
-    return _PinnedArray(graph, name, chunks=(x1.chunks[0], x2.chunks[1]), meta=meta)
+    return cls(HighLevelGraph(layers, dependencies), name, chunks=(x1.chunks[0], x2.chunks[1]), meta=meta)
 
 
 def _stream_step(previous, a, b, options, dtype_in, accumulate, gpu):
