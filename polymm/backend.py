@@ -231,6 +231,13 @@ class Backend:
         memory). ``polymm.matmul`` on NumPy operands calls this; the default is :meth:`from_numpy`."""
         return self.from_numpy(x)
 
+    def lend_result(self, shape: tuple, dtype: np.dtype, like):
+        """An array of this backend's type for the result of a call on NumPy operands (``like``:
+        one, as :meth:`lend_numpy` gave it) whose :meth:`to_numpy` is the NumPy result itself,
+        written in place (a device that computes in host memory); None, the default: the result
+        is allocated as usual and copied back."""
+        return None
+
     def to_numpy(self, x) -> np.ndarray:
         """Move a result of this backend's array type back to the host."""
         return x

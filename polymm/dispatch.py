@@ -126,8 +126,10 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
         # Lent, not copied: the operands are only read, and only within this call.
         x1, x2 = (impl.lend_numpy(x if x.dtype == dtype else x.astype(dtype)) for x in (x1, x2))
         kind = kind_named(compute)
-
-    result = _compute(impl, kind, x1, x2, shape, dtype, algorithm, out if library == compute else None)
+        into = impl.lend_result(shape.result, dtype, x1)  # None: the backend's own allocation
+    else:
+        into = out
+    result = _compute(impl, kind, x1, x2, shape, dtype, algorithm, into)
     if library != compute:
         result = impl.to_numpy(result)
         if out is not None:

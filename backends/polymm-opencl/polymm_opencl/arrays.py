@@ -15,7 +15,7 @@ import numpy as np
 from polymm.arrays import ArrayKind
 from polymm.backend import DeviceMemoryError
 
-__all__ = ["OpenCLKind", "DRIVER_LOCK", "upload", "reads_host_memory"]
+__all__ = ["OpenCLKind", "DRIVER_LOCK", "upload", "reads_host_memory", "lent_result", "host_result"]
 
 #: One thread at a time calls into the OpenCL driver through polymm: the backend's plans, uploads
 #: and enqueues, and this adapter's allocations (a PyOpenCL ``MemoryPool`` is not thread-safe),
@@ -354,6 +354,42 @@ def _copied_to(queue, x, lend=False):
         return lent
     buffer = cl_array.to_device(queue, raw.copy())
     return cl_array.Array(queue, x.shape, x.dtype, strides=x.strides, data=buffer.data, offset=-low)
+
+
+#: Results from this many bytes on are written into host memory by a device that computes there
+#: (smaller ones come from the memory pool, whose pages are already mapped).
+LENT_RESULT_BYTES = 1 << 20
+
+
+def lent_result(queue, shape, dtype):
+    """A device array over a new NumPy array (``CL_MEM_USE_HOST_PTR``) for a result that
+    :func:`host_result` then hands back without a copy, or None: the device does not compute in
+    host memory, or the result is small."""
+    import pyopencl as cl
+    import pyopencl.array as cl_array
+
+    dtype = np.dtype(dtype)
+    nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    if nbytes < LENT_RESULT_BYTES or not reads_host_memory(queue):
+        return None
+    host = np.empty(shape, dtype)
+    flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
+    lent = allocate(
+        queue, nbytes, cl_array.Array, queue, shape, dtype, data=cl.Buffer(queue.context, flags, hostbuf=host)
+    )
+    lent.polymm_result = host
+    return lent
+
+
+def host_result(x) -> np.ndarray:
+    """The NumPy array a :func:`lent_result` array was written into, once the device's writes
+    are visible there (mapping the buffer waits for them, and syncs a driver that kept a copy)."""
+    import pyopencl as cl
+
+    mapped, event = cl.enqueue_map_buffer(x.queue, x.base_data, cl.map_flags.READ, 0, x.shape, x.dtype)
+    event.wait()
+    mapped.base.release(x.queue)
+    return x.polymm_result
 
 
 #: The most each queue's device allocates in one buffer (``CL_DEVICE_MAX_MEM_ALLOC_SIZE``), asked once.

@@ -15,7 +15,7 @@ from polymm.kernels.params import DeviceInfo
 
 from . import drivercache
 from . import image as _image
-from .arrays import DRIVER_LOCK, _to_host, reads_host_memory, upload
+from .arrays import DRIVER_LOCK, _to_host, host_result, lent_result, reads_host_memory, upload
 from .devices import _all_devices, _pick_device, device_info, list_devices
 from .plans import make_plan, plan_or_fallback, run
 from .programs import ProgramCache
@@ -111,9 +111,19 @@ class OpenCLBackend(Backend):
         """On a device that computes in host memory (PoCL), the device reads ``x`` where it lies."""
         return self.from_numpy(x, lend=True)
 
+    def lend_result(self, shape, dtype, like):
+        """On a device that computes in host memory, a large result is written straight into the
+        NumPy array returned: copying a 64 MiB result back cost a fifth of a 4096 x 4096 x 32
+        product's call on PoCL."""
+        with self._lock:
+            return lent_result(like.queue, shape, dtype)
+
     def to_numpy(self, x):
         """``x`` in host memory; PyOpenCL's ``get()`` reads only contiguous arrays, so views are read by their span."""
         with self._lock:
+            host = getattr(x, "polymm_result", None)
+            if host is not None:
+                return host_result(x)
             return x.get() if x.flags.c_contiguous else _to_host(x)
 
     def synchronize(self) -> None:

@@ -246,6 +246,33 @@ def test_numpy_operands_are_lent_to_a_host_memory_device_and_left_as_they_were(q
     np.testing.assert_array_equal(backend.to_numpy(copied), before)
 
 
+@pytest.mark.parametrize("shape", [(1024, 512, 16), (256, 1024, 40000), (300, 1000, 200)])
+def test_a_large_result_is_written_into_the_numpy_array_returned(queue, shape):
+    """On a device that computes in host memory, a result of 1 MiB or more is written straight into
+    the NumPy array the call returns (``lend_result``: no copy back), through every path that
+    writes C (the packed kernel; deep K's slices summed into C), and ``out=`` is filled from it;
+    smaller results, and other devices, come back as before."""
+    import polymm
+    from polymm_opencl.arrays import LENT_RESULT_BYTES, reads_host_memory
+
+    backend = polymm.get_backend("opencl")
+    m, n, k = shape
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    lent = backend.lend_result((m, n), np.dtype(np.float32), backend.lend_numpy(a))
+    large = m * n * 4 >= LENT_RESULT_BYTES
+    assert (lent is not None) == (large and reads_host_memory(queue))
+    assert backend.lend_result((4, 4), np.dtype(np.float32), backend.lend_numpy(a)) is None
+    got = polymm.matmul(a, b, backend="opencl")
+    assert type(got) is np.ndarray and got.flags.c_contiguous
+    assert_matches(got, a, b)
+    again = polymm.matmul(a, b, backend="opencl")
+    assert not np.shares_memory(got, again)
+    out = np.full((m, n), np.nan, np.float32)  # poisoned
+    assert polymm.matmul(a, b, backend="opencl", out=out) is out
+    np.testing.assert_array_equal(out, again)
+
+
 def test_devices_listed():
     import polymm
 
