@@ -372,13 +372,15 @@ def lent_result(queue, shape, dtype):
     nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
     if nbytes < LENT_RESULT_BYTES or not reads_host_memory(queue):
         return None
-    host = np.empty(shape, dtype)
-    flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
-    lent = allocate(
-        queue, nbytes, cl_array.Array, queue, shape, dtype, data=cl.Buffer(queue.context, flags, hostbuf=host)
-    )
-    lent.polymm_result = host
-    return lent
+
+    def made():
+        host = np.empty(shape, dtype)
+        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
+        lent = cl_array.Array(queue, shape, dtype, data=cl.Buffer(queue.context, flags, hostbuf=host))
+        lent.polymm_result = host
+        return lent
+
+    return allocate(queue, nbytes, made)  # past the device's largest buffer: its clear error
 
 
 def host_result(x) -> np.ndarray:
