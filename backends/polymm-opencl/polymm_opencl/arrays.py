@@ -356,9 +356,11 @@ def _copied_to(queue, x, lend=False):
     return cl_array.Array(queue, x.shape, x.dtype, strides=x.strides, data=buffer.data, offset=-low)
 
 
-#: Results from this many bytes on are written into host memory by a device that computes there
-#: (smaller ones come from the memory pool, whose pages are already mapped).
-LENT_RESULT_BYTES = 1 << 20
+#: Results from this many bytes on are written into host memory by a device that computes there.
+#: Smaller ones come from the memory pool, whose pages are already mapped: on PoCL a 4 and a 16 MiB
+#: result gained nothing (a new array's page faults cost what the copy back saves), 64 and 256
+#: MiB ones 35-50% of the call (the 2-core AVX-512 Xeon, 2026-11-28).
+LENT_RESULT_BYTES = 32 << 20
 
 
 def lent_result(queue, shape, dtype):

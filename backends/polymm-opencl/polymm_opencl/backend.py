@@ -113,7 +113,7 @@ class OpenCLBackend(Backend):
 
     def lend_result(self, shape, dtype, like):
         """On a device that computes in host memory, a large result is written straight into the
-        NumPy array returned: copying a 64 MiB result back cost a fifth of a 4096 x 4096 x 32
+        NumPy array returned: copying a 64 MiB result back cost a third of a 4096 x 4096 x 32
         product's call on PoCL."""
         with self._lock:
             return lent_result(like.queue, shape, dtype)

@@ -247,13 +247,17 @@ def test_numpy_operands_are_lent_to_a_host_memory_device_and_left_as_they_were(q
 
 
 @pytest.mark.parametrize("shape", [(1024, 512, 16), (256, 1024, 40000), (300, 1000, 200)])
-def test_a_large_result_is_written_into_the_numpy_array_returned(queue, shape):
-    """On a device that computes in host memory, a result of 1 MiB or more is written straight into
-    the NumPy array the call returns (``lend_result``: no copy back), through every path that
-    writes C (the packed kernel; deep K's slices summed into C), and ``out=`` is filled from it;
-    smaller results, and other devices, come back as before."""
+def test_a_large_result_is_written_into_the_numpy_array_returned(queue, shape, monkeypatch):
+    """On a device that computes in host memory, a large result (``LENT_RESULT_BYTES``, here 1 MiB)
+    is written straight into the NumPy array the call returns (``lend_result``: no copy back),
+    through every path that writes C (the packed kernel; deep K's slices summed into C), and
+    ``out=`` is filled from it; smaller results, and other devices, come back as before."""
     import polymm
-    from polymm_opencl.arrays import LENT_RESULT_BYTES, reads_host_memory
+    from polymm_opencl import arrays
+    from polymm_opencl.arrays import reads_host_memory
+
+    monkeypatch.setattr(arrays, "LENT_RESULT_BYTES", 1 << 20)
+    LENT_RESULT_BYTES = arrays.LENT_RESULT_BYTES
 
     backend = polymm.get_backend("opencl")
     m, n, k = shape
