@@ -124,9 +124,11 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
     if library != compute:
         # Cast on the host: devices may lack conversions (float16 without cl_khr_fp16) or byte swaps.
         # Lent, not copied: the operands are only read, and only within this call.
-        x1, x2 = (impl.lend_numpy(x if x.dtype == dtype else x.astype(dtype)) for x in (x1, x2))
+        # (a backend that does not subclass polymm.Backend may lack both: copies, as before)
+        lend, lend_result = getattr(impl, "lend_numpy", impl.from_numpy), getattr(impl, "lend_result", None)
+        x1, x2 = (lend(x if x.dtype == dtype else x.astype(dtype)) for x in (x1, x2))
         kind = kind_named(compute)
-        into = impl.lend_result(shape.result, dtype, x1)  # None: the backend's own allocation
+        into = lend_result(shape.result, dtype, x1) if lend_result else None  # None: its own allocation
     else:
         into = out
     result = _compute(impl, kind, x1, x2, shape, dtype, algorithm, into)

@@ -113,6 +113,33 @@ def recorder():
     return _Recorder.calls
 
 
+class _DuckTiny:
+    """A device backend that does not subclass polymm.Backend (the core duck-types): the example
+    ``tiny`` backend's methods, without the later optional ones (``lend_numpy``, ``lend_result``)."""
+
+    array_library = "tiny"
+    algorithms = ("auto",)
+
+    def __init__(self):
+        from polymm_example.tiny import TinyBackend
+
+        self._inner = TinyBackend()
+
+    def __getattr__(self, name):
+        if name in ("lend_numpy", "lend_result"):
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+def test_a_duck_typed_device_backend_without_the_optional_methods_computes_numpy_operands():
+    pytest.importorskip("polymm_example.tiny")
+    polymm.register_backend("ducktiny", _DuckTiny, replace=True)
+    a, b = np.arange(12.0).reshape(3, 4), np.arange(8.0).reshape(4, 2)
+    got = polymm.matmul(a, b, backend="ducktiny")
+    assert type(got) is np.ndarray
+    np.testing.assert_array_equal(got, a @ b)
+
+
 def test_register_backend_at_run_time(recorder):
     a = np.ones((3, 4), np.float32)
     assert_matches(polymm.matmul(a, a.T, backend="recorder", algorithm="slow"), a, a.T)
