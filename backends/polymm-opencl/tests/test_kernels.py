@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -95,20 +94,19 @@ def test_opencl_sources_build(queue, dtype):
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-def test_cuda_sources_compile():
-    def compile_one(job):
-        dtype, (kernel, params, flags) = job
-        source = render("cuda", kernel, dtype, params, **flags)
-        with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as f:
-            f.write(source)
+def test_cuda_sources_compile(tmp_path):
+    def compile_one(numbered):
+        number, (dtype, (kernel, params, flags)) = numbered
+        source = tmp_path / f"{number}.cu"  # in the test's own folder: nothing left behind in /tmp
+        source.write_text(render("cuda", kernel, dtype, params, **flags))
         result = subprocess.run(
-            ["nvcc", "-arch=sm_90", "--ptx", "-o", "/dev/null", f.name], capture_output=True, text=True
+            ["nvcc", "-arch=sm_90", "--ptx", "-o", "/dev/null", str(source)], capture_output=True, text=True
         )
         return dtype, kernel, flags, result.returncode, result.stderr
 
     jobs = [(d, v) for d in DTYPES for v in VARIANTS + _helpers(d)]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        failures = [r for r in pool.map(compile_one, jobs) if r[3] != 0]
+        failures = [r for r in pool.map(compile_one, enumerate(jobs)) if r[3] != 0]
     assert not failures, "\n".join(f"{d} {k} {f}:\n{err[:2000]}" for d, k, f, _, err in failures)
 
 
