@@ -15,7 +15,15 @@ import numpy as np
 from polymm.arrays import ArrayKind
 from polymm.backend import DeviceMemoryError
 
-__all__ = ["OpenCLKind", "DRIVER_LOCK", "upload", "reads_host_memory", "lent_result", "host_result"]
+__all__ = [
+    "OpenCLKind",
+    "DRIVER_LOCK",
+    "upload",
+    "reads_host_memory",
+    "lent_result",
+    "lent_result_bytes",
+    "host_result",
+]
 
 #: One thread at a time calls into the OpenCL driver through polymm: the backend's plans, uploads
 #: and enqueues, and this adapter's allocations (a PyOpenCL ``MemoryPool`` is not thread-safe),
@@ -312,12 +320,13 @@ def upload(queue, x: np.ndarray, lend: bool = False):
 
     The smallest memory span covering ``x`` is copied and viewed with ``x``'s own
     strides, so a broadcast batch is not materialised; sparse or oddly
-    aligned views are made contiguous first. ``lend``: the device reads ``x``'s own memory
-    (``CL_MEM_USE_HOST_PTR``, no copy) for as long as the returned array lives, for a device
-    that computes in host memory (:func:`reads_host_memory`) and an operand used within one
-    call: a copy into fresh device memory cost 40 ms per 64 MiB on PoCL (page faults, then one
+    aligned views are made contiguous first. ``lend`` (an operand used within one call): on a
+    device that computes in host memory (:func:`reads_host_memory`; elsewhere a copy is made as
+    usual), the device reads ``x``'s own memory (``CL_MEM_USE_HOST_PTR``, no copy) for as long as
+    the returned array lives: a copy into fresh device memory cost 40 ms per 64 MiB on PoCL (page faults, then one
     thread copying), more than half of a deep 128 x 65536 x 128 float64 product.
     """
+    lend = lend and reads_host_memory(queue)
     return allocate(queue, x.nbytes, _copied_to, queue, x, lend)  # a span copy may take up to twice that
 
 
@@ -356,23 +365,26 @@ def _copied_to(queue, x, lend=False):
     return cl_array.Array(queue, x.shape, x.dtype, strides=x.strides, data=buffer.data, offset=-low)
 
 
-#: Results from this many bytes on are written into host memory by a device that computes there.
-#: Smaller ones come from the memory pool, whose pages are already mapped: on PoCL a 4 and a 16 MiB
-#: result gained nothing (a new array's page faults cost what the copy back saves), 64 and 256
-#: MiB ones 35-50% of the call (the 2-core AVX-512 Xeon, 2026-11-28).
-LENT_RESULT_BYTES = 32 << 20
+def lent_result_bytes(queue) -> int:
+    """From how many bytes on a result is written into host memory on ``queue``'s device (which
+    computes there): the device database's ``cost.lent_result_bytes``, with its evidence."""
+    from polymm.kernels.devices import settings_for
+
+    from .devices import device_info
+
+    return settings_for(device_info(queue.device))("cost", "lent_result_bytes")
 
 
 def lent_result(queue, shape, dtype):
     """A device array over a new NumPy array (``CL_MEM_USE_HOST_PTR``) for a result that
     :func:`host_result` then hands back without a copy, or None: the device does not compute in
-    host memory, or the result is small."""
+    host memory, or the result is under :func:`lent_result_bytes`."""
     import pyopencl as cl
     import pyopencl.array as cl_array
 
     dtype = np.dtype(dtype)
     nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
-    if nbytes < LENT_RESULT_BYTES or not reads_host_memory(queue):
+    if not reads_host_memory(queue) or nbytes < lent_result_bytes(queue):
         return None
 
     def made():

@@ -15,7 +15,7 @@ from polymm.kernels.params import DeviceInfo
 
 from . import drivercache
 from . import image as _image
-from .arrays import DRIVER_LOCK, _to_host, host_result, lent_result, reads_host_memory, upload
+from .arrays import DRIVER_LOCK, _to_host, host_result, lent_result, upload
 from .devices import _all_devices, _pick_device, device_info, list_devices
 from .plans import make_plan, plan_or_fallback, run
 from .programs import ProgramCache
@@ -104,8 +104,7 @@ class OpenCLBackend(Backend):
         if not x.dtype.isnative:  # kernels read the device's own byte order
             x = x.astype(x.dtype.newbyteorder("="))
         with self._lock:
-            queue = default_queue()
-            return upload(queue, x, lend=lend and reads_host_memory(queue))
+            return upload(default_queue(), x, lend=lend)
 
     def lend_numpy(self, x):
         """On a device that computes in host memory (PoCL), the device reads ``x`` where it lies."""
@@ -121,8 +120,7 @@ class OpenCLBackend(Backend):
     def to_numpy(self, x):
         """``x`` in host memory; PyOpenCL's ``get()`` reads only contiguous arrays, so views are read by their span."""
         with self._lock:
-            host = getattr(x, "polymm_result", None)
-            if host is not None:
+            if getattr(x, "polymm_result", None) is not None:
                 return host_result(x)
             return x.get() if x.flags.c_contiguous else _to_host(x)
 

@@ -246,23 +246,25 @@ def test_numpy_operands_are_lent_to_a_host_memory_device_and_left_as_they_were(q
 
 @pytest.mark.parametrize("shape", [(1024, 512, 16), (256, 1024, 40000), (300, 1000, 200)])
 def test_a_large_result_is_written_into_the_numpy_array_returned(queue, shape, monkeypatch):
-    """On a device that computes in host memory, a large result (``LENT_RESULT_BYTES``, here 1 MiB)
-    is written straight into the NumPy array the call returns (``lend_result``: no copy back),
-    through every path that writes C (the packed kernel; deep K's slices summed into C), and
-    ``out=`` is filled from it; smaller results, and other devices, come back as before."""
+    """On a device that computes in host memory, a large result (the database's
+    ``cost.lent_result_bytes``, here 1 MiB) is written straight into the NumPy array the call
+    returns (``lend_result``: no copy back), through every path that writes C (the packed kernel;
+    deep K's slices summed into C), and ``out=`` is filled from it; smaller results, and other
+    devices, come back as before."""
     import polymm
     from polymm_opencl import arrays
     from polymm_opencl.arrays import reads_host_memory
 
-    monkeypatch.setattr(arrays, "LENT_RESULT_BYTES", 1 << 20)
-    LENT_RESULT_BYTES = arrays.LENT_RESULT_BYTES
+    threshold = 1 << 20
+    assert arrays.lent_result_bytes(queue) > threshold or not reads_host_memory(queue)
+    monkeypatch.setattr(arrays, "lent_result_bytes", lambda queue: threshold)
 
     backend = polymm.get_backend("opencl")
     m, n, k = shape
     rng = np.random.default_rng(6)
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
     lent = backend.lend_result((m, n), np.dtype(np.float32), backend.lend_numpy(a))
-    large = m * n * 4 >= LENT_RESULT_BYTES
+    large = m * n * 4 >= threshold
     assert (lent is not None) == (large and reads_host_memory(queue))
     assert backend.lend_result((4, 4), np.dtype(np.float32), backend.lend_numpy(a)) is None
     got = polymm.matmul(a, b, backend="opencl")
