@@ -21,6 +21,7 @@ import datetime
 import itertools
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -92,7 +93,7 @@ def cliff_lines(res) -> list[str]:
     for backend in sorted({b for b, _ in cells}):
         mine = {c: v for (b, c), v in cells.items() if b == backend}
         worst = min(mine, key=mine.get)
-        mean = math.exp(sum(math.log(v) for v in mine.values()) / len(mine))
+        mean = statistics.geometric_mean(mine.values())
         lines.append(f"| `{backend}` | {len(mine)} | {mine[worst]:.2f}x ({worst}) | {mean:.2f}x |")
     return [*lines, ""]
 
