@@ -170,8 +170,9 @@ LINKED = (
     "        d = ev.data['dispatcher']\n"
     "        name = d.py_func.__qualname__.split('_mr')[0]\n"
     "        if name in ('_columns_packed', sys.argv[1]):\n"
-    "            ir = ''.join(c.library.get_llvm_str() for c in d.overloads.values())\n"
-    "            linked[name] = sorted(k for k in ('_block_regs', '_pack_a', '_pack_b') if k in ir)\n"
+    "            ir = ''.join(c.library.get_llvm_str() for c in d.overloads.values()).splitlines()\n"
+    "            defined = [line for line in ir if line.startswith('define')]\n"
+    "            linked[name] = sorted(k for k in ('_block_regs', '_pack_a', '_pack_b') if any(k in line for line in defined))\n"
     "event.register('numba:compile', Linked())\n"
     "polymm.get_backend('cpu')._kernel(sys.argv[1], np.dtype('float64'))\n"
     "print(repr(linked))\n"
@@ -182,9 +183,10 @@ LINKED = (
 def test_the_packed_kernel_is_compiled_once_and_called_by_address(tmp_path, driver):
     """Numba links every jitted callee into each caller's module and optimises and emits it there
     again, so the packed kernel's body (packing, register tiles) is compiled on its own, once, and
-    the drivers call it by address (``polymm_numba.native_call``): a driver's code holds none of it."""
+    the drivers call it by address (``polymm_numba.native_call``): a driver's code holds none of it.
+    The packing loops are inlined into the body (Numba's IR), so no function of theirs is linked."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-c", LINKED, driver], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     linked = ast.literal_eval(proc.stdout.strip().splitlines()[-1])
-    assert linked == {"_columns_packed": ["_block_regs", "_pack_a", "_pack_b"], driver: []}, linked
+    assert linked == {"_columns_packed": ["_block_regs"], driver: []}, linked
