@@ -221,6 +221,8 @@ _DTYPES = {
     "complex64": ("COMPLEX", "float2", "float2"),
     "complex128": ("COMPLEX", "double2", "double2"),
 }
+# Raw-bits vectors vecmat reads a work-item's run of a row of B as, by its bytes: (OpenCL, CUDA).
+_ROW_TYPES = {4: ("uint", "unsigned int"), 8: ("uint2", "uint2"), 16: ("uint4", "uint4")}
 # Raw-bits element types of the pack kernel, by item size: (OpenCL, CUDA).
 _COPY_TYPES = {
     1: ("uchar", "unsigned char"),
@@ -371,6 +373,7 @@ def render(
         )
     defines = _type_defines(dialect, dtype)
     vector_ok = dtype.name in _VECTOR_DTYPES
+    row_t = _ROW_TYPES.get(params.gvw * dtype.itemsize) if kernel == "vecmat" and vec_b and dtype.kind != "c" else None
     defines.update(
         TS=str(params.ts),
         MWG=str(params.mwg),
@@ -391,7 +394,7 @@ def render(
         PM_RB_A_MMAJOR="1" if (vec_a and a_mmajor and vector_ok) else "0",
         PM_RB_B_KMAJOR="1" if (vec_b and b_kmajor and vector_ok) else "0",
         PM_MV_VEC="1" if (kernel == "matvec" and vec_a and vec_b and vector_ok) else "0",
-        PM_VM_VEC="1" if (kernel == "vecmat" and vec_b and dtype.kind == "f" and vector_ok) else "0",
+        PM_VM_VEC="1" if row_t else "0",
         COPY_T=_COPY_TYPES[dtype.itemsize][0 if dialect == "opencl" else 1],
         COPY_ZERO=_COPY_ZERO[dialect],
         PM_MV_GROUP="1" if (kernel == "matvec" and params.use_local) else "0",
@@ -409,6 +412,8 @@ def render(
         )
         else "0",
     )
+    if row_t:
+        defines["PM_VM_ROW_T"] = row_t[0 if dialect == "opencl" else 1]
     if vector_ok:
         base, lanes = _VECTOR_DTYPES[dtype.name]
         width = params.gvw * lanes
@@ -530,14 +535,19 @@ def fast_path(
     which needs only inner stride 1 (real dtypes only).
     """
     dtype = np.dtype(dtype)
+    if kernel == "vecmat":  # a work-item's run of a row of B as one raw-bits vector (not complex)
+        b_sb, b_sk, b_sn = b_strides
+        g = params.gvw
+        rows = (
+            dtype.kind != "c"
+            and g * dtype.itemsize in _ROW_TYPES
+            and b_sn == 1
+            and all(v % g == 0 for v in (N, b_off, b_sk, b_sb if batch > 1 else 0))
+        )
+        return {"vec_a": False, "vec_b": rows}
     if dtype.name not in _VECTOR_DTYPES or (dtype.kind == "c" and not (params.use_local and kernel == "regblock")):
         return {"vec_a": False, "vec_b": False}
     a_sb, a_sm, a_sk = a_strides
-    if kernel == "vecmat":  # rows of B as vectors (real dtypes)
-        b_sb, b_sk, b_sn = b_strides
-        g = params.gvw
-        rows = dtype.kind == "f" and b_sn == 1 and all(v % g == 0 for v in (N, b_off, b_sk, b_sb if batch > 1 else 0))
-        return {"vec_a": False, "vec_b": rows}
     if kernel == "matvec":  # the CPU shape, both operands contiguous along K
         both = dialect == "opencl" and not params.use_local and a_sk == 1 and b_strides[1] == 1
         return {"vec_a": both, "vec_b": both}

@@ -9,10 +9,12 @@
  * broadcast load).  The teams' sums meet in local memory and are added in team
  * order (deterministic).  Split-K slices arrive as batch entries (planner).
  *
- * PM_VM_VEC (float32/float64; kernels.fast_path): B's rows are read as GVEC_T
- * (b_sn == 1 and N, b_off, b_sk, b_sb multiples of GVW); otherwise element by
- * element, for any dtype and strides.  Columns past N are clamped for loading
- * and never stored. */
+ * PM_VM_VEC (kernels.fast_path): a work-item's GVW elements of a row of B are
+ * one load of PM_VM_ROW_T, raw bits of 4, 8 or 16 bytes read as ELEM_T (any
+ * dtype but complex; b_sn == 1 and N, b_off, b_sk, b_sb multiples of GVW): one
+ * instruction where 16-bit types took four; otherwise element by element, for
+ * any dtype and strides.  Columns past N are clamped for loading and never
+ * stored. */
 KERNEL_WG(NDIMC, MDIMC) void polymm_vecmat(PM_ARGS)
 {
     LOCAL_MEM ACC_T part[MDIMC * MR * NWG];
@@ -25,9 +27,9 @@ KERNEL_WG(NDIMC, MDIMC) void polymm_vecmat(PM_ARGS)
     PM_CLAMPED_OFFSETS(a_row, MR, m0, M, a_off + batch * a_sb, a_sm);
 #if PM_VM_VEC
     const INDEX_T b_col = b_off + batch * b_sb + ((n0 < N) ? n0 : N - GVW);
-#define B_LOAD(v, k) v = *(GLOBAL const GVEC_T*)(B + b_col + (INDEX_T)(k) * b_sk)
-#define B_ELEM(v, j) ((ELEM_T*)&(v))[j]
-    typedef GVEC_T pm_b_t;
+#define B_LOAD(v, k) v = *(GLOBAL const PM_VM_ROW_T*)(B + b_col + (INDEX_T)(k) * b_sk)
+#define B_ELEM(v, j) LOAD((const ELEM_T*)&(v), j)
+    typedef PM_VM_ROW_T pm_b_t;
 #else
     INDEX_T b_col[GVW];
     PM_CLAMPED_OFFSETS(b_col, GVW, n0, N, b_off + batch * b_sb, b_sn);

@@ -48,6 +48,7 @@ VARIANTS = [
     ("matvec", KernelParams(mr=2, nwg=2, mdimc=16, vw=1), {}),  # the GPU shape: a work-group per rows
     ("vecmat", VECMAT_SHAPE, {}),
     ("vecmat", VECMAT_SHAPE, {"vec_b": True}),
+    ("vecmat", VECMAT_SHAPE.replace(gvw=8, nwg=64), {"vec_b": True}),  # 16-byte rows of 16-bit types
 ]
 #: The helper kernels (own interfaces), rendered and compiled beside the products.
 HELPERS = [("pack", None, {}), ("sum-slices", None, {}), ("realify", KernelParams(ts=2), {})]
