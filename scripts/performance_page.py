@@ -57,11 +57,37 @@ def _short(name: str) -> str:
 PLATFORMS = {"Portable Computing Language": "PoCL", "NVIDIA CUDA": "NVIDIA OpenCL"}
 
 
+def _used_device(machine: dict, backend: str) -> str:
+    """The listed device a run computed on: for OpenCL the one ``POLYMM_OPENCL_DEVICE`` named
+    (``platform:device`` or a word of its name, as the backend matches it), else the first GPU,
+    else the first device; for the others the first listed."""
+    listed = machine.get("devices", {}).get(backend) or [""]
+    if backend != "opencl":
+        return listed[0]
+    wanted = (machine.get("environment") or {}).get("POLYMM_OPENCL_DEVICE", "").strip().lower()
+    if wanted:
+        named = [
+            d
+            for d in listed
+            if d.startswith(wanted + " ")
+            or wanted in d.split(" on ", 1)[0].lower()
+            or wanted in d.split(" on ", 1)[-1].lower()
+        ]
+        return (named or listed)[0]
+    return next((d for d in listed if "[GPU]" in d), listed[0])
+
+
+def command_line(doc: dict) -> str:
+    """A run's command as typed, with the environment it recorded (``POLYMM_OPENCL_DEVICE=...``)."""
+    env = " ".join(f"{k}={v}" for k, v in sorted((doc["machine"].get("environment") or {}).items()))
+    return f"{env} {doc['command']}" if env else doc["command"]
+
+
 def device_label(backend: str, doc: dict) -> str:
     """Where a run ran, in a few words: the GPU's name, the OpenCL device and its platform, or the
     host's processor and cores."""
     m = doc["machine"]
-    first = (m.get("devices", {}).get(backend) or [""])[0]
+    first = _used_device(m, backend)
     if backend == "cuda":
         found = re.match(r"cuda:\d+ (.+?) \(", first)
         return found.group(1) if found else first
@@ -161,7 +187,7 @@ def render() -> str:
         "",
     ]
     for (backend, device), history in runs.items():
-        lines.append(f"* {device}, `{backend}`: `{history[-1][3]['command']}`")
+        lines.append(f"* {device}, `{backend}`: `{command_line(history[-1][3])}`")
     lines += ["", "### Latest heatmaps", ""]
     for (backend, device), history in runs.items():
         stem = history[-1][1]
