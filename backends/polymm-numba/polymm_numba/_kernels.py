@@ -118,12 +118,23 @@ def naive_parallel(a, b, out):
 # counterpart of the GPU kernel's shared-memory tiles), reused from cache
 
 
-def _tile(a, b, out, bi, i0, mb, j0, nb, tk):
-    """One ``mb`` x ``nb`` tile of product ``bi``: slices of A and B (``tk`` deep) copied into
-    small local arrays, the tile's sums in a third. Compiled on its own and called by address
-    from :func:`tiled_parallel` (:mod:`.native_call`: compiled inside the parallel loop's body, it
-    was built twice more, 1.1 s of a cold start; 0.4 + 0.35 s so)."""
+def _tile(a, b, out, t, tm, tn, tk, _unused1, _unused2):
+    """Output tile ``t`` (``tm`` x ``tn``, tiles of each product in row-major order, products one
+    after another) of product ``bi``: slices of A and B (``tk`` deep) copied into small local
+    arrays, the tile's sums in a third. A task of :func:`tasks_parallel` (its body, called by
+    address: compiled inside the parallel loop's body it was built twice more, 1.1 s of a cold
+    start); the last two parameters are the driver's and unused here."""
+    M = a.shape[1]
+    N = b.shape[2]
     K = a.shape[2]
+    nbn = (N + tn - 1) // tn
+    per = ((M + tm - 1) // tm) * nbn
+    bi = t // per
+    r = t - bi * per
+    i0 = (r // nbn) * tm
+    j0 = (r - (r // nbn) * nbn) * tn
+    mb = min(tm, M - i0)
+    nb = min(tn, N - j0)
     at = np.empty((mb, tk), a.dtype)
     bt = np.empty((tk, nb), b.dtype)
     acc = np.empty((mb, nb), out.dtype)
@@ -149,19 +160,13 @@ def _tile(a, b, out, bi, i0, mb, j0, nb, tk):
             out[bi, i0 + ii, j0 + jj] = acc[ii, jj]
 
 
-def tiled_parallel(a, b, out, tm, tn, tk, tile):
-    """Output tiles of every batch shared among threads (``tile``: :func:`_tile`'s address)."""
-    M = a.shape[1]
-    N = b.shape[2]
-    nbm = (M + tm - 1) // tm
-    nbn = (N + tn - 1) // tn
-    per = nbm * nbn
-    for t in prange(a.shape[0] * per):
-        bi = t // per
-        r = t - bi * per
-        i0 = (r // nbn) * tm
-        j0 = (r - (r // nbn) * nbn) * tn
-        call_native(tile, (a, b, out, bi, i0, min(tm, M - i0), j0, min(tn, N - j0), tk))
+def tasks_parallel(a, b, out, ntasks, p1, p2, p3, p4, p5, body):
+    """``body(a, b, out, t, p1, ..., p5)`` for every task ``t < ntasks``, shared among threads: the
+    one parallel driver (compiled once per dtype) of the bodies that take a task number, called
+    by address: the packed kernel's batch entries (``auto_batch``) and the tiled kernel's tiles.
+    A parallel loop costs a third of a second to compile; one driver for both spares the second."""
+    for t in prange(ntasks):
+        call_native(body, (a, b, out, np.int64(t), p1, p2, p3, p4, p5))
 
 
 # --------------------------------------------------------------------------
@@ -625,12 +630,6 @@ def auto_serial(a, b, out, mc, nc, kc, nth, body):
         call_native(body, (a, b, out, bi, 0, b.shape[2], mc, nc, kc))
 
 
-def auto_batch(a, b, out, mc, nc, kc, nth, body):
-    """Packed kernel, whole products shared among threads (many small products)."""
-    for t in prange(a.shape[0]):
-        call_native(body, (a, b, out, np.int64(t), 0, b.shape[2], mc, nc, kc))
-
-
 def auto_parallel(a, b, out, mc, nc, kc, nth, body):
     """Packed kernel, each product split into (row block x column slab) tasks.
 
@@ -696,7 +695,9 @@ def _auto_chunk(a, b, out, mc, nc, kc, body):
         call_native(body, (a, b, out, bi, 0, b.shape[2], mc, nc, kc))
 
 
-AUTO_DRIVERS = ("auto_serial", "auto_batch", "auto_parallel", "auto_slabs", "auto_splitk")
+#: The packed kernel's drivers of each register tile (``auto_batch``, whole products shared among
+#: threads, is :func:`tasks_parallel` over :func:`_columns`).
+AUTO_DRIVERS = ("auto_serial", "auto_parallel", "auto_slabs", "auto_splitk")
 
 
 def specialise(mr: int, nr: int, regs: bool) -> dict:

@@ -267,7 +267,7 @@ class CPUBackend(Backend):
     def __init__(self):
         self._fns: dict = {}
         self._tiny: dict = {}  # dtype -> the tiny_2d kernel
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a kernel may build the shared driver it runs on (tasks_parallel)
         self._specs: dict = {}
         self._bodies: dict = {}  # (body, signature) -> (its dispatcher, its address)
         self._serialise = True  # until the threading layer is known
@@ -334,10 +334,17 @@ class CPUBackend(Backend):
             return functools.partial(entry, dots)
         elif kind == "dot_parallel":
             py, extra, sig = k.dot_parallel, (i8,), _sig_any_out
-        elif kind == "tiled_parallel":  # each tile's work compiled on its own, called by address
+        elif kind == "tasks_parallel":  # the shared parallel driver of task bodies (by address)
+            return _entry(_jit(k.tasks_parallel, _sig(dtype, *(i8,) * 7), True, k.JIT, _Notice(dtype, kind)))
+        elif kind == "tiled_parallel":  # each tile a task of the shared driver, its work compiled on its own
             tile = self._body(k._tile, "tile", _sig(dtype, *(i8,) * 6), dtype)
-            entry = _entry(_jit(k.tiled_parallel, _sig(dtype, i8, i8, i8, i8), True, k.JIT, _Notice(dtype, kind)))
-            return lambda a, b, out, tm, tn, tk: entry(a, b, out, tm, tn, tk, tile)
+            tasks = self._kernel("tasks_parallel", dtype)
+
+            def tiled(a, b, out, tm, tn, tk):
+                tiles = a.shape[0] * -(-a.shape[1] // tm) * -(-b.shape[2] // tn)
+                tasks(a, b, out, tiles, tm, tn, tk, 0, 0, tile)
+
+            return tiled
         else:
             blk = params.blocking_for(dtype)
             return self._packed(kind, dtype, blk.mr, blk.nr)
@@ -365,6 +372,9 @@ class CPUBackend(Backend):
         else:  # (a, b, out, bi, j_lo, j_hi, mc, nc, kc)
             body_sig = _sig(dtype, *(i8,) * 6)
         body = self._body(spec[name], name.strip("_"), body_sig, dtype)
+        if kind == "auto_batch":  # a batch entry a task of the shared driver
+            tasks = self._kernel("tasks_parallel", dtype)
+            return lambda a, b, out, mc, nc, kc, nth: tasks(a, b, out, a.shape[0], 0, b.shape[2], mc, nc, kc, body)
         if kind == "auto_splitk":  # the body's address ends the chunk kernel's parameters
             entry = _entry(_jit(spec[kind], _sig(dtype, i8, types.UniTuple(i8, 4)), True, k.JIT, _Notice(dtype, kind)))
             return lambda a, b, out, ks, blocking: entry(a, b, out, ks, (*blocking, body))
