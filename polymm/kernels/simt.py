@@ -139,8 +139,9 @@ def _matvec(p: Problem) -> Candidate | Refusal:
 
 
 def _vecmat(p: Problem) -> Candidate | Refusal:
-    """A row vector times a matrix: ``vecmat`` streams B once (float32 and float64: one vector
-    load per row and work-item; narrower types as many columns as make ``vecmat.item_bytes``), in one launch unless N gives too few work-groups; then K is
+    """A row vector times a matrix: ``vecmat`` streams B once, each work-item reading as many
+    columns of a row as make ``vecmat.item_bytes`` (``vecmat.wide_item_bytes`` for a B of at least
+    ``vecmat.wide_from_bytes``), in one vector load where the row allows, in one launch unless N gives too few work-groups; then K is
     split too (slices added in order), each slice deep enough for every team to fill its rows in
     flight once."""
     device, dtype, N, K, batch = p.device, p.dtype, p.N, p.K, p.batch
@@ -148,7 +149,9 @@ def _vecmat(p: Problem) -> Candidate | Refusal:
         return Refusal("vecmat", f"M={p.M} > 1 or K={K} < 32")
     settings = settings_for(device)
     ndimc, mdimc, kwg, gvw = settings("vecmat", "geometry")
-    gvw = max(gvw, settings("vecmat", "item_bytes") // dtype.itemsize)  # as many bytes per row as float32's
+    wide = K * N * batch * dtype.itemsize >= settings("vecmat", "wide_from_bytes")  # a large B: 16-byte runs
+    item = settings("vecmat", "wide_item_bytes" if wide else "item_bytes")
+    gvw = max(gvw, item // dtype.itemsize)
     params = KernelParams(mr=1, nwg=ndimc * gvw, ndimc=ndimc, mdimc=mdimc, kwg=kwg, gvw=gvw, use_local=False)
     while params.mdimc > 1 and local_mem_bytes("vecmat", dtype, params) > device.local_mem:
         params = params.replace(mdimc=params.mdimc // 2)
