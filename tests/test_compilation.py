@@ -143,8 +143,9 @@ def _readme_calls(cache) -> dict[str, list[str]]:
 def test_the_readme_calls_compile_only_the_kernel_each_runs(tmp_path):
     """A cold start compiles one kernel per call, the one it runs: the packed kernel's body and
     its driver (serial, or the shared parallel driver ``tasks_parallel``, as the good neighbour
-    plans it), then the tiled one's tile (and the shared driver, if the first call did not), and for ``out=`` at most the other packed driver (where the machine's load changed
-    the plan: a fraction of a second); each compile is logged once (the records
+    plans it), then the tiled one's tile (and the shared driver, if the first call did not), and
+    for ``out=`` at most the other packed driver (where the machine's load changed the plan: a
+    fraction of a second); each compile is logged once (the records
     ``scripts/cold_start.py`` times), and a second process loads the bodies from the cache. (The
     good neighbour's own probe of the thread pool, ``pool_thread_ids``, compiles only where the
     pool's new threads do not tell it apart: see ``polymm_numba.neighbours._learn_pool``.)"""

@@ -119,9 +119,9 @@ def naive_parallel(a, b, out):
 
 
 def _tile(a, b, out, t, tm, tn, tk, _unused1, _unused2):
-    """Output tile ``t`` (``tm`` x ``tn``, tiles of each product in row-major order, products one
-    after another) of product ``bi``: slices of A and B (``tk`` deep) copied into small local
-    arrays, the tile's sums in a third. A task of :func:`tasks_parallel` (its body, called by
+    """Output tile ``t`` (``tm`` x ``tn``; each product's tiles in row-major order, the products one
+    after another): slices of A and B (``tk`` deep) copied into small local arrays, the tile's
+    sums in a third. A task of :func:`tasks_parallel` (its body, called by
     address: compiled inside the parallel loop's body it was built twice more, 1.1 s of a cold
     start); the last two parameters are the driver's and unused here."""
     M = a.shape[1]
