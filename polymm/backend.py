@@ -238,6 +238,13 @@ class Backend:
         is allocated as usual and copied back."""
         return None
 
+    def lend_out(self, out: np.ndarray, like):
+        """An array of this backend's type over the caller's ``out=`` NumPy array (C-contiguous,
+        aligned, writeable, sharing no memory with the operands: the core checks), for a result
+        written there in place; its :meth:`to_numpy` is ``out`` itself. None, the default: the
+        result is computed elsewhere and copied into ``out``."""
+        return None
+
     def to_numpy(self, x) -> np.ndarray:
         """Move a result of this backend's array type back to the host."""
         return x

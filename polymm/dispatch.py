@@ -126,18 +126,35 @@ def matmul(x1, x2, /, *, backend: str | None = None, algorithm: str = "auto", ou
         # Lent, not copied: the operands are only read, and only within this call.
         # (a backend that does not subclass polymm.Backend may lack both: copies, as before)
         lend, lend_result = getattr(impl, "lend_numpy", impl.from_numpy), getattr(impl, "lend_result", None)
+        lend_out = getattr(impl, "lend_out", None) if _lendable_out(out, x1, x2) else None
         x1, x2 = (lend(x if x.dtype == dtype else x.astype(dtype)) for x in (x1, x2))
         kind = kind_named(compute)
-        into = lend_result(shape.result, dtype, x1) if lend_result else None  # None: its own allocation
+        into = lend_out(out, x1) if lend_out else None  # None: its own allocation
+        if into is None and lend_result:
+            into = lend_result(shape.result, dtype, x1)
     else:
         into = out
     result = _compute(impl, kind, x1, x2, shape, dtype, algorithm, into)
     if library != compute:
         result = impl.to_numpy(result)
         if out is not None:
-            out[...] = result
+            if result is not out:  # a result written into ``out`` itself (lend_out) is there already
+                out[...] = result
             return out
     return result
+
+
+def _lendable_out(out, x1, x2) -> bool:
+    """Whether a backend may write the result straight into ``out`` (:meth:`Backend.lend_out`):
+    one C-contiguous, aligned, writeable NumPy array that shares no memory with an operand (a
+    product written over its own operands would read what it has already written)."""
+    return (
+        type(out) is np.ndarray
+        and out.flags.c_contiguous
+        and out.flags.aligned
+        and out.flags.writeable
+        and not any(np.may_share_memory(out, x) for x in (x1, x2))
+    )
 
 
 def _matmul_plain(kind, x1, x2, backend, algorithm, out=None):

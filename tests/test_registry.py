@@ -115,7 +115,8 @@ def recorder():
 
 class _DuckTiny:
     """A device backend that does not subclass polymm.Backend (the core duck-types): the example
-    ``tiny`` backend's methods, without the later optional ones (``lend_numpy``, ``lend_result``)."""
+    ``tiny`` backend's methods, without the later optional ones (``lend_numpy``, ``lend_result``,
+    ``lend_out``)."""
 
     array_library = "tiny"
     algorithms = ("auto",)
@@ -126,7 +127,7 @@ class _DuckTiny:
         self._inner = TinyBackend()
 
     def __getattr__(self, name):
-        if name in ("lend_numpy", "lend_result"):
+        if name in ("lend_numpy", "lend_result", "lend_out"):
             raise AttributeError(name)
         return getattr(self._inner, name)
 

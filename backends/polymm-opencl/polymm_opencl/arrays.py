@@ -20,6 +20,7 @@ __all__ = [
     "DRIVER_LOCK",
     "upload",
     "reads_host_memory",
+    "lent_out",
     "lent_result",
     "lent_result_bytes",
     "host_result",
@@ -395,6 +396,26 @@ def lent_result(queue, shape, dtype):
         return lent
 
     return allocate(queue, nbytes, made)  # past the device's largest buffer: its clear error
+
+
+def lent_out(queue, out: np.ndarray):
+    """A device array over the caller's ``out=`` array (``CL_MEM_USE_HOST_PTR``) that the
+    product writes in place and :func:`host_result` hands back, or None: the device does not
+    compute in host memory, or ``out`` is under :func:`lent_result_bytes` (``out`` is
+    C-contiguous, aligned and apart from the operands: the core checked)."""
+    import pyopencl as cl
+    import pyopencl.array as cl_array
+
+    if not reads_host_memory(queue) or out.nbytes < lent_result_bytes(queue) or not out.dtype.isnative:
+        return None
+
+    def made():
+        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
+        lent = cl_array.Array(queue, out.shape, out.dtype, data=cl.Buffer(queue.context, flags, hostbuf=out))
+        lent.polymm_result = out
+        return lent
+
+    return allocate(queue, out.nbytes, made)
 
 
 def host_result(x) -> np.ndarray:

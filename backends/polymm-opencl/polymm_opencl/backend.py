@@ -15,7 +15,7 @@ from polymm.kernels.params import DeviceInfo
 
 from . import drivercache
 from . import image as _image
-from .arrays import DRIVER_LOCK, _to_host, host_result, lent_result, upload
+from .arrays import DRIVER_LOCK, _to_host, host_result, lent_out, lent_result, upload
 from .devices import _all_devices, _pick_device, device_info, list_devices
 from .plans import make_plan, plan_or_fallback, run
 from .programs import ProgramCache
@@ -116,6 +116,12 @@ class OpenCLBackend(Backend):
         product's call on PoCL."""
         with self._lock:
             return lent_result(like.queue, shape, dtype)
+
+    def lend_out(self, out, like):
+        """On a device that computes in host memory, a large result is written straight into the
+        caller's ``out=`` array (:meth:`lend_result`'s reason: no copy back)."""
+        with self._lock:
+            return lent_out(like.queue, out)
 
     def to_numpy(self, x):
         """``x`` in host memory; PyOpenCL's ``get()`` reads only contiguous arrays, so views are read by their span."""

@@ -278,6 +278,41 @@ def test_a_large_result_is_written_into_the_numpy_array_returned(queue, shape, m
     np.testing.assert_array_equal(out, again)
 
 
+def test_a_large_result_is_written_straight_into_out(queue, monkeypatch):
+    """On a device that computes in host memory, ``out=`` of a large result (over
+    ``cost.lent_result_bytes``, here 1 MiB) is handed to the device itself (``lend_out``): the
+    product is written there, not copied in afterwards; an ``out`` that shares memory with an
+    operand, or is not C-contiguous, is filled from a result computed apart, as before."""
+    import polymm
+    from polymm_opencl import arrays
+    from polymm_opencl.arrays import reads_host_memory
+
+    threshold = 1 << 20
+    monkeypatch.setattr(arrays, "lent_result_bytes", lambda queue: threshold)
+    backend = polymm.get_backend("opencl")
+    returned = []
+    to_numpy = backend.to_numpy
+    monkeypatch.setattr(backend, "to_numpy", lambda x: returned.append(to_numpy(x)) or returned[-1])
+    rng = np.random.default_rng(8)
+    n = 1024
+    a, b = rng.standard_normal((n, n)).astype(np.float32), rng.standard_normal((n, n)).astype(np.float32)
+    expected = polymm.matmul(a, b, backend="opencl")
+    out = np.full((n, n), np.nan, np.float32)  # poisoned
+    assert polymm.matmul(a, b, backend="opencl", out=out) is out
+    np.testing.assert_array_equal(out, expected)
+    assert (returned[-1] is out) == reads_host_memory(queue)
+    # over an operand: computed apart, then copied in (NumPy's answer, not a half-overwritten one)
+    a2 = a.copy()
+    assert polymm.matmul(a2, b, backend="opencl", out=a2) is a2
+    np.testing.assert_array_equal(a2, expected)
+    assert returned[-1] is not a2
+    # a strided out: computed apart too
+    wide = np.full((n, 2 * n), np.nan, np.float32)
+    polymm.matmul(a, b, backend="opencl", out=wide[:, ::2])
+    np.testing.assert_array_equal(wide[:, ::2], expected)
+    assert np.isnan(wide[:, 1::2]).all()
+
+
 def test_devices_listed():
     import polymm
 
