@@ -7,6 +7,7 @@ moves to and from the device are part of the call. This times that call against 
 interleaved in one process (median of ``--repeat`` pairs), after checking the answer.
 
     python scripts/host_operands.py --backend opencl --shapes 128x128x65536,4096x4096x32 --dtype float32,float64
+    python scripts/host_operands.py --out ...   # each call writes into an out= array (NumPy's too)
 """
 
 from __future__ import annotations
@@ -27,20 +28,24 @@ def _shape(text: str) -> tuple[int, int, int]:
     return m, n, k
 
 
-def measure(backend: str, m: int, n: int, k: int, dtype: str, repeat: int) -> dict:
+def measure(backend: str, m: int, n: int, k: int, dtype: str, repeat: int, out: bool = False) -> dict:
+    """Median of ``repeat`` interleaved pairs; ``out``: both write into an ``out=`` array of their own."""
     rng = np.random.default_rng(2026)
     a, b = random_array(rng, (m, k), dtype), random_array(rng, (k, n), dtype)
-    assert_matches(polymm.matmul(a, b, backend=backend), a, b)  # the project's oracle, before any clock
+    ours_out = np.full((m, n), np.nan, dtype) if out else None  # poisoned: the check sees what was written
+    ref_out = np.empty((m, n), dtype) if out else None
+    got = polymm.matmul(a, b, backend=backend, out=ours_out)
+    assert_matches(got, a, b)  # the project's oracle, before any clock
     ours, ref = [], []
     for _ in range(repeat):
         t = time.perf_counter()
-        polymm.matmul(a, b, backend=backend)
+        polymm.matmul(a, b, backend=backend, out=ours_out)
         ours.append(time.perf_counter() - t)
         t = time.perf_counter()
-        np.matmul(a, b)
+        np.matmul(a, b, out=ref_out)
         ref.append(time.perf_counter() - t)
     ms, ref_ms = float(np.median(ours)) * 1e3, float(np.median(ref)) * 1e3
-    return {"shape": [m, n, k], "dtype": dtype, "ms": ms, "numpy_ms": ref_ms, "ratio": ref_ms / ms}
+    return {"shape": [m, n, k], "dtype": dtype, "out": out, "ms": ms, "numpy_ms": ref_ms, "ratio": ref_ms / ms}
 
 
 def main(argv=None) -> int:
@@ -49,16 +54,18 @@ def main(argv=None) -> int:
     parser.add_argument("--shapes", default="128x128x65536,4096x4096x32,2048,1024")
     parser.add_argument("--dtype", default="float32,float64")
     parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--out", action="store_true", help="each call writes into an out= array (NumPy's too)")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
     rows = []
     for text in args.shapes.split(","):
         for dtype in args.dtype.split(","):
-            row = measure(args.backend, *_shape(text), dtype, args.repeat)
+            row = measure(args.backend, *_shape(text), dtype, args.repeat, args.out)
             rows.append(row)
             m, n, k = row["shape"]
             print(
-                f"{args.backend} {m}x{n}x{k} {dtype}: {row['ms']:.2f} ms, numpy {row['numpy_ms']:.2f} ms, "
+                f"{args.backend} {m}x{n}x{k} {dtype}{' out=' if args.out else ''}: {row['ms']:.2f} ms, "
+                f"numpy {row['numpy_ms']:.2f} ms, "
                 f"{row['ratio']:.2f}x",
                 flush=True,
             )
