@@ -380,22 +380,12 @@ def lent_result(queue, shape, dtype):
     """A device array over a new NumPy array (``CL_MEM_USE_HOST_PTR``) for a result that
     :func:`host_result` then hands back without a copy, or None: the device does not compute in
     host memory, or the result is under :func:`lent_result_bytes`."""
-    import pyopencl as cl
-    import pyopencl.array as cl_array
-
     dtype = np.dtype(dtype)
     nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
     if not reads_host_memory(queue) or nbytes < lent_result_bytes(queue):
         return None
-
-    def made():
-        host = np.empty(shape, dtype)
-        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
-        lent = cl_array.Array(queue, shape, dtype, data=cl.Buffer(queue.context, flags, hostbuf=host))
-        lent.polymm_result = host
-        return lent
-
-    return allocate(queue, nbytes, made)  # past the device's largest buffer: its clear error
+    # past the device's largest buffer: its clear error
+    return allocate(queue, nbytes, lambda: _written_in_place(queue, np.empty(shape, dtype)))
 
 
 def lent_out(queue, out: np.ndarray):
@@ -403,19 +393,21 @@ def lent_out(queue, out: np.ndarray):
     product writes in place and :func:`host_result` hands back, or None: the device does not
     compute in host memory, or ``out`` is under :func:`lent_result_bytes` (``out`` is
     C-contiguous, aligned and apart from the operands: the core checked)."""
+    if not reads_host_memory(queue) or out.nbytes < lent_result_bytes(queue) or not out.dtype.isnative:
+        return None
+    return allocate(queue, out.nbytes, lambda: _written_in_place(queue, out))
+
+
+def _written_in_place(queue, host: np.ndarray):
+    """A device array over ``host``'s memory (``CL_MEM_USE_HOST_PTR``) whose :func:`host_result`
+    is ``host`` itself: :func:`lent_result`'s and :func:`lent_out`'s."""
     import pyopencl as cl
     import pyopencl.array as cl_array
 
-    if not reads_host_memory(queue) or out.nbytes < lent_result_bytes(queue) or not out.dtype.isnative:
-        return None
-
-    def made():
-        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
-        lent = cl_array.Array(queue, out.shape, out.dtype, data=cl.Buffer(queue.context, flags, hostbuf=out))
-        lent.polymm_result = out
-        return lent
-
-    return allocate(queue, out.nbytes, made)
+    flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
+    lent = cl_array.Array(queue, host.shape, host.dtype, data=cl.Buffer(queue.context, flags, hostbuf=host))
+    lent.polymm_result = host
+    return lent
 
 
 def host_result(x) -> np.ndarray:
