@@ -140,10 +140,10 @@ def _matvec(p: Problem) -> Candidate | Refusal:
 
 def _vecmat(p: Problem) -> Candidate | Refusal:
     """A row vector times a matrix: ``vecmat`` streams B once, each work-item reading as many
-    columns of a row as make ``vecmat.item_bytes`` (``vecmat.wide_item_bytes`` for a B of at least
-    ``vecmat.wide_from_bytes``), in one vector load where the row allows, in one launch unless N gives too few work-groups; then K is
-    split too (slices added in order), each slice deep enough for every team to fill its rows in
-    flight once."""
+    columns of a row as make ``vecmat.item_bytes`` (``vecmat.wide_item_bytes`` for a B of at
+    least ``vecmat.wide_from_bytes``), in one vector load where the row allows; in one launch
+    unless N gives too few work-groups, then K is split too (slices added in order), each slice
+    deep enough for every team to fill its rows in flight once."""
     device, dtype, N, K, batch = p.device, p.dtype, p.N, p.K, p.batch
     if not (p.M == 1 and K >= 32):
         return Refusal("vecmat", f"M={p.M} > 1 or K={K} < 32")

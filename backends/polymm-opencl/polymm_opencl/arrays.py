@@ -382,7 +382,7 @@ def lent_result(queue, shape, dtype):
     host memory, or the result is under :func:`lent_result_bytes`."""
     dtype = np.dtype(dtype)
     nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
-    if not reads_host_memory(queue) or nbytes < lent_result_bytes(queue):
+    if not _written_in_host_memory(queue, nbytes):
         return None
     # past the device's largest buffer: its clear error
     return allocate(queue, nbytes, lambda: _written_in_place(queue, np.empty(shape, dtype)))
@@ -393,9 +393,16 @@ def lent_out(queue, out: np.ndarray):
     product writes in place and :func:`host_result` hands back, or None: the device does not
     compute in host memory, or ``out`` is under :func:`lent_result_bytes` (``out`` is
     C-contiguous, aligned and apart from the operands: the core checked)."""
-    if not reads_host_memory(queue) or out.nbytes < lent_result_bytes(queue) or not out.dtype.isnative:
+    if not out.dtype.isnative or not _written_in_host_memory(queue, out.nbytes):
         return None
     return allocate(queue, out.nbytes, lambda: _written_in_place(queue, out))
+
+
+def _written_in_host_memory(queue, nbytes: int) -> bool:
+    """Whether a result of ``nbytes`` is written where the host reads it on ``queue``'s device:
+    the device computes in host memory and the result is at least :func:`lent_result_bytes`
+    (:func:`lent_result`'s and :func:`lent_out`'s rule)."""
+    return reads_host_memory(queue) and nbytes >= lent_result_bytes(queue)
 
 
 def _written_in_place(queue, host: np.ndarray):
