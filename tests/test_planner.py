@@ -187,3 +187,20 @@ def test_a_device_no_family_serves_is_a_clear_error():
     with pytest.raises(ValueError) as raised:
         _rank(odd, "float32", (1, 64, 64, 64))
     assert str(raised.value) == "no kernel family serves gfx1100 (fpga, opencl): no family is registered for it"
+
+
+@pytest.mark.parametrize("rows", [1, 2043, 65536, 4 * 65535 * 4 + 1, 3_000_000])
+def test_gpu_copies_cover_every_row_within_cudas_grid(rows):
+    """A GPU's pack launch copies a column of ``mr`` rows per work-item, a grid's height apart:
+    the grid covers every row once and stays within CUDA's 65535 work-groups per dimension."""
+    from polymm.kernels import GRID_ROWS, launch_geometry, pack_params, realify_params
+
+    params = pack_params(False, rows)
+    glob, local = launch_geometry("pack", params, rows, 2045, 3)
+    height = -(-rows // params.mr)  # the kernel's own: rows r0 + i * height for i < mr
+    assert params.ts == 1 and params.mr >= 4 and glob[1] >= height and glob[1] // local[1] <= GRID_ROWS
+    assert height * params.mr >= rows and glob[0] >= 2045 and glob[2] == 3
+    assert pack_params(True, rows).ts == 16  # CPUs: a tile per work-item
+    realify = realify_params(rows)  # B's rows: ts per work-item, a grid's height apart
+    glob, local = launch_geometry("realify", realify, rows, 2045, 3)
+    assert glob[1] >= -(-rows // realify.ts) and glob[1] // local[1] <= GRID_ROWS and realify.ts >= 4

@@ -53,6 +53,9 @@ __all__ = [
     "render",
     "kernel_name",
     "launch_geometry",
+    "pack_params",
+    "realify_params",
+    "GRID_ROWS",
     "local_mem_bytes",
     "fast_path",
     "value_itemsize",
@@ -444,6 +447,25 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+#: CUDA's most work-groups along a grid's second and third dimensions.
+GRID_ROWS = 65535
+
+
+def pack_params(is_cpu: bool, rows: int) -> KernelParams:
+    """The pack kernel's shape of work for ``rows`` rows: on a CPU a 16 x 16 tile per work-item
+    (its cache lines used whole); on a GPU a column of ``mr`` rows per work-item (``mr`` loads in
+    flight), at least 4 and enough that the grid's height stays within :data:`GRID_ROWS`."""
+    if is_cpu:
+        return KernelParams(ts=16)
+    return KernelParams(ts=1, mr=max(4, _ceil_div(rows, 4 * GRID_ROWS)))
+
+
+def realify_params(rows: int) -> KernelParams:
+    """The realify kernel's: ``ts`` rows of B per work-item (loads in flight), at least 4 and
+    enough that the grid's height stays within :data:`GRID_ROWS`."""
+    return KernelParams(ts=max(4, _ceil_div(rows, 4 * GRID_ROWS)))
+
+
 def launch_geometry(kernel: str, params: KernelParams | None, M: int, N: int, B: int):
     """``(global_size, local_size)`` in work-items (OpenCL NDRange terms).
 
@@ -468,13 +490,15 @@ def launch_geometry(kernel: str, params: KernelParams | None, M: int, N: int, B:
     elif kernel == "matvec":
         local = (params.mdimc, 1, 1)
         glob = (_ceil_div(_ceil_div(M, params.mr), params.mdimc) * params.mdimc, _ceil_div(N, params.nwg), B)
-    elif kernel == "pack":  # M rows, N columns, a TS x TS tile per work-item (GPUs: TS = 1)
-        width = 64 if params.ts == 1 else 8
-        local = (width, 1, 1)
-        glob = (_ceil_div(_ceil_div(N, params.ts), width) * width, _ceil_div(M, params.ts), B)
-    elif kernel == "realify":  # B's K rows (TS per work-item), N columns
-        local = (64, 1, 1)
-        glob = (_ceil_div(N, 64) * 64, _ceil_div(M, params.ts), B)
+    elif kernel == "pack" and params.ts == 1:  # GPUs: a column of MR rows per work-item, 64 x 4 a group
+        local = (64, 4, 1)
+        glob = (_ceil_div(N, 64) * 64, _ceil_div(_ceil_div(M, params.mr), 4) * 4, B)
+    elif kernel == "pack":  # CPUs: M rows, N columns, a TS x TS tile per work-item
+        local = (8, 1, 1)
+        glob = (_ceil_div(_ceil_div(N, params.ts), 8) * 8, _ceil_div(M, params.ts), B)
+    elif kernel == "realify":  # B's K rows (TS per work-item, a grid's height apart), N columns
+        local = (64, 4, 1)
+        glob = (_ceil_div(N, 64) * 64, _ceil_div(_ceil_div(M, params.ts), 4) * 4, B)
     elif kernel == "sum-slices":  # M elements per slice
         local = (64, 1, 1)
         glob = (_ceil_div(M, 64) * 64, 1, 1)

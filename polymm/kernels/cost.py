@@ -49,7 +49,7 @@ class Work:
     ``(rows, columns)`` of C each computes (None: memory-bound kernels, efficiency 1); ``bytes``:
     global-memory bytes its launches read and write (a backend kernel's own copies included); ``launches``; ``copied``: bytes the shared
     ``pack`` kernel copies into scratch before the product, each read and written once (at
-    ``cost.pack_bandwidth``: it moves an element per work-item).
+    ``cost.pack_bandwidth``, the database's figure for that kernel on the device).
     """
 
     rate: str

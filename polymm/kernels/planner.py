@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..precision import current as current_precision
-from . import KernelParams, abi, fast_path, launch_geometry, local_mem_bytes
+from . import KernelParams, abi, fast_path, launch_geometry, local_mem_bytes, pack_params, realify_params
 from .devices import recording, settings_for
 from .families import Candidate, Choice, Family, Problem, Refusal, families_for, register
 from .params import DeviceInfo, tiled_params
@@ -259,10 +259,7 @@ def _plan(device, dtype, shape, a, b, c_off, algorithm, choice) -> Plan:
         dst = new_scratch(copies * rp * ld)
         args = abi.arguments("pack", R=rows, NC=cols, RP=rp, LD=ld, s_off=off, s_sb=sb, s_sr=sr, s_sc=sc, d_off=0)
         pos = abi.buffer_positions("pack")
-        # GPUs: an element per work-item, 64 side by side along the rows (coalesced;
-        # tiles only past 65535 rows, CUDA's grid limit); CPUs: a 16 x 16 tile per
-        # work-item, whose cache lines are used whole.
-        tile = KernelParams(ts=16 if device.is_cpu else _cdiv(rp, 65535))
+        tile = pack_params(device.is_cpu, rp)
         add("pack", tile, {}, args, {pos["src"]: slot, pos["dst"]: dst}, rp, ld, copies)
         return (dst, 0, rp * ld if sb else 0, ld, 1)
 
@@ -365,7 +362,7 @@ def _realify(p: Problem) -> Candidate | Refusal:
                 "pack", R=M, NC=K, RP=M, LD=K, s_off=a_off, s_sb=sa[0], s_sr=sa[1], s_sc=sa[2], d_off=0
             )
             pos = abi.buffer_positions("pack")
-            tile = KernelParams(ts=16 if device.is_cpu else _cdiv(M, 65535))
+            tile = pack_params(device.is_cpu, M)
             glob, local = launch_geometry("pack", tile, M, K, a_copies)
             pack_a = Launch("pack", tile, {}, args, {pos["src"]: 0, pos["dst"]: 4}, glob, local, 0, dtype)
             before = _split_batch(pack_a, device.max_batch)
@@ -373,7 +370,7 @@ def _realify(p: Problem) -> Candidate | Refusal:
             "realify", K=K, N=N, s_off=2 * b_off, s_sb=2 * sb[0], s_sk=2 * sb[1], s_sn=2 * sb[2], d_off=0
         )
         pos = abi.buffer_positions("realify")
-        params = KernelParams(ts=_cdiv(K, 65535))
+        params = realify_params(K)
         glob, local = launch_geometry("realify", params, K, N, copies)
         expand = Launch("realify", params, {}, args, {pos["src"]: 1, pos["dst"]: 3}, glob, local, 0, real)
         return Plan(

@@ -10,22 +10,38 @@
  * cores; the planner decides).  This kernel writes B2 (contiguous from d_off, 4KN reals per batch entry)
  * from B (K x N complex, any strides, counted in reals).  Rendered for the real dtype.
  * Dimension 0 runs along N (one element of B per work-item: coalesced rows of B2), 1 over
- * groups of TS rows of B, 2 over the batch.  Interface: PM_REALIFY_ARGS (abi.py). */
+ * rows of B: TS rows per work-item, a grid's height apart, all loaded before the first store
+ * (TS loads in flight, as in pack.c's GPU shape), 2 over the batch.  Interface:
+ * PM_REALIFY_ARGS (abi.py). */
 KERNEL void polymm_realify(PM_REALIFY_ARGS)
 {
     const int n = GLOBAL_ID(0);
-    if (n >= N) return;
+    const int height = (K + TS - 1) / TS;
+    const int k0 = GLOBAL_ID(1);
+    if (n >= N || k0 >= height) return;
     const INDEX_T batch = GLOBAL_ID(2);
-    const int k0 = GLOBAL_ID(1) * TS;
-    const int k_end = (k0 + TS < K) ? k0 + TS : K;
     GLOBAL const ELEM_T* from = src + s_off + batch * s_sb + n * s_sn;
     GLOBAL ELEM_T* to = dst + d_off + batch * (INDEX_T)4 * K * N + 2 * n;
-    for (int k = k0; k < k_end; ++k) {
-        const ELEM_T x = from[k * s_sk], y = from[k * s_sk + 1];
-        GLOBAL ELEM_T* row = to + (INDEX_T)4 * k * N;
-        row[0] = x;
-        row[1] = y;
-        row[2 * N] = -y;
-        row[2 * N + 1] = x;
+    ELEM_T x[TS], y[TS];
+    PM_UNROLL
+    for (int i = 0; i < TS; ++i) {
+        const int k = k0 + i * height;
+        x[i] = 0;
+        y[i] = 0;
+        if (k < K) {
+            x[i] = from[k * s_sk];
+            y[i] = from[k * s_sk + 1];
+        }
+    }
+    PM_UNROLL
+    for (int i = 0; i < TS; ++i) {
+        const int k = k0 + i * height;
+        if (k < K) {
+            GLOBAL ELEM_T* row = to + (INDEX_T)4 * k * N;
+            row[0] = x[i];
+            row[1] = y[i];
+            row[2 * N] = -y[i];
+            row[2 * N + 1] = x[i];
+        }
     }
 }

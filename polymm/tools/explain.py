@@ -234,8 +234,10 @@ def _params_text(launch) -> str:
         return ""
     if launch.kernel in ("tiled", "tiled-dynamic"):
         return f"TS={p.ts}"
+    if launch.kernel == "pack" and p.ts == 1:
+        return f"TS=1 MR={p.mr} (a column of {p.mr} rows per work-item)"
     if launch.kernel == "pack":
-        return f"TS={p.ts}"
+        return f"TS={p.ts} (a {p.ts} x {p.ts} tile per work-item)"
     if launch.kernel == "matvec":
         shape = "work-group per rows" if p.use_local else "work-item per rows"
         return f"MR={p.mr} NWG={p.nwg} MDIMC={p.mdimc} ({shape})"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polymm.kernels import IMAGE_DTYPES, KernelParams, abi, check_image_size, image_format, launch_geometry
+from polymm.kernels import IMAGE_DTYPES, abi, check_image_size, image_format, launch_geometry, pack_params
 
 from .plans import kernel_step
 
@@ -76,7 +76,7 @@ def _staged(programs, facts, x, dtype, which, waits):
         )
         where = abi.buffer_positions("pack")
         args[where["src"]], args[where["dst"]] = x.buffer, buffer
-        tile = KernelParams()
+        tile = pack_params(facts.info.is_cpu, rows)
         geometry = launch_geometry("pack", tile, rows, cols, copies)
         pack = kernel_step(programs, facts, "pack", dtype, tile, {}, abi.scalar_types("pack"), args, [], geometry)
         waits = [cl.enqueue_nd_range_kernel(queue, pack.kernel, pack.global_size, pack.local_size, None, waits)]

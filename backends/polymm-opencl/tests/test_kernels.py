@@ -51,7 +51,12 @@ VARIANTS = [
     ("vecmat", VECMAT_SHAPE.replace(gvw=8, nwg=64), {"vec_b": True}),  # 16-byte rows of 16-bit types
 ]
 #: The helper kernels (own interfaces), rendered and compiled beside the products.
-HELPERS = [("pack", None, {}), ("sum-slices", None, {}), ("realify", KernelParams(ts=2), {})]
+HELPERS = [
+    ("pack", None, {}),
+    ("pack", KernelParams(ts=1, mr=4), {}),  # the GPUs' shape of work
+    ("sum-slices", None, {}),
+    ("realify", KernelParams(ts=2), {}),
+]
 
 
 def _helpers(dtype):
@@ -431,6 +436,44 @@ def test_realify_makes_a_complex_product_real(queue, dtype):
     np.testing.assert_array_equal(b2[:, 1::2, 1::2], b.real)
     got = (np.ascontiguousarray(a).view(real).astype(np.float64) @ b2.astype(np.float64)).view(np.complex128)
     assert_matches(got.astype(dtype), a, b)
+
+
+@pytest.mark.parametrize("shape", ["cpu", "gpu", "gpu-mr5"])
+@pytest.mark.parametrize("layout", ["rows", "transposed", "step"])
+@pytest.mark.parametrize("dtype", ["int8", "float16", "float32", "complex128"])
+def test_pack_copies_a_view_padded_with_zeros(queue, shape, layout, dtype):
+    """``pack`` in either shape of work (a tile per work-item on CPUs, a column of MR rows on
+    GPUs, rendered here for this device all the same) copies a strided batch of views into
+    padded rows: every element in place, zeros in the padding, nothing past the padding."""
+    from polymm.kernels import abi, pack_params
+
+    rng = np.random.default_rng(12)
+    R, NC, RP, LD, batch = 37, 21, 40, 24, 2
+    base = random_array(rng, (batch, 2 * NC, 2 * R), dtype)
+    view = {  # (batch, R, NC) views of one buffer: the offset of the first element, strides in elements
+        "rows": base[:, 3 : 3 + R, 5 : 5 + NC],
+        "transposed": base[:, :NC, :R].transpose(0, 2, 1),
+        "step": base[:, 1 : 1 + 2 * NC : 2, 1 : 1 + 2 * R : 2].transpose(0, 2, 1),
+    }[layout]
+    item = base.itemsize
+    s_sb, s_sr, s_sc = (st // item for st in view.strides)
+    s_off = (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
+    params = pack_params(shape == "cpu", RP) if shape != "gpu-mr5" else KernelParams(ts=1, mr=5)
+    src = cl_array.to_device(queue, base.reshape(-1).view(np.uint8))  # raw bytes: the kernel moves words
+    dst = cl_array.to_device(queue, np.full((batch * RP * LD + 1) * item, 0x5A, np.uint8))  # poisoned
+    program = pyopencl.Program(queue.context, render("opencl", "pack", dtype, params)).build()
+    kernel = pyopencl.Kernel(program, kernel_name("pack"))
+    kernel.set_scalar_arg_dtypes(abi.scalar_types("pack"))
+    args = abi.arguments("pack", R=R, NC=NC, RP=RP, LD=LD, s_off=s_off, s_sb=s_sb, s_sr=s_sr, s_sc=s_sc, d_off=0)
+    pos = abi.buffer_positions("pack")
+    args[pos["src"]], args[pos["dst"]] = src.data, dst.data
+    glob, local = launch_geometry("pack", params, RP, LD, batch)
+    kernel(queue, glob, local, *args)
+    got = dst.get()
+    expected = np.zeros((batch, RP, LD), dtype)
+    expected[:, :R, :NC] = view
+    assert got[: expected.nbytes].tobytes() == expected.tobytes()  # bit for bit, zeros in the padding
+    assert (got[expected.nbytes :] == 0x5A).all()  # nothing written past the padding
 
 
 def test_repeated_products_reuse_their_plan(queue):
