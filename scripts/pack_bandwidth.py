@@ -8,8 +8,8 @@ zero-padded scratch. This times ``polymm.matmul`` on contiguous operands and on 
 as odd-stride views, interleaved with CUDA events around whole calls, and reports the
 difference as the packing's cost and its bandwidth (bytes read plus written), beside a
 ``cupy.ascontiguousarray`` of the same views (the device's copy, for scale). Every answer is
-checked against a float64 product first. The device database's ``cost.pack_bandwidth`` (NVIDIA
-GPU) comes from this figure.
+checked against the project's oracle first (for float32, a float64 product). The device
+database's ``cost.pack_bandwidth`` (NVIDIA GPU) comes from this figure.
 
     python scripts/pack_bandwidth.py --json pack.json
 """
@@ -36,7 +36,11 @@ def _views(cp, rng, rows, cols, dtype):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dtypes", default="float32,float64")
+    parser.add_argument(
+        "--dtypes",
+        default="float32",
+        help="comma-separated (float64's check against a longer-precision product of 4096 squares takes minutes on the host)",
+    )
     parser.add_argument("--budget", type=float, default=1.5, help="seconds of interleaved timing per pair")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
