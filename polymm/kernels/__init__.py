@@ -449,21 +449,31 @@ def _ceil_div(a: int, b: int) -> int:
 
 #: CUDA's most work-groups along a grid's second and third dimensions.
 GRID_ROWS = 65535
+#: The work-group of the GPU copy kernels (pack, realify): 64 columns side by side, 4 rows.
+_COPY_GROUP = (64, 4, 1)
+
+
+def _rows_per_item(rows: int) -> int:
+    """Rows each work-item of a GPU copy kernel takes, a grid's height apart: at least 4 (its
+    loads in flight at once) and enough that the grid's height stays within :data:`GRID_ROWS`."""
+    return max(4, _ceil_div(rows, _COPY_GROUP[1] * GRID_ROWS))
+
+
+def _copy_geometry(rows: int, cols: int, per_item: int, batch: int):
+    """A GPU copy kernel's launch: a work-item per column and per ``per_item`` rows."""
+    height = _ceil_div(_ceil_div(rows, per_item), _COPY_GROUP[1]) * _COPY_GROUP[1]
+    return (_ceil_div(cols, _COPY_GROUP[0]) * _COPY_GROUP[0], height, batch), _COPY_GROUP
 
 
 def pack_params(is_cpu: bool, rows: int) -> KernelParams:
     """The pack kernel's shape of work for ``rows`` rows: on a CPU a 16 x 16 tile per work-item
-    (its cache lines used whole); on a GPU a column of ``mr`` rows per work-item (``mr`` loads in
-    flight), at least 4 and enough that the grid's height stays within :data:`GRID_ROWS`."""
-    if is_cpu:
-        return KernelParams(ts=16)
-    return KernelParams(ts=1, mr=max(4, _ceil_div(rows, 4 * GRID_ROWS)))
+    (its cache lines used whole); on a GPU a column of ``mr`` rows per work-item."""
+    return KernelParams(ts=16) if is_cpu else KernelParams(ts=1, mr=_rows_per_item(rows))
 
 
 def realify_params(rows: int) -> KernelParams:
-    """The realify kernel's: ``ts`` rows of B per work-item (loads in flight), at least 4 and
-    enough that the grid's height stays within :data:`GRID_ROWS`."""
-    return KernelParams(ts=max(4, _ceil_div(rows, 4 * GRID_ROWS)))
+    """The realify kernel's (GPUs): ``ts`` of B's ``rows`` per work-item."""
+    return KernelParams(ts=_rows_per_item(rows))
 
 
 def launch_geometry(kernel: str, params: KernelParams | None, M: int, N: int, B: int):
@@ -490,15 +500,13 @@ def launch_geometry(kernel: str, params: KernelParams | None, M: int, N: int, B:
     elif kernel == "matvec":
         local = (params.mdimc, 1, 1)
         glob = (_ceil_div(_ceil_div(M, params.mr), params.mdimc) * params.mdimc, _ceil_div(N, params.nwg), B)
-    elif kernel == "pack" and params.ts == 1:  # GPUs: a column of MR rows per work-item, 64 x 4 a group
-        local = (64, 4, 1)
-        glob = (_ceil_div(N, 64) * 64, _ceil_div(_ceil_div(M, params.mr), 4) * 4, B)
-    elif kernel == "pack":  # CPUs: M rows, N columns, a TS x TS tile per work-item
+    elif kernel == "pack" and params.ts == 1:  # GPUs: M rows, N columns, a column of MR rows per work-item
+        glob, local = _copy_geometry(M, N, params.mr, B)
+    elif kernel == "pack":  # CPUs: a TS x TS tile per work-item
         local = (8, 1, 1)
         glob = (_ceil_div(_ceil_div(N, params.ts), 8) * 8, _ceil_div(M, params.ts), B)
-    elif kernel == "realify":  # B's K rows (TS per work-item, a grid's height apart), N columns
-        local = (64, 4, 1)
-        glob = (_ceil_div(N, 64) * 64, _ceil_div(_ceil_div(M, params.ts), 4) * 4, B)
+    elif kernel == "realify":  # B's K rows (TS per work-item), N columns
+        glob, local = _copy_geometry(M, N, params.ts, B)
     elif kernel == "sum-slices":  # M elements per slice
         local = (64, 1, 1)
         glob = (_ceil_div(M, 64) * 64, 1, 1)

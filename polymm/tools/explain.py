@@ -238,6 +238,8 @@ def _params_text(launch) -> str:
         return f"TS=1 MR={p.mr} (a column of {p.mr} rows per work-item)"
     if launch.kernel == "pack":
         return f"TS={p.ts} (a {p.ts} x {p.ts} tile per work-item)"
+    if launch.kernel == "realify":
+        return f"TS={p.ts} (a column of {p.ts} rows of B per work-item)"
     if launch.kernel == "matvec":
         shape = "work-group per rows" if p.use_local else "work-item per rows"
         return f"MR={p.mr} NWG={p.nwg} MDIMC={p.mdimc} ({shape})"

@@ -450,7 +450,7 @@ def test_pack_copies_a_view_padded_with_zeros(queue, shape, layout, dtype):
     rng = np.random.default_rng(12)
     R, NC, RP, LD, batch = 37, 21, 40, 24, 2
     base = random_array(rng, (batch, 2 * NC, 2 * R), dtype)
-    view = {  # (batch, R, NC) views of one buffer: the offset of the first element, strides in elements
+    view = {  # (batch, R, NC) views into one buffer
         "rows": base[:, 3 : 3 + R, 5 : 5 + NC],
         "transposed": base[:, :NC, :R].transpose(0, 2, 1),
         "step": base[:, 1 : 1 + 2 * NC : 2, 1 : 1 + 2 * R : 2].transpose(0, 2, 1),
