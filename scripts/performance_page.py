@@ -34,9 +34,10 @@ HISTORY = ROOT / "docs" / "_static" / "history.png"
 RUNS, STATIC = DASK, ROOT / "docs" / "_static" / "dask"  # the scale-out plots, copied beside the docs
 #: Fewer cells than this: a run of some dtypes only (float64, the tensor-core dtypes), not a whole suite.
 WHOLE = 50
-#: Recorded environment variables that only choose a device: a run with any other (a tuning file,
-#: a thread pool's wait policy) is a diagnostic, not today's default figure.
-DEVICE_CHOICE = {"POLYMM_OPENCL_DEVICE"}
+#: Recorded environment variables that only choose a device or name the record
+#: (``scripts/host_cliffs.sh``'s ``POLYMM_HOST_NAME``): a run with any other (a tuning file, a
+#: thread pool's wait policy) is a diagnostic, not today's default figure.
+DEVICE_CHOICE = {"POLYMM_OPENCL_DEVICE", "POLYMM_HOST_NAME"}
 
 
 def _default_whole(doc: dict, summary: dict) -> bool:
