@@ -447,7 +447,8 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-#: CUDA's most work-groups along a grid's second and third dimensions.
+#: CUDA's most work-groups along a grid's second and third dimensions (gridDim.y, gridDim.z):
+#: the copy kernels' rows and every CUDA launch's batch.
 GRID_ROWS = 65535
 #: The work-group of the GPU copy kernels (pack, realify): 64 columns side by side, 4 rows.
 _COPY_GROUP = (64, 4, 1)

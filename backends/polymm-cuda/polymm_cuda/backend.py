@@ -22,7 +22,7 @@ import numpy as np
 from polymm import precision as _precision
 from polymm.arrays import as_operand
 from polymm.backend import CONTRACT_DTYPES, Backend, BackendUnavailable, Operand, optional_dtypes, plan_cache_size
-from polymm.kernels import abi, kernel_name, planner, render
+from polymm.kernels import GRID_ROWS, abi, kernel_name, planner, render
 from polymm.kernels.params import DeviceInfo
 
 from . import image as _image
@@ -35,7 +35,6 @@ from . import wgmma as _wgmma
 __all__ = ["CUDABackend"]
 
 _NVRTC_OPTIONS = ("-std=c++17",)
-_MAX_GRID_Z = 65535
 _SUPPORTED = frozenset(CONTRACT_DTYPES)
 #: What the plan cache holds for operands that "auto" copies first (:meth:`CUDABackend._repacked`).
 _REPACK = "repack"
@@ -157,7 +156,7 @@ class CUDABackend(Backend):
                 local_mem=props["sharedMemPerBlock"],
                 key=f"CUDA|{name}|sm_{props['major']}{props['minor']}",
                 platform="CUDA",
-                max_batch=_MAX_GRID_Z,
+                max_batch=GRID_ROWS,
                 threads_per_cu=props["maxThreadsPerMultiProcessor"],
                 blocks_per_cu=props.get("maxBlocksPerMultiProcessor", 32),
                 local_mem_per_cu=props["sharedMemPerMultiprocessor"],

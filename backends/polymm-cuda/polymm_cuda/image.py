@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from polymm.kernels import check_image_size, image_format, launch_geometry
+from polymm.kernels import GRID_ROWS, check_image_size, image_format, launch_geometry
 
-_MAX_GRID_Z = 65535
 _limits: dict = {}
 
 
@@ -58,8 +57,8 @@ def matmul(backend, dev: int, a, b, out) -> None:
     n = b.shape[2]
     fn = backend._shared_kernel(dev, dtype, "image")
     with cp.cuda.Device(dev):
-        for z0 in range(0, batch, _MAX_GRID_Z):  # gridDim.z is at most 65535: one launch per chunk
-            z1 = min(batch, z0 + _MAX_GRID_Z)
+        for z0 in range(0, batch, GRID_ROWS):  # gridDim.z is at most GRID_ROWS: one launch per chunk
+            z1 = min(batch, z0 + GRID_ROWS)
             tex_a, keep_a, a_sb = _texture(cp, a[z0:z1], dtype, "x1", device, limit)
             tex_b, keep_b, b_sb = _texture(cp, b[z0:z1], dtype, "x2", device, limit)
             glob, local = launch_geometry("image", None, m, n, z1 - z0)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from polymm.kernels import GRID_ROWS
 from polymm.kernels.devices import settings_for
 
 from . import wgmma
@@ -365,8 +366,8 @@ def shape_rule(dtype: np.dtype, device, shape, wgmma_rules: bool = False) -> str
     if cc < MIN_CC:
         return f"compute capability {cc / 10:.1f} < {MIN_CC / 10:.1f}"
     bt, m, n, k = shape
-    if -(-m // BM) > 65535:
-        return f"more than 65535 tiles of {BM} rows"
+    if -(-m // BM) > GRID_ROWS:
+        return f"more than {GRID_ROWS} tiles of {BM} rows"
     if k % (16 // dtype.itemsize) and not wgmma_rules:
         return f"K must be a multiple of {16 // dtype.itemsize} (16-byte copies)"
     return _simt_shape(shape, device, split_k=wgmma_rules)
@@ -457,7 +458,7 @@ def tf32_rule(mode: str, device, shape) -> str | None:
     if cc != wgmma.CC:
         return f"TF32 products run on wgmma (compute capability 9.0; this is {cc / 10:.1f})"
     bt, m, n, k = shape
-    if bt > 65535:
+    if bt > GRID_ROWS:
         return "a batch beyond one grid"
     min_work = tf32_min_work(mode, device)
     if m * n * k < max(min_work, 1):

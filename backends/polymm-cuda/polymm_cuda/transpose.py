@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from polymm.kernels import GRID_ROWS
+
 from .sources import source
 
 __all__ = ["transposed_copy", "transpose_grid"]
@@ -24,7 +26,7 @@ def transposed_copy(xp, v):
         and s_b >= 0
         and s_b % isz == 0
         and isz in (1, 2, 4, 8)
-        and bt <= 65535
+        and bt <= GRID_ROWS
         and v.size
     ):
         return xp.ascontiguousarray(v)

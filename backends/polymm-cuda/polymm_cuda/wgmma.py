@@ -27,6 +27,7 @@ from string import Template
 
 import numpy as np
 
+from polymm.kernels import GRID_ROWS
 from polymm.kernels.devices import settings_for
 
 from .abi import RESTRIDE, TF32_FIXUP, TF32_SPLIT, TRANSPOSE, WGMMA, WGMMA_SUM
@@ -86,7 +87,7 @@ def choose(dtype: np.dtype, cc: int, shape, sa, sb, a_ptr: int, b_ptr: int) -> t
         return None, f"wgmma serves {', '.join(_TYPES)}"
     if cc != CC:
         return None, f"sm_90a code runs on compute capability 9.0 only (this is {cc / 10:.1f})"
-    if shape[0] > 65535:
+    if shape[0] > GRID_ROWS:
         return None, "a batch beyond one grid"
     if min(sa[0], sb[0]) < 0:
         return None, "a negative batch stride"
@@ -311,11 +312,11 @@ def external_launch(shape, a, b, layout: str, isz: int, device) -> dict:
             kernel, abi, block = f"polymm_restride_{_ALIGN}", RESTRIDE, (256, 1, 1)
             values = dict(s_off=off // word, s_b=s_batch // word, s_r=s_row // word, s_c=1, ld=ld // word)
             values.update(R=rows, C=cols // word)
-            grid = (-(-values["C"] // 256), min(rows, 65535), e)
+            grid = (-(-values["C"] // 256), min(rows, GRID_ROWS), e)
         else:
             kernel, abi, block = f"polymm_restride_{isz}", RESTRIDE, (256, 1, 1)
             values = dict(s_off=off, s_b=s_batch, s_r=s_row, s_c=s_col, ld=ld, R=rows, C=cols)
-            grid = (-(-cols // 256), min(rows, 65535), e)
+            grid = (-(-cols // 256), min(rows, GRID_ROWS), e)
         before.append(_launch(kernel, abi, values, {"src": src, "dst": slot}, grid, block, source="transpose"))
         return slot, rows * ld if e > 1 else 0, ld
 
