@@ -21,7 +21,7 @@ dir="$out/tc-$label"
 mkdir -p "$dir"
 unset CUPY_TF32
 status=0
-tensor_cores=wgmma,mma-sync,relayout,dmma,tf32  # POLYMM_PREFER: these families win wherever they offer
+tensor_cores=wgmma,mma-sync,relayout,dmma,tf32,byte-planes  # POLYMM_PREFER: these families win wherever they offer
 {
     date -u +%FT%TZ
     git log -1 --format='%H %s' 2>/dev/null || echo "(no git: tarball of a commit)"

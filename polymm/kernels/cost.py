@@ -5,7 +5,7 @@ which engine, work-groups and how many share a compute unit, bytes moved, launch
 first); :meth:`Work.seconds` turns that into an estimate with the device database's ``cost``
 section (attained rates per engine and dtype, memory bandwidth, the cost of a launch):
 
-    launches x launch + packed bytes x 2 / pack bandwidth
+    launches x launch + packed bytes x 2 / pack bandwidth + serial bytes / bandwidth
       + max(multiply-adds / (rate x fill of the waves x tile efficiency), bytes / bandwidth)
 
 where the fill of the waves is the share of the compute units the work-groups keep busy
@@ -49,7 +49,9 @@ class Work:
     ``(rows, columns)`` of C each computes (None: memory-bound kernels, efficiency 1); ``bytes``:
     global-memory bytes its launches read and write (a backend kernel's own copies included); ``launches``; ``copied``: bytes the shared
     ``pack`` kernel copies into scratch before the product, each read and written once (at
-    ``cost.pack_bandwidth``, the database's figure for that kernel on the device).
+    ``cost.pack_bandwidth``, the database's figure for that kernel on the device); ``serial``:
+    bytes its launches before and after the product move while no product runs (operands split
+    into parts, partial sums read back and added), which nothing overlaps.
     """
 
     rate: str
@@ -59,6 +61,7 @@ class Work:
     bytes: float = 0.0
     launches: int = 1
     copied: float = 0.0
+    serial: float = 0.0
 
     def fill(self, device) -> float:
         return wave_fill(self.groups, max(1, device.compute_units))
@@ -84,7 +87,8 @@ class Work:
         compute = self.macs / (rate * self.fill(device) * self.efficiency(device))
         memory = self.bytes / bandwidth
         packing = 2 * self.copied / (cost("cost", "pack_bandwidth") * 1e9) if self.copied else 0.0
-        return self.launches * cost("cost", "launch") * 1e-6 + packing + max(compute, memory)
+        serial = self.serial / bandwidth
+        return self.launches * cost("cost", "launch") * 1e-6 + packing + serial + max(compute, memory)
 
     def describe(self, device) -> str:
         """One line for explain: the estimate and the terms behind it."""
@@ -97,4 +101,6 @@ class Work:
             parts.append(f"{self.launches} launches")
         if self.copied:
             parts.append(f"{self.copied / 1e6:.1f} MB packed first")
+        if self.serial:
+            parts.append(f"{self.serial / 1e6:.1f} MB moved around the product")
         return ", ".join(parts)

@@ -53,7 +53,8 @@ class Choice:
     #: optionally ``abi`` (its argument list, in :mod:`~polymm.kernels.abi`'s form, when not the
     #: products'), ``scratch`` (bytes per buffer, slots 3 and on), ``before`` and
     #: ``after`` (launches around it, see :func:`polymm.kernels.planner._extra_launch`), ``operands``
-    #: (what it reads, as ``(slot, offset, strides...)``, when not A and B) and
+    #: (what it reads, as ``(slot, offset, strides...)``, when not A and B), ``depth`` (the K it
+    #: runs over there, when not the product's: byte planes side by side) and
     #: whatever its backend needs (``tma``: CUDA tensor maps). With ``splits``
     #: it must take the batch along grid z, and ``k_step`` (default 1) is what
     #: each slice's depth is a multiple of.

@@ -244,8 +244,8 @@ def _plan(device, dtype, shape, a, b, c_off, algorithm, choice) -> Plan:
             launch = Launch(choice.kernel, None, {}, args, buffers, glob, tuple(ext["block"]), ext["smem"], dtype, ext)
             out.launches.extend(_split_batch(launch, device.max_batch))
 
-        # what the kernel reads: the operands, or scratch made before
-        products(external, *ext.get("operands", (A, B)), K, ext.get("k_step", 1))
+        # what the kernel reads: the operands, or scratch made before (``depth``: its own K there)
+        products(external, *ext.get("operands", (A, B)), ext.get("depth", K), ext.get("k_step", 1))
         out.launches.extend(_extra_launch(x, dtype, c_off) for x in ext.get("after", ()))
         return out
 

@@ -72,6 +72,7 @@ _TENSOR_PEAK_OF = {
     "complex128": "float64-tensor",
     "int8": "int8-tensor",
     "uint8": "int8-tensor",
+    **{t: "int8-tensor" for t in ("int16", "uint16", "int32", "uint32", "int64", "uint64")},  # byte planes
 }
 
 
@@ -420,6 +421,8 @@ def explain(
     key, peak, bandwidth = _peak(report["device"].name if "device" in report else "", dtype, tensor)
     if peak and tensor and dtype.name == "float32" and current_precision() == "tf32x3":
         peak /= 3  # float32's accuracy from three TF32 products per multiply-add
+    if peak and tensor and dtype.kind in "iu" and dtype.itemsize > 1:
+        peak /= dtype.itemsize * (dtype.itemsize + 1) // 2  # a uint8 product per byte pair (byte planes)
     bound = None
     if peak:
         ridge = peak / bandwidth

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from polymm.kernels.abi import SIGNATURES
 
-__all__ = ["TF32_SPLIT", "TF32_FIXUP", "TRANSPOSE", "RESTRIDE", "WGMMA", "WGMMA_SUM"]
+__all__ = ["TF32_SPLIT", "TF32_FIXUP", "TRANSPOSE", "RESTRIDE", "WGMMA", "WGMMA_SUM", "BYTE_PLANES", "PLANES_SUM"]
 
 _GEMM = SIGNATURES["gemm"]
 #: ``kernels/tf32_split.cu``'s ``polymm_tf32_split`` (not rendered): float32 operand X (R rows of KK
@@ -41,6 +41,33 @@ TF32_FIXUP = (*_GEMM, ("F", "in"), ("fb_off", "index"), ("nkc", "size"))
 WGMMA = (*_GEMM, ("batch", "size"), ("splits", "size"))
 #: ``kernels/wgmma_sum.cu``: C[c_off + i] = the S runs' partial sums W[s * count + i], added in order.
 WGMMA_SUM = (("W", "in"), ("count", "index"), ("S", "size"), ("C", "out"), ("c_off", "index"))
+#: ``kernels/byte_planes.cu``'s ``polymm_byte_planes_<bytes>``: operand X (R rows of KK along K, any
+#: strides) as K-major rows of its byte planes, segment s (of S; ``side`` 0: A's planes, 1: B's) of
+#: row r of batch entry b at P[(b*R + r)*ld + s*kp + k], zeros from KK to kp.
+BYTE_PLANES = (
+    ("R", "size"),
+    ("KK", "size"),
+    ("S", "size"),
+    ("side", "size"),
+    ("X", "in"),
+    ("x_off", "index"),
+    ("x_sb", "index"),
+    ("x_sr", "index"),
+    ("x_sk", "index"),
+    ("P", "out"),
+    ("ld", "index"),
+    ("kp", "index"),
+)
+#: ``kernels/byte_planes.cu``'s ``polymm_planes_sum_<bytes>``: C[c_off + i] = the sum over the
+#: S x per runs of W[run * count + i] shifted left by 8 x (the shift of segment run / per).
+PLANES_SUM = (
+    ("W", "in"),
+    ("count", "index"),
+    ("S", "size"),
+    ("per", "size"),
+    ("C", "out"),
+    ("c_off", "index"),
+)
 #: ``kernels/transpose.cu``: dst[b*C*ld + c*ld + r] = src[s_off + b*s_b + r*s_r + c] for r < R,
 #: c < C (raw bits; one matrix per grid z).
 TRANSPOSE = (

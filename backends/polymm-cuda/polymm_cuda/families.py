@@ -8,7 +8,9 @@ them against the shared SIMT candidate with the one cost model, once per plan:
 - ``mma-sync`` (Ampere on): the same dtypes in 128-row tiles (``kernels/tensorcore.cu``);
 - ``relayout``: those kernels on operands copied first into the layout they read (:func:`.tensorcore.repack`);
 - ``dmma``: float64 and complex128 (as one float64 product) on the FP64 tensor cores;
-- ``tf32``: float32 in the ``"tf32"`` and ``"tf32x3"`` precision modes (Hopper, ``wgmma``).
+- ``tf32``: float32 in the ``"tf32"`` and ``"tf32x3"`` precision modes (Hopper, ``wgmma``);
+- ``byte-planes``: 16-, 32- and 64-bit integers as sums of uint8 products of their bytes (Hopper,
+  ``wgmma``: :mod:`.planes`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from polymm.kernels.cost import Work
 from polymm.kernels.devices import settings_for
 from polymm.kernels.families import Candidate, Choice, Family, Problem, Refusal, register
 
+from . import planes
 from . import tensorcore as tc
 from . import wgmma
 
@@ -236,6 +239,37 @@ def _tf32(p: Problem) -> Candidate | Refusal:
     return Candidate("tf32", choice, work)
 
 
+def _byte_planes(p: Problem) -> Candidate | Refusal:
+    """16-, 32- and 64-bit integers on the uint8 ``wgmma`` product, one run per byte pair
+    (:mod:`.planes`)."""
+    why = planes.refusal(p.dtype, p.shape, p.device)
+    if why is not None:
+        return Refusal("byte-planes", why)
+    external = planes.launch(p.dtype, p.shape, p.a, p.b, p.device)
+    pairs, runs = planes.segments(p.dtype), external["values"]["splits"]
+    depth = f", each in {runs // pairs} runs of K" if runs > pairs else ""
+    why = (
+        f"integer tensor cores (wgmma uint8): {p.dtype.itemsize} byte planes per operand, "
+        f"{pairs} products of byte pairs{depth}, shifted and added"
+    )
+    choice = Choice(planes.KERNEL, None, why, external=external)
+    bn = int(external["source"].split("-")[1])
+    tiles = _tiles((p.batch, p.M, p.N, 0), wgmma.BM, bn)
+    a_planes, b_planes, sums = external["scratch"]
+    size = p.dtype.itemsize
+    operands, c = size * p.batch * p.K * (p.M + p.N), size * p.batch * p.M * p.N
+    work = Work(
+        rate="wgmma:uint8",
+        macs=tiles * wgmma.BM * bn * external["depth"],
+        groups=tiles * runs,
+        tile=(wgmma.BM, bn),
+        bytes=a_planes + b_planes + sums,  # the product reads the planes and writes the sums
+        serial=operands + a_planes + b_planes + sums + c,  # the splits and the shifted sum
+        launches=4,
+    )
+    return Candidate("byte-planes", choice, work)
+
+
 def _cuda(name: str, about: str, propose) -> Family:
     return Family(name, about, propose, kinds=("gpu",), dialects=("cuda",), shared=False)
 
@@ -246,6 +280,7 @@ FAMILIES = (
     _cuda("relayout", "the tensor cores on operands copied into the layout they read", _relayout),
     _cuda("dmma", "float64 and complex128 (as float64) on the FP64 tensor cores", _dmma),
     _cuda("tf32", "float32 in precision 'tf32' and 'tf32x3' on wgmma", _tf32),
+    _cuda("byte-planes", "int16 to uint64 as uint8 products of their bytes on wgmma", _byte_planes),
 )
 for _family in FAMILIES:
     register(_family)

@@ -48,6 +48,8 @@ __all__ = [
     "source",
     "options",
     "tensor_maps",
+    "operand_map",
+    "helper_launch",
 ]
 
 #: The only compute capability the ``sm_90a`` instructions run on.
@@ -220,7 +222,7 @@ def split_k(external: dict, shape, count: int, dtype_name: str, device) -> dict:
     scratch.append(count * elements * 4)
     values = dict(count=elements, S=count)
     total = -(-elements // 256)
-    summed = _launch(
+    summed = helper_launch(
         f"polymm_wgmma_sum_{dtype_name}",
         WGMMA_SUM,
         values,
@@ -247,7 +249,7 @@ def _map(dims, strides, box, isz: int):
     return tuple(dims), tuple(strides), tuple(box), isz
 
 
-def _operand_map(inner, outer, s_outer, s_batch, isz, box, batch):
+def operand_map(inner, outer, s_outer, s_batch, isz, box, batch):
     """The map of an operand read in place: ``inner`` (K, or N) contiguous, ``outer`` rows
     ``s_outer`` elements apart, ``batch`` matrices ``s_batch`` apart (one matrix when 1; its
     third stride is then any legal value)."""
@@ -317,7 +319,7 @@ def external_launch(shape, a, b, layout: str, isz: int, device) -> dict:
             kernel, abi, block = f"polymm_restride_{isz}", RESTRIDE, (256, 1, 1)
             values = dict(s_off=off, s_b=s_batch, s_r=s_row, s_c=s_col, ld=ld, R=rows, C=cols)
             grid = (-(-cols // 256), min(rows, GRID_ROWS), e)
-        before.append(_launch(kernel, abi, values, {"src": src, "dst": slot}, grid, block, source="transpose"))
+        before.append(helper_launch(kernel, abi, values, {"src": src, "dst": slot}, grid, block, source="transpose"))
         return slot, rows * ld if e > 1 else 0, ld
 
     a_op = (0, a_off, *sa)
@@ -335,17 +337,17 @@ def external_launch(shape, a, b, layout: str, isz: int, device) -> dict:
     if layout == "kn" and isz == 1:  # tiles of C^T: B in boxes of 128 x 128 as stored, A's rows K-major
         swapped = (bt, n, m, k)
         bn = width(swapped, device)
-        a_map = _operand_map(k, m, a_sm, a_sb, isz, (ROW, bn, 1), ea)
-        b_map = _operand_map(n, k, b_sk, b_sb, isz, (ROW, ROW, 1), eb)
+        a_map = operand_map(k, m, a_sm, a_sb, isz, (ROW, bn, 1), ea)
+        b_map = operand_map(n, k, b_sk, b_sb, isz, (ROW, ROW, 1), eb)
         geometry = _geometry(swapped, bn, device)
     else:
         bn = width(shape, device)
         geometry = _geometry(shape, bn, device)
-        a_map = _operand_map(k, m, a_sm, a_sb, isz, (ROW // isz, BM, 1), ea)
+        a_map = operand_map(k, m, a_sm, a_sb, isz, (ROW // isz, BM, 1), ea)
         if layout == "kn":  # 64 x 64 chunks of B as stored
-            b_map = _operand_map(n, k, b_sk, b_sb, isz, (64, 64, 1), eb)
+            b_map = operand_map(n, k, b_sk, b_sb, isz, (64, 64, 1), eb)
         else:  # B^T row-major, as it lies or as copied
-            b_map = _operand_map(k, n, b_sn, b_sb, isz, (ROW // isz, bn, 1), eb)
+            b_map = operand_map(k, n, b_sn, b_sb, isz, (ROW // isz, bn, 1), eb)
     return {
         **geometry,
         "tma": ((a_slot, a_map), (b_slot, b_map)),
@@ -414,7 +416,9 @@ def tf32_launch(mode: str, shape, a, b, device) -> tuple[str, dict]:
         values = dict(R=rows, KK=k, parts=parts, nkc=nkc, x_off=off, x_sb=s_batch if e > 1 else 0, x_sr=s_row)
         values.update(x_sk=s_k, ld=ldk, part_stride=e * rows * ldk, f_off=f_off)
         buffers = {"X": src, "P": slot, "F": flags if products == 3 else slot}  # F unused with one part
-        before.append(_launch("polymm_tf32_split", TF32_SPLIT, values, buffers, (-(-rows // 32), nkc, e), (32, 8, 1)))
+        before.append(
+            helper_launch("polymm_tf32_split", TF32_SPLIT, values, buffers, (-(-rows // 32), nkc, e), (32, 8, 1))
+        )
         tma = _map((k, rows, parts * e), (ldk * 4, rows * ldk * 4), (ROW // 4, box_rows, 1), 4)
         return slot, rows * ldk if e > 1 else 0, tma
 
@@ -423,21 +427,23 @@ def tf32_launch(mode: str, shape, a, b, device) -> tuple[str, dict]:
         slot, s_batch, a_map = split(0, m, a_off, sa, ea, 0, a_rows)
         a_op = (slot, 0, s_batch, ldk, 1)
     else:
-        a_op, a_map = (0, a_off, *sa), _operand_map(k, m, sa[1], sa[0], 4, (ROW // 4, a_rows, 1), ea)
+        a_op, a_map = (0, a_off, *sa), operand_map(k, m, sa[1], sa[0], 4, (ROW // 4, a_rows, 1), ea)
     if swap:  # B as stored, in 32 x 32 chunks
-        b_op, b_map = (1, b_off, *sb), _operand_map(n, k, sb[1], sb[0], 4, (32, 32, 1), eb)
+        b_op, b_map = (1, b_off, *sb), operand_map(n, k, sb[1], sb[0], 4, (32, 32, 1), eb)
     elif split_b:
         slot, s_batch, b_map = split(1, n, b_off, (sb[0], sb[2], sb[1]), eb, fb_off, bn)
         b_op = (slot, 0, s_batch, 1, ldk)
     else:
-        b_op, b_map = (1, b_off, *sb), _operand_map(k, n, sb[2], sb[0], 4, (ROW // 4, bn, 1), eb)
+        b_op, b_map = (1, b_off, *sb), operand_map(k, n, sb[2], sb[0], 4, (ROW // 4, bn, 1), eb)
     if products == 3:
         scratch.append((fb_off + eb * n * nkc) * 4)
         values = dict(M=m, N=n, K=k, a_off=a_off, a_sb=sa[0], a_sm=sa[1], a_sk=sa[2], b_off=b_off, b_sb=sb[0])
         values.update(b_sk=sb[1], b_sn=sb[2], fb_off=fb_off, nkc=nkc)  # c_off: the planner's
         grid = (min(m + n, 2 * device.compute_units), 1, bt)
         after.append(
-            _launch("polymm_tf32_fixup", TF32_FIXUP, values, {"A": 0, "B": 1, "C": 2, "F": flags}, grid, (256, 1, 1))
+            helper_launch(
+                "polymm_tf32_fixup", TF32_FIXUP, values, {"A": 0, "B": 1, "C": 2, "F": flags}, grid, (256, 1, 1)
+            )
         )
     return "kn" if swap else "nk", {
         **_geometry((bt, n, m, k) if swap else shape, bn, device),
@@ -449,7 +455,9 @@ def tf32_launch(mode: str, shape, a, b, device) -> tuple[str, dict]:
     }
 
 
-def _launch(kernel: str, abi: tuple, values: dict, buffers: dict, grid, block, source: str = "tf32_split") -> dict:
+def helper_launch(
+    kernel: str, abi: tuple, values: dict, buffers: dict, grid, block, source: str = "tf32_split"
+) -> dict:
     """A launch of a helper kernel (``kernels/tf32_split.cu``, ``kernels/transpose.cu``), as the
     planner's ``before``/``after`` entries."""
     return {

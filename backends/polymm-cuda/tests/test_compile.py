@@ -29,6 +29,7 @@ from polymm.kernels import IMAGE_DTYPES, abi, devices, kernel_name, planner, ren
 from polymm.kernels.params import DeviceInfo, table_params
 from polymm.testing import assert_matches, random_array
 from polymm.testing.test_paths import PATH_SHAPES
+from polymm_cuda import planes
 
 DTYPES = [d.name for d in CONTRACT_DTYPES]
 H100 = DeviceInfo(
@@ -298,19 +299,27 @@ def test_wgmma_is_planned_on_hopper_only():
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
-def test_tf32_split_kernels_compile():
-    """The split and repair kernels of the TF32 modes assemble for sm_80 (what runs them is any
-    GPU that runs wgmma)."""
+@pytest.mark.parametrize(
+    "source, kernels",
+    [
+        ("tf32_split", ["polymm_tf32_split", "polymm_tf32_fixup"]),
+        ("byte_planes", [f"polymm_{k}_{n}" for k in ("byte_planes", "planes_sum") for n in (2, 4, 8)]),
+    ],
+)
+def test_helper_kernels_compile_without_spills(source, kernels):
+    """The kernels around the wgmma products (the TF32 modes' split and repair, the byte planes'
+    split and sum) assemble for sm_80 (what runs them is any GPU that runs wgmma), in registers."""
     from polymm_cuda.backend import _external_source
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "split.cu")
-        path.write_text(_external_source("tf32_split"))
+        path.write_text(_external_source(source))
         cmd = [NVCC, "-std=c++17", "-arch=sm_80", "-cubin", "-Xptxas", "-v", "-o", str(Path(tmp, "s.cubin")), str(path)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log
-    assert "polymm_tf32_split" in log and "polymm_tf32_fixup" in log, log
+    assert all(f"Function properties for {k}" in log for k in kernels), log
+    assert "bytes spill stores" in log and not re.search(r"[1-9]\d* bytes spill stores", log), log
 
 
 def test_tf32_modes_plan_split_wgmma_and_repair():
@@ -472,6 +481,36 @@ def _emulate(made, buffers) -> None:
             out = dst[v["d_off"] : v["d_off"] + count * 4 * v["K"] * v["N"]].reshape(count, 2 * v["K"], 2 * v["N"])
             for p, q, value in ((0, 0, x), (0, 1, y), (1, 0, -y), (1, 1, x)):
                 out[:, p::2, q::2] = value.transpose(2, 0, 1)
+        elif launch.kernel.startswith("polymm_byte_planes_"):
+            x, p = buffers[slot["X"]], buffers[slot["P"]]
+            nbytes = int(launch.kernel.rsplit("_", 1)[1])
+            pairs = planes.pairs(nbytes)
+            b, r, k = np.ogrid[:count, : v["R"], : v["KK"]]
+            values = x[v["x_off"] + b * v["x_sb"] + r * v["x_sr"] + k * v["x_sk"]].view(f"u{nbytes}")
+            rows = p[: count * v["R"] * v["ld"]].reshape(count, v["R"], v["S"], v["kp"])
+            rows[...] = 0
+            for s, pair in enumerate(pairs):
+                rows[:, :, s, : v["KK"]] = (values >> np.uint64(8 * pair[v["side"]])) & 0xFF
+        elif launch.kernel.startswith("polymm_planes_sum_"):
+            w, c = buffers[slot["W"]].view(np.uint32), buffers[slot["C"]]
+            nbytes = int(launch.kernel.rsplit("_", 1)[1])
+            shifts = [sum(pair) for pair in planes.pairs(nbytes) for _ in range(v["per"])]
+            runs = w[: len(shifts) * v["count"]].reshape(len(shifts), -1).astype(np.uint64)
+            total = sum(run << np.uint64(8 * t) for run, t in zip(runs, shifts))
+            c[v["c_off"] : v["c_off"] + v["count"]] = total.astype(f"u{nbytes}").view(c.dtype)
+        elif "-DWG_SPLIT=1" in (launch.external or {}).get("options", ()):  # uint8 runs into int32 sums
+            a, b_, w = buffers[slot["A"]], buffers[slot["B"]], buffers[slot["C"]].view(np.uint32)
+            m, n, k, batch, splits = v["M"], v["N"], v["K"], v["batch"], v["splits"]
+            kt_count = -(-k // 128)
+            kt_run = -(-kt_count // splits)
+            for z in range(batch):
+                ra = a[v["a_off"] + z * v["a_sb"] + np.arange(m)[:, None] * v["a_sm"] + np.arange(k) * v["a_sk"]]
+                rb = b_[v["b_off"] + z * v["b_sb"] + np.arange(k)[:, None] * v["b_sk"] + np.arange(n) * v["b_sn"]]
+                for run in range(splits):
+                    ks = slice(run * kt_run * 128, min(k, (run + 1) * kt_run * 128))
+                    sums = ra[:, ks].astype(np.int64) @ rb[ks].astype(np.int64)
+                    at = (run * batch + z) * m * n
+                    w[at : at + m * n] = (sums % 2**32).astype(np.uint32).ravel()
         elif launch.kernel == "sum-slices":
             w, c = buffers[slot["W"]], buffers[slot["C"]]
             c[v["c_off"] : v["c_off"] + v["count"]] = w[: v["S"] * v["count"]].reshape(v["S"], -1).sum(axis=0)
@@ -482,6 +521,51 @@ def _emulate(made, buffers) -> None:
                 ra = a[v["a_off"] + z * v["a_sb"] + np.arange(m)[:, None] * v["a_sm"] + np.arange(k) * v["a_sk"]]
                 rb = b_[v["b_off"] + z * v["b_sb"] + np.arange(k)[:, None] * v["b_sk"] + np.arange(n) * v["b_sn"]]
                 c[v["c_off"] + z * m * n : v["c_off"] + (z + 1) * m * n] = (ra @ rb).ravel()
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint32", "int64"])
+@pytest.mark.parametrize("layout", ["c", "a-transposed", "b-transposed", "deep"])
+def test_wide_integers_plan_byte_planes_that_add_up(dtype, layout, monkeypatch):
+    """int16 to uint64 on Hopper: both operands split into byte planes side by side (slots 3 and
+    4), one uint8 wgmma product over them in runs (one per byte pair, or several where K is deep
+    on few tiles; for 64-bit results no run deeper than ``_EXACT_DEPTH``, lowered here to reach
+    it), the shifted sum into C. Emulated launch by launch from their arguments (scratch poisoned
+    first), the result is NumPy's wrapped product of full-range operands, bit for bit."""
+    import dataclasses
+
+    import polymm_cuda.backend  # noqa: F401
+
+    monkeypatch.setattr(planes, "_EXACT_DEPTH", 256)
+    monkeypatch.setenv("POLYMM_PREFER", "byte-planes")  # products this small rank the SIMT kernels first
+    hopper = dataclasses.replace(H100, cc=90)
+    bt, m, n, k = (1, 160, 144, 1100) if layout == "deep" else (2, 150, 130, 200)
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(17)
+    a = rng.integers(info.min, info.max, (bt, m, k), dtype=dtype, endpoint=True)
+    b = rng.integers(info.min, info.max, (bt, k, n), dtype=dtype, endpoint=True)
+    if layout == "a-transposed":
+        a = np.ascontiguousarray(a.transpose(0, 2, 1)).transpose(0, 2, 1)
+    if layout == "b-transposed":
+        b = np.ascontiguousarray(b.transpose(0, 2, 1)).transpose(0, 2, 1)
+    strides = [tuple(s // a.itemsize for s in x.strides) for x in (a, b)]
+    made = planner.plan(hopper, dtype, (bt, m, n, k), (0, strides[0]), (0, strides[1]))
+    nbytes = np.dtype(dtype).itemsize
+    assert [x.kernel for x in made.launches] == [
+        f"polymm_byte_planes_{nbytes}",
+        f"polymm_byte_planes_{nbytes}",
+        "polymm_wgmma_uint8_nk",
+        f"polymm_planes_sum_{nbytes}",
+    ], made.reason
+    pairs = nbytes * (nbytes + 1) // 2
+    runs = made.choice.external["values"]["splits"]
+    assert f"{pairs} products of byte pairs" in made.reason and runs % pairs == 0
+    assert (runs > pairs) == (layout == "deep" and nbytes == 8), (runs, made.reason)
+    flat = [np.lib.stride_tricks.as_strided(x, (x.size,), (x.itemsize,)) for x in (a, b)]  # each view's base
+    buffers = {0: flat[0], 1: flat[1], 2: np.full(bt * m * n, 113, dtype)}
+    buffers.update({3 + i: np.full(size, 0xAB, np.uint8) for i, size in enumerate(made.scratch)})
+    _emulate(made, buffers)
+    want = np.matmul(a.astype(np.uint64), b.astype(np.uint64)).astype(dtype)  # modulo 2^64, then NumPy's wrap
+    np.testing.assert_array_equal(buffers[2].reshape(bt, m, n), want)
 
 
 #: complex128 products run as one float64 product, (batch, M, N, K) and B's layout: either way of

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(_NDEV < 1, reason="no CUDA device")
 from polymm.backend import CONTRACT_DTYPES, SizeLimitError  # noqa: E402
 from polymm.kernels import IMAGE_DTYPES, devices  # noqa: E402
 from polymm.kernels.devices import settings_for  # noqa: E402
-from polymm_cuda import CUDABackend, tensorcore  # noqa: E402
+from polymm_cuda import CUDABackend, planes, tensorcore  # noqa: E402
 from polymm.testing import assert_matches, random_array  # noqa: E402
 
 DTYPES = [d.name for d in CONTRACT_DTYPES]
@@ -50,7 +50,7 @@ def _tensor_cores_preferred(monkeypatch):
     """These tests prove the tensor-core kernels at tile edges, small products included: wherever a
     tensor-core family offers a candidate it runs (``POLYMM_PREFER``), whatever the cost model says
     of so small a product (tests/test_planner.py checks the ranking itself)."""
-    monkeypatch.setenv("POLYMM_PREFER", "wgmma,mma-sync,relayout,dmma,tf32")
+    monkeypatch.setenv("POLYMM_PREFER", "wgmma,mma-sync,relayout,dmma,tf32,byte-planes")
 
 
 @pytest.fixture(scope="module")
@@ -179,6 +179,7 @@ def test_every_planner_path(backend, dtype, case, reason):
     tensor_cores = tensorcore.shape_rule(np.dtype(dtype), device, shape, hopper) is None or (
         dmma and tensorcore.choose_dmma(np.dtype(dtype), device, shape, sa, sb)[0] is not None
     )
+    tensor_cores = tensor_cores or planes.refusal(np.dtype(dtype), shape, device) is None
     realify_work = settings_for(device)("realify", "work")
     if dtype == "complex128" and sa[2] == 1 and m * n * k >= realify_work:  # as one float64 product
         real = ((bt, m, 2 * n, 2 * k), (2 * sa[0], 2 * sa[1], 1), (4 * k * n, 2 * n, 1))
@@ -553,6 +554,61 @@ def test_wgmma_split_k(backend, dtype, monkeypatch):
                 assert_matches(cp.asnumpy(out), ha, hb, precision=mode)
             else:
                 _check(out, ha, hb, dtype)
+
+
+BYTE_PLANE_CASES = [  # (B, M, N, K), layout
+    ((1, 512, 384, 1000), "c"),
+    ((2, 300, 260, 130), "at"),
+    ((3, 130, 100, 517), "bt"),
+    ((2, 129, 200, 300), "bcast"),
+    ((2, 100, 140, 250), "neg"),
+    ((1, 96, 80, 70000), "c"),  # deep: several runs per byte pair; 64-bit sums exact per run
+]
+
+
+@pytest.mark.parametrize("dtype", planes.DTYPES)
+def test_byte_planes(backend, dtype):
+    """int16 to uint64 on the uint8 tensor cores by byte planes: full-range operands (every carry
+    of every byte pair), any layout, a product deep enough for several runs per pair; NumPy's
+    wrapped product bit for bit, and the same bits on a second call."""
+    from polymm_cuda import wgmma
+
+    if backend._compute_capability(0) != wgmma.CC:
+        pytest.skip("the uint8 wgmma product runs on compute capability 9.0")
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(43)
+    for (bt, m, n, k), layout in BYTE_PLANE_CASES:
+        ha = rng.integers(info.min, info.max, (bt, m, k), dtype=dtype, endpoint=True)
+        hb = rng.integers(info.min, info.max, (bt, k, n), dtype=dtype, endpoint=True)
+        da, db, ha, hb = _operands_like(layout, ha, hb)
+        out = _poisoned(bt, m, n, dtype)
+        backend.matmul(da, db, out, "auto")
+        plan = backend.last_plan
+        assert "products of byte pairs" in plan.reason, plan
+        assert ("runs of K" in plan.reason) == (k > 10000), plan.reason
+        again = _poisoned(bt, m, n, dtype)
+        backend.matmul(da, db, again, "auto")
+        cp.testing.assert_array_equal(out, again)
+        want = np.matmul(ha.astype(np.uint64), hb.astype(np.uint64)).astype(dtype)
+        np.testing.assert_array_equal(cp.asnumpy(out), want, err_msg=f"{(bt, m, n, k)} {layout}")
+
+
+def _operands_like(layout, ha, hb):
+    """Device views of host operands ``ha`` (B,M,K) and ``hb`` (B,K,N) with ``layout``'s strides
+    (the layouts of :func:`_operands` that keep the shape)."""
+    if layout == "c":
+        return cp.asarray(ha), cp.asarray(hb), ha, hb
+    if layout == "at":
+        return cp.asarray(ha.transpose(0, 2, 1)).transpose(0, 2, 1), cp.asarray(hb), ha, hb
+    if layout == "bt":
+        return cp.asarray(ha), cp.asarray(hb.transpose(0, 2, 1)).transpose(0, 2, 1), ha, hb
+    if layout == "bcast":
+        ha = np.broadcast_to(ha[:1], ha.shape)
+        return cp.broadcast_to(cp.asarray(ha[:1]), ha.shape), cp.asarray(hb), ha, hb
+    if layout == "neg":
+        da, db = cp.asarray(ha[::-1, ::-1, :]), cp.asarray(hb[:, ::-1, ::-1])
+        return da[::-1, ::-1, :], db[:, ::-1, ::-1], ha, hb
+    raise AssertionError(layout)
 
 
 def test_wgmma_bfloat16_through_torch(backend):

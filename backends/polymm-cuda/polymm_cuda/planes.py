@@ -1,0 +1,152 @@
+"""16-, 32- and 64-bit integer products on Hopper's 8-bit tensor cores, by byte planes
+(``kernels/byte_planes.cu``).
+
+NumPy's integer products wrap modulo 2^w. Modulo 2^w, ``A @ B`` is the sum over byte pairs
+``(i, j)`` with ``i + j`` below the element's bytes of ``256^(i+j) * (A_i @ B_j)``, where ``A_i``
+is A's byte plane i read as uint8: 3 uint8 products for 16-bit types, 10 for 32-bit, 36 for
+64-bit. The tensor cores run a uint8 product at about 1250 TFLOP/s on an H100 against some 15 for
+the SIMT cores' integer multiply-adds, so even 36 of them win on large products.
+
+One plan: the planes of A and of B side by side along K (``polymm_byte_planes_<bytes>``, a
+``before`` launch each), one uint8 ``wgmma`` product over all of them in runs of K that keep each
+pair's int32 sums apart (``WG_SPLIT``: a run per pair, or several where the product is deep on
+few tiles), and ``polymm_planes_sum_<bytes>``, which shifts and adds the runs into C. Any strides
+are read (the planes are copies); what costs is the workspace of partial sums, which the cost
+model counts and :func:`refusal` bounds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from polymm.kernels import GRID_ROWS
+from polymm.kernels.devices import settings_for
+
+from . import wgmma
+from .abi import BYTE_PLANES, PLANES_SUM, WGMMA
+
+__all__ = ["DTYPES", "KERNEL", "pairs", "segments", "runs_per_segment", "refusal", "launch"]
+
+#: The dtypes served: every integer type wider than a byte.
+DTYPES = ("int16", "uint16", "int32", "uint32", "int64", "uint64")
+#: K per block of the split kernel (``BP_TK``) and per ``wgmma`` slice of uint8 (``WG_ROW``): a
+#: segment's K is padded to a multiple of this times its runs, so runs never straddle two segments.
+_K_STEP = wgmma.ROW
+#: Deepest run whose uint8 sums stay exact in 32 bits (255^2 x 66051 < 2^32): what a 64-bit
+#: result needs of every pair's sum (narrower results need only its residue modulo 2^32).
+_EXACT_DEPTH = 65536
+KERNEL = wgmma.kernel_name("uint8", "nk")
+_SOURCE = "byte_planes"
+
+
+def pairs(nbytes: int) -> list[tuple[int, int]]:
+    """The byte pairs ``(i, j)`` a product of ``nbytes``-byte integers sums, in the kernels' order
+    (their shift ``i + j`` rising; within one, ``i`` falling): ``kernels/byte_planes.cu``'s
+    ``bp_plane`` and ``bp_shift`` compute the same from a pair's index."""
+    return [(i, t - i) for t in range(nbytes) for i in range(t, -1, -1)]
+
+
+def segments(dtype) -> int:
+    """How many byte pairs a product of ``dtype`` sums (``n (n + 1) / 2`` for ``n`` bytes)."""
+    return len(pairs(np.dtype(dtype).itemsize))
+
+
+def runs_per_segment(dtype, shape, device) -> int:
+    """Runs of K each pair's product is cut into: as :func:`.wgmma.runs` would cut the pairs'
+    products taken as a batch (deep K on few tiles), and for 64-bit results enough that no run is
+    deeper than :data:`_EXACT_DEPTH`."""
+    bt, m, n, k = shape
+    per = wgmma.runs((bt * segments(dtype), m, n, k), device)
+    if np.dtype(dtype).itemsize == 8:
+        per = max(per, -(-k // _EXACT_DEPTH))
+    return per
+
+
+def _geometry(dtype, shape, device) -> tuple[int, int, int]:
+    """(runs in all, K of one segment padded to whole runs, the tile width)."""
+    bt, m, n, k = shape
+    per = runs_per_segment(dtype, shape, device)
+    kp = -(-k // (_K_STEP * per)) * _K_STEP * per
+    runs = segments(dtype) * per
+    return runs, kp, wgmma.width((bt * runs, m, n, kp // per), device)
+
+
+def workspace_bytes(dtype, shape, device) -> int:
+    """The int32 partial sums the product writes, one matrix per run."""
+    bt, m, n, _ = shape
+    return _geometry(dtype, shape, device)[0] * bt * m * n * 4
+
+
+def refusal(dtype, shape, device) -> str | None:
+    """Why byte planes should not serve this product, or None."""
+    if np.dtype(dtype).name not in DTYPES:
+        return f"byte planes serve {', '.join(DTYPES)}"
+    if device.cc != wgmma.CC:
+        return f"compute capability {device.cc / 10:.1f}: the uint8 wgmma product runs on 9.0 only"
+    bt, m, n, k = shape
+    if bt > GRID_ROWS:
+        return "a batch beyond one grid"
+    if -(-k // _K_STEP) > GRID_ROWS:
+        return f"K = {k} beyond the split kernel's grid ({GRID_ROWS} blocks of {_K_STEP})"
+    few = settings_for(device)("tensor-cores", "few_columns")
+    if min(m, n) <= few:
+        return f"min(M, N) = {min(m, n)} <= {few}: memory-bound, the SIMT matrix-vector paths"
+    most = settings_for(device)("byte-planes", "workspace_bytes")
+    need = workspace_bytes(dtype, shape, device)
+    if need > most:
+        return f"{need} bytes of partial sums > byte-planes.workspace_bytes = {most}"
+    return None
+
+
+def launch(dtype, shape, a, b, device) -> dict:
+    """The planner's description of the product (``a``/``b``: element offset and strides of each
+    operand): scratch slots 3 (A's planes), 4 (B's planes, B^T rows) and 5 (the partial sums,
+    ``into``); the two splits before, the uint8 ``wgmma`` product over K' = segments x kp, the
+    sum after."""
+    bt, m, n, k = shape
+    nbytes = np.dtype(dtype).itemsize
+    count = segments(dtype)
+    runs, kp, bn = _geometry(dtype, shape, device)
+    ld = count * kp
+    (a_off, sa), (b_off, sb) = a, b
+    ea, eb = (bt if bt > 1 and s[0] != 0 else 1 for s in (sa, sb))  # matrices per operand
+    elements = bt * m * n
+    scratch = [ea * m * ld, eb * n * ld, runs * elements * 4]
+
+    def split(src, rows, off, strides, e, side):
+        s_batch, s_row, s_k = strides
+        values = dict(R=rows, KK=k, S=count, side=side, x_off=off, x_sb=s_batch if e > 1 else 0, x_sr=s_row)
+        values.update(x_sk=s_k, ld=ld, kp=kp)
+        grid = (-(-rows // 32), kp // _K_STEP, e)
+        buffers = {"X": src, "P": 3 + side}
+        return wgmma.helper_launch(
+            f"polymm_byte_planes_{nbytes}", BYTE_PLANES, values, buffers, grid, (32, 8, 1), _SOURCE
+        )
+
+    before = [split(0, m, a_off, sa, ea, 0), split(1, n, b_off, (sb[0], sb[2], sb[1]), eb, 1)]
+    values = dict(count=elements, S=count, per=runs // count)
+    groups = min(-(-elements // (4 * 256)), 4 * device.compute_units * 8)  # four elements per thread
+    summed = f"polymm_planes_sum_{nbytes}"
+    after = [wgmma.helper_launch(summed, PLANES_SUM, values, {"W": 5, "C": 2}, (groups, 1, 1), (256, 1, 1), _SOURCE)]
+    a_op = (3, 0, m * ld if ea > 1 else 0, ld, 1)
+    b_op = (4, 0, n * ld if eb > 1 else 0, 1, ld)  # as B: (batch, K, N) strides
+    a_map = wgmma.operand_map(ld, m, ld, a_op[2], 1, (wgmma.ROW, wgmma.BM, 1), ea)
+    b_map = wgmma.operand_map(ld, n, ld, b_op[2], 1, (wgmma.ROW, bn, 1), eb)
+    ring = wgmma.stages_for(device, bn)
+    tiles = bt * -(-m // wgmma.BM) * -(-n // bn)
+    return {
+        "source": f"wgmma-{bn}",
+        "options": (*wgmma.options(bn, ring), "-DWG_SPLIT=1"),
+        "grid": (min(tiles * runs, device.compute_units), 1, 1),
+        "block": (wgmma.THREADS, 1, 1),
+        "smem": wgmma.smem_bytes(bn, ring),
+        "abi": WGMMA,
+        "values": {"splits": runs},
+        "tma": ((3, a_map), (4, b_map)),
+        "operands": (a_op, b_op),
+        "depth": ld,
+        "scratch": scratch,
+        "into": 5,
+        "before": before,
+        "after": after,
+    }
