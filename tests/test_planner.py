@@ -44,6 +44,10 @@ def test_estimate_grows_with_work_and_shrinks_with_fill():
     assert one.seconds(AMD) < dataclasses.replace(one, groups=24).seconds(AMD)  # half the waves idle
     assert one.seconds(AMD) < dataclasses.replace(one, tile=(16, 16)).seconds(AMD)  # more loads per multiply-add
     assert one.seconds(AMD) < dataclasses.replace(one, copied=1e8).seconds(AMD)
+    # bytes moved around the product add to its time; its own bytes overlap its multiply-adds
+    overlapped, serial = (dataclasses.replace(one, **{key: 1e5}) for key in ("bytes", "serial"))
+    assert overlapped.seconds(AMD) == one.seconds(AMD) < serial.seconds(AMD)
+    assert "0.1 MB moved around the product" in serial.describe(AMD)
     with pytest.raises(KeyError, match="no cost.rates entry for 'wgmma:float16' on gfx1100"):
         Work("wgmma:float16", 1e9, groups=1).seconds(AMD)
 

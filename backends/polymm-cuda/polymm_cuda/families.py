@@ -247,15 +247,20 @@ def _byte_planes(p: Problem) -> Candidate | Refusal:
         return Refusal("byte-planes", why)
     external = planes.launch(p.dtype, p.shape, p.a, p.b, p.device)
     pairs, runs = planes.segments(p.dtype), external["values"]["splits"]
-    depth = f", each in {runs // pairs} runs of K" if runs > pairs else ""
+    if runs == 1:
+        how = "by Horner's rule in the accumulators"
+    else:
+        each = f"{runs // pairs} runs of K" if runs > pairs else "a run of K"
+        how = f"in {each} per pair, shifted and added after"
     why = (
         f"integer tensor cores (wgmma uint8): {p.dtype.itemsize} byte planes per operand, "
-        f"{pairs} products of byte pairs{depth}, shifted and added"
+        f"{pairs} products of byte pairs, {how}"
     )
-    choice = Choice(planes.KERNEL, None, why, external=external)
+    choice = Choice(planes.kernel_name(p.dtype, p.shape, p.device), None, why, external=external)
     bn = int(external["source"].split("-")[1])
     tiles = _tiles((p.batch, p.M, p.N, 0), wgmma.BM, bn)
-    a_planes, b_planes, sums = external["scratch"]
+    copies = sum(external["scratch"][:2])  # the planes: written by the splits, read by the product
+    sums = sum(external["scratch"][2:])  # the runs' partial sums: written by it, read by the sum
     size = p.dtype.itemsize
     operands, c = size * p.batch * p.K * (p.M + p.N), size * p.batch * p.M * p.N
     work = Work(
@@ -263,9 +268,9 @@ def _byte_planes(p: Problem) -> Candidate | Refusal:
         macs=tiles * wgmma.BM * bn * external["depth"],
         groups=tiles * runs,
         tile=(wgmma.BM, bn),
-        bytes=a_planes + b_planes + sums,  # the product reads the planes and writes the sums
-        serial=operands + a_planes + b_planes + sums + c,  # the splits and the shifted sum
-        launches=4,
+        bytes=copies + (sums if sums else c),
+        serial=operands + copies + (sums + c if sums else 0),
+        launches=3 + bool(sums),
     )
     return Candidate("byte-planes", choice, work)
 

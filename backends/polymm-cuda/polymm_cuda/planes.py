@@ -7,12 +7,17 @@ is A's byte plane i read as uint8: 3 uint8 products for 16-bit types, 10 for 32-
 64-bit. The tensor cores run a uint8 product at about 1250 TFLOP/s on an H100 against some 15 for
 the SIMT cores' integer multiply-adds, so even 36 of them win on large products.
 
-One plan: the planes of A and of B side by side along K (``polymm_byte_planes_<bytes>``, a
-``before`` launch each), one uint8 ``wgmma`` product over all of them in runs of K that keep each
-pair's int32 sums apart (``WG_SPLIT``: a run per pair, or several where the product is deep on
-few tiles), and ``polymm_planes_sum_<bytes>``, which shifts and adds the runs into C. Any strides
-are read (the planes are copies); what costs is the workspace of partial sums, which the cost
-model counts and :func:`refusal` bounds.
+The planes of A and of B are copied side by side along K first (``polymm_byte_planes_<bytes>``,
+a ``before`` launch each; any strides are read, the planes being copies); then one uint8
+``wgmma`` product over all of them, in one of two ways (:func:`horner`):
+
+- 16- and 32-bit results: by Horner's rule (``polymm_wgmma_planes<bits>_nk``, ``WG_PLANES``):
+  the highest shift's pairs first, the int32 accumulators shifted a byte left where each shift's
+  pairs end, C stored from them: no workspace, no second pass;
+- 64-bit results (int32 accumulators would lose the high half), and deep products on few tiles
+  (whose K is cut into runs that fill the SMs): in runs of K that keep each pair's int32 sums
+  apart (``WG_SPLIT``), which ``polymm_planes_sum_<bytes>`` shifts and adds into C; the cost
+  model counts that workspace and :func:`refusal` bounds it.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from polymm.kernels.devices import settings_for
 from . import wgmma
 from .abi import BYTE_PLANES, PLANES_SUM, WGMMA
 
-__all__ = ["DTYPES", "KERNEL", "pairs", "segments", "runs_per_segment", "refusal", "launch"]
+__all__ = ["DTYPES", "KERNEL", "pairs", "segments", "runs_per_segment", "horner", "kernel_name", "refusal", "launch"]
 
 #: The dtypes served: every integer type wider than a byte.
 DTYPES = ("int16", "uint16", "int32", "uint32", "int64", "uint64")
@@ -35,15 +40,16 @@ _K_STEP = wgmma.ROW
 #: Deepest run whose uint8 sums stay exact in 32 bits (255^2 x 66051 < 2^32): what a 64-bit
 #: result needs of every pair's sum (narrower results need only its residue modulo 2^32).
 _EXACT_DEPTH = 65536
+#: The product kernel of the runs (``WG_SPLIT``); :func:`kernel_name` names each plan's.
 KERNEL = wgmma.kernel_name("uint8", "nk")
 _SOURCE = "byte_planes"
 
 
 def pairs(nbytes: int) -> list[tuple[int, int]]:
     """The byte pairs ``(i, j)`` a product of ``nbytes``-byte integers sums, in the kernels' order
-    (their shift ``i + j`` rising; within one, ``i`` falling): ``kernels/byte_planes.cu``'s
-    ``bp_plane`` and ``bp_shift`` compute the same from a pair's index."""
-    return [(i, t - i) for t in range(nbytes) for i in range(t, -1, -1)]
+    (their shift ``i + j`` falling, Horner's order; within one, ``i`` rising):
+    ``kernels/byte_planes.cu``'s ``bp_pair`` computes the same from a pair's index."""
+    return [(i, t - i) for t in range(nbytes - 1, -1, -1) for i in range(t + 1)]
 
 
 def segments(dtype) -> int:
@@ -62,19 +68,33 @@ def runs_per_segment(dtype, shape, device) -> int:
     return per
 
 
+def horner(dtype, shape, device) -> bool:
+    """Whether the product sums its byte pairs by Horner's rule in the accumulators (16- and
+    32-bit results, K not cut into runs) rather than in runs summed after it."""
+    return np.dtype(dtype).itemsize <= 4 and runs_per_segment(dtype, shape, device) == 1
+
+
+def kernel_name(dtype, shape, device) -> str:
+    """The ``wgmma`` kernel a product of ``dtype`` and ``shape`` runs."""
+    return f"polymm_wgmma_planes{8 * np.dtype(dtype).itemsize}_nk" if horner(dtype, shape, device) else KERNEL
+
+
 def _geometry(dtype, shape, device) -> tuple[int, int, int]:
     """(runs in all, K of one segment padded to whole runs, the tile width)."""
     bt, m, n, k = shape
     per = runs_per_segment(dtype, shape, device)
     kp = -(-k // (_K_STEP * per)) * _K_STEP * per
     runs = segments(dtype) * per
+    if horner(dtype, shape, device):
+        return 1, kp, wgmma.width((bt, m, n, kp * segments(dtype)), device)
     return runs, kp, wgmma.width((bt * runs, m, n, kp // per), device)
 
 
 def workspace_bytes(dtype, shape, device) -> int:
-    """The int32 partial sums the product writes, one matrix per run."""
+    """The int32 partial sums the product writes, one matrix per run (none by Horner's rule)."""
     bt, m, n, _ = shape
-    return _geometry(dtype, shape, device)[0] * bt * m * n * 4
+    runs = _geometry(dtype, shape, device)[0]
+    return runs * bt * m * n * 4 if runs > 1 else 0
 
 
 def refusal(dtype, shape, device) -> str | None:
@@ -100,9 +120,9 @@ def refusal(dtype, shape, device) -> str | None:
 
 def launch(dtype, shape, a, b, device) -> dict:
     """The planner's description of the product (``a``/``b``: element offset and strides of each
-    operand): scratch slots 3 (A's planes), 4 (B's planes, B^T rows) and 5 (the partial sums,
-    ``into``); the two splits before, the uint8 ``wgmma`` product over K' = segments x kp, the
-    sum after."""
+    operand): scratch slots 3 (A's planes) and 4 (B's planes, B^T rows), the two splits before,
+    the uint8 ``wgmma`` product over K' = segments x kp (``depth``); in runs, also slot 5 (the
+    partial sums, ``into``) and the sum after."""
     bt, m, n, k = shape
     nbytes = np.dtype(dtype).itemsize
     count = segments(dtype)
@@ -111,7 +131,7 @@ def launch(dtype, shape, a, b, device) -> dict:
     (a_off, sa), (b_off, sb) = a, b
     ea, eb = (bt if bt > 1 and s[0] != 0 else 1 for s in (sa, sb))  # matrices per operand
     elements = bt * m * n
-    scratch = [ea * m * ld, eb * n * ld, runs * elements * 4]
+    scratch = [ea * m * ld, eb * n * ld]
 
     def split(src, rows, off, strides, e, side):
         s_batch, s_row, s_k = strides
@@ -124,29 +144,37 @@ def launch(dtype, shape, a, b, device) -> dict:
         )
 
     before = [split(0, m, a_off, sa, ea, 0), split(1, n, b_off, (sb[0], sb[2], sb[1]), eb, 1)]
-    values = dict(count=elements, S=count, per=runs // count)
-    groups = min(-(-elements // (4 * 256)), 4 * device.compute_units * 8)  # four elements per thread
-    summed = f"polymm_planes_sum_{nbytes}"
-    after = [wgmma.helper_launch(summed, PLANES_SUM, values, {"W": 5, "C": 2}, (groups, 1, 1), (256, 1, 1), _SOURCE)]
     a_op = (3, 0, m * ld if ea > 1 else 0, ld, 1)
     b_op = (4, 0, n * ld if eb > 1 else 0, 1, ld)  # as B: (batch, K, N) strides
     a_map = wgmma.operand_map(ld, m, ld, a_op[2], 1, (wgmma.ROW, wgmma.BM, 1), ea)
     b_map = wgmma.operand_map(ld, n, ld, b_op[2], 1, (wgmma.ROW, bn, 1), eb)
     ring = wgmma.stages_for(device, bn)
     tiles = bt * -(-m // wgmma.BM) * -(-n // bn)
-    return {
+    product = {
         "source": f"wgmma-{bn}",
-        "options": (*wgmma.options(bn, ring), "-DWG_SPLIT=1"),
-        "grid": (min(tiles * runs, device.compute_units), 1, 1),
+        "options": (*wgmma.options(bn, ring), "-DWG_PLANES=1"),
+        "grid": (min(tiles, device.compute_units), 1, 1),
         "block": (wgmma.THREADS, 1, 1),
         "smem": wgmma.smem_bytes(bn, ring),
         "abi": WGMMA,
-        "values": {"splits": runs},
+        "values": {"splits": 1},
         "tma": ((3, a_map), (4, b_map)),
         "operands": (a_op, b_op),
         "depth": ld,
         "scratch": scratch,
-        "into": 5,
         "before": before,
+    }
+    if runs == 1:  # Horner's rule: C straight from the accumulators
+        return product
+    values = dict(count=elements, S=count, per=runs // count)
+    groups = min(-(-elements // (4 * 256)), 4 * device.compute_units * 8)  # four elements per thread
+    summed = f"polymm_planes_sum_{nbytes}"
+    after = [wgmma.helper_launch(summed, PLANES_SUM, values, {"W": 5, "C": 2}, (groups, 1, 1), (256, 1, 1), _SOURCE)]
+    return product | {
+        "options": (*wgmma.options(bn, ring), "-DWG_SPLIT=1"),
+        "grid": (min(tiles * runs, device.compute_units), 1, 1),
+        "values": {"splits": runs},
+        "scratch": [*scratch, runs * elements * 4],
+        "into": 5,
         "after": after,
     }

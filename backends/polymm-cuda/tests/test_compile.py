@@ -210,13 +210,8 @@ def test_complex128_dmma_kernels_compile_without_spills(n):
     assert spills and max(spills) == 0, log
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
-@pytest.mark.parametrize("bn", devices.settings_for(H100)("wgmma", "widths"))
-def test_wgmma_kernels_compile_without_spills(bn):
-    """Hopper's wgmma kernels (float16 and bfloat16, B N- or K-major; TF32 with one and with three
-    products; int8 and uint8; TF32, int8 and uint8 with B N-major read through registers; each
-    tile width, in its stages) assemble
-    for sm_90a with every accumulator in registers, and with no MMA serialized by ptxas."""
+def _compile_wgmma(bn: int, *extra: str) -> str:
+    """nvcc's report (``-Xptxas -v``) on the wgmma module of ``bn``-wide tiles, built with ``extra`` defines."""
     from polymm_cuda import wgmma
     from polymm_cuda.backend import _external_source
 
@@ -226,10 +221,23 @@ def test_wgmma_kernels_compile_without_spills(bn):
         cubin = str(Path(tmp, "wg.cubin"))
         defines = [o for o in wgmma.options(bn, wgmma.stages_for(H100, bn)) if o.startswith("-D")]
         gencode = "-gencode=arch=compute_90a,code=sm_90a"
-        cmd = [NVCC, "-std=c++17", gencode, "-cubin", *defines, "-Xptxas", "-v", "-o", cubin, str(path)]
+        cmd = [NVCC, "-std=c++17", gencode, "-cubin", *defines, *extra, "-Xptxas", "-v", "-o", cubin, str(path)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log
+    return log
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+@pytest.mark.parametrize("bn", devices.settings_for(H100)("wgmma", "widths"))
+def test_wgmma_kernels_compile_without_spills(bn):
+    """Hopper's wgmma kernels (float16 and bfloat16, B N- or K-major; TF32 with one and with three
+    products; int8 and uint8; TF32, int8 and uint8 with B N-major read through registers; each
+    tile width, in its stages) assemble
+    for sm_90a with every accumulator in registers, and with no MMA serialized by ptxas."""
+    from polymm_cuda import wgmma
+
+    log = _compile_wgmma(bn)
     for dtype in ("float16", "bfloat16"):
         for layout in ("kn", "nk"):
             assert wgmma.kernel_name(dtype, layout) in log, log
@@ -241,6 +249,19 @@ def test_wgmma_kernels_compile_without_spills(bn):
     assert len(spills) == 11 and max(spills) == 0, log
     assert "serialized" not in log, log  # ptxas's "Potential Performance Loss" notes
     assert wgmma.smem_bytes(bn, wgmma.stages_for(H100, bn)) <= 227 * 1024  # what one block may have on sm_90
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+@pytest.mark.parametrize("bn", devices.settings_for(H100)("wgmma", "widths"))
+def test_byte_plane_wgmma_kernels_compile_without_spills(bn):
+    """The byte-plane products by Horner's rule (``-DWG_PLANES=1``: 16- and 32-bit results, their
+    module holding only them) assemble for sm_90a, every accumulator in registers, no MMA serialized."""
+    log = _compile_wgmma(bn, "-DWG_PLANES=1")
+    assert "polymm_wgmma_planes16_nk" in log and "polymm_wgmma_planes32_nk" in log, log
+    assert "polymm_wgmma_float16_kn" not in log, log
+    spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
+    assert len(spills) == 2 and max(spills) == 0, log
+    assert "serialized" not in log, log
 
 
 def test_wgmma_is_planned_on_hopper_only():
@@ -498,6 +519,21 @@ def _emulate(made, buffers) -> None:
             runs = w[: len(shifts) * v["count"]].reshape(len(shifts), -1).astype(np.uint64)
             total = sum(run << np.uint64(8 * t) for run, t in zip(runs, shifts))
             c[v["c_off"] : v["c_off"] + v["count"]] = total.astype(f"u{nbytes}").view(c.dtype)
+        elif "-DWG_PLANES=1" in (launch.external or {}).get("options", ()):  # Horner's rule over byte pairs
+            a, b_, c = buffers[slot["A"]], buffers[slot["B"]], buffers[slot["C"]]
+            m, n, k = v["M"], v["N"], v["K"]
+            pairs = planes.pairs(int(launch.kernel.split("planes")[1].split("_")[0]) // 8)
+            kp = k // len(pairs)
+            for z in range(v["batch"]):
+                ra = a[v["a_off"] + z * v["a_sb"] + np.arange(m)[:, None] * v["a_sm"] + np.arange(k) * v["a_sk"]]
+                rb = b_[v["b_off"] + z * v["b_sb"] + np.arange(k)[:, None] * v["b_sk"] + np.arange(n) * v["b_sn"]]
+                acc = np.zeros((m, n), np.int64)
+                for s, pair in enumerate(pairs):
+                    if s and sum(pair) != sum(pairs[s - 1]):  # the next shift: C = 256 C
+                        acc = (acc << 8) % 2**32
+                    ks = slice(s * kp, (s + 1) * kp)
+                    acc = (acc + ra[:, ks].astype(np.int64) @ rb[ks].astype(np.int64)) % 2**32
+                c[v["c_off"] + z * m * n : v["c_off"] + (z + 1) * m * n] = acc.ravel().astype(c.dtype)
         elif "-DWG_SPLIT=1" in (launch.external or {}).get("options", ()):  # uint8 runs into int32 sums
             a, b_, w = buffers[slot["A"]], buffers[slot["B"]], buffers[slot["C"]].view(np.uint32)
             m, n, k, batch, splits = v["M"], v["N"], v["K"], v["batch"], v["splits"]
@@ -527,10 +563,11 @@ def _emulate(made, buffers) -> None:
 @pytest.mark.parametrize("layout", ["c", "a-transposed", "b-transposed", "deep"])
 def test_wide_integers_plan_byte_planes_that_add_up(dtype, layout, monkeypatch):
     """int16 to uint64 on Hopper: both operands split into byte planes side by side (slots 3 and
-    4), one uint8 wgmma product over them in runs (one per byte pair, or several where K is deep
-    on few tiles; for 64-bit results no run deeper than ``_EXACT_DEPTH``, lowered here to reach
-    it), the shifted sum into C. Emulated launch by launch from their arguments (scratch poisoned
-    first), the result is NumPy's wrapped product of full-range operands, bit for bit."""
+    4), then one uint8 wgmma product over them: by Horner's rule into C for 16- and 32-bit
+    results; in runs (one per byte pair, or several where K is deep on few tiles; for 64-bit
+    results no run deeper than ``_EXACT_DEPTH``, lowered here to reach it) and the shifted sum
+    into C otherwise. Emulated launch by launch from their arguments (scratch poisoned first), the
+    result is NumPy's wrapped product of full-range operands, bit for bit."""
     import dataclasses
 
     import polymm_cuda.backend  # noqa: F401
@@ -538,7 +575,9 @@ def test_wide_integers_plan_byte_planes_that_add_up(dtype, layout, monkeypatch):
     monkeypatch.setattr(planes, "_EXACT_DEPTH", 256)
     monkeypatch.setenv("POLYMM_PREFER", "byte-planes")  # products this small rank the SIMT kernels first
     hopper = dataclasses.replace(H100, cc=90)
-    bt, m, n, k = (1, 160, 144, 1100) if layout == "deep" else (2, 150, 130, 200)
+    nbytes = np.dtype(dtype).itemsize
+    deep = (1, 130, 100, 5000) if nbytes <= 4 else (1, 160, 144, 1100)
+    bt, m, n, k = deep if layout == "deep" else (2, 150, 130, 200)
     info = np.iinfo(dtype)
     rng = np.random.default_rng(17)
     a = rng.integers(info.min, info.max, (bt, m, k), dtype=dtype, endpoint=True)
@@ -549,17 +588,17 @@ def test_wide_integers_plan_byte_planes_that_add_up(dtype, layout, monkeypatch):
         b = np.ascontiguousarray(b.transpose(0, 2, 1)).transpose(0, 2, 1)
     strides = [tuple(s // a.itemsize for s in x.strides) for x in (a, b)]
     made = planner.plan(hopper, dtype, (bt, m, n, k), (0, strides[0]), (0, strides[1]))
-    nbytes = np.dtype(dtype).itemsize
-    assert [x.kernel for x in made.launches] == [
-        f"polymm_byte_planes_{nbytes}",
-        f"polymm_byte_planes_{nbytes}",
-        "polymm_wgmma_uint8_nk",
-        f"polymm_planes_sum_{nbytes}",
-    ], made.reason
     pairs = nbytes * (nbytes + 1) // 2
     runs = made.choice.external["values"]["splits"]
-    assert f"{pairs} products of byte pairs" in made.reason and runs % pairs == 0
-    assert (runs > pairs) == (layout == "deep" and nbytes == 8), (runs, made.reason)
+    by_horner = nbytes <= 4 and layout != "deep"
+    if by_horner:
+        product, summed = [f"polymm_wgmma_planes{8 * nbytes}_nk"], []
+    else:
+        product, summed = ["polymm_wgmma_uint8_nk"], [f"polymm_planes_sum_{nbytes}"]
+    assert [x.kernel for x in made.launches] == [f"polymm_byte_planes_{nbytes}"] * 2 + product + summed
+    assert f"{pairs} products of byte pairs" in made.reason
+    assert ("Horner's rule" in made.reason) == by_horner and (runs == 1) == by_horner
+    assert by_horner or (runs % pairs == 0 and (runs > pairs) == (layout == "deep")), (runs, made.reason)
     flat = [np.lib.stride_tricks.as_strided(x, (x.size,), (x.itemsize,)) for x in (a, b)]  # each view's base
     buffers = {0: flat[0], 1: flat[1], 2: np.full(bt * m * n, 113, dtype)}
     buffers.update({3 + i: np.full(size, 0xAB, np.uint8) for i, size in enumerate(made.scratch)})

@@ -568,9 +568,10 @@ BYTE_PLANE_CASES = [  # (B, M, N, K), layout
 
 @pytest.mark.parametrize("dtype", planes.DTYPES)
 def test_byte_planes(backend, dtype):
-    """int16 to uint64 on the uint8 tensor cores by byte planes: full-range operands (every carry
-    of every byte pair), any layout, a product deep enough for several runs per pair; NumPy's
-    wrapped product bit for bit, and the same bits on a second call."""
+    """int16 to uint64 on the uint8 tensor cores by byte planes (by Horner's rule, or in runs of
+    K): full-range operands (every carry of every byte pair), any layout, a product deep enough
+    for several runs per pair; NumPy's wrapped product bit for bit, and the same bits on a second
+    call."""
     from polymm_cuda import wgmma
 
     if backend._compute_capability(0) != wgmma.CC:
@@ -585,7 +586,9 @@ def test_byte_planes(backend, dtype):
         backend.matmul(da, db, out, "auto")
         plan = backend.last_plan
         assert "products of byte pairs" in plan.reason, plan
-        assert ("runs of K" in plan.reason) == (k > 10000), plan.reason
+        deep = k > 10000  # several runs of K per byte pair, summed after; else 16- and 32-bit by Horner's rule
+        assert ("runs of K per pair" in plan.reason) == deep, plan.reason
+        assert ("Horner's rule" in plan.reason) == (np.dtype(dtype).itemsize <= 4 and not deep), plan.reason
         again = _poisoned(bt, m, n, dtype)
         backend.matmul(da, db, again, "auto")
         cp.testing.assert_array_equal(out, again)

@@ -5,14 +5,16 @@
 // b = sum_j b_j 256^j. Then, modulo 2^w, a b = sum over i + j < NB of 256^(i+j) a_i b_j: the
 // pairs whose shift i + j reaches NB vanish. So C = sum over those pairs ("segments") of
 // 256^(i+j) (A_i B_j), each A_i B_j a uint8 product on the tensor cores (kernels/wgmma.cu).
-// There are NB (NB + 1) / 2 segments (3, 10, 36), in the order: shift t = 0, 1, ..; within a
-// shift, i = t down to 0 (j = t - i).
+// There are NB (NB + 1) / 2 segments (3, 10, 36), the highest shift first (t = NB - 1, .., 0;
+// within a shift, i = 0 up to t, j = t - i): the order kernels/wgmma.cu's WG_PLANES products
+// take them in, by Horner's rule, for NB = 2 and 4 where no run is cut.
 //
 // polymm_byte_planes_<NB>: an operand (R rows of KK along K, any strides: A's rows, or B's columns)
 // as K-major rows of its planes side by side, segment s at columns [s kp, s kp + KK), zeros from
 // KK to (s + 1) kp: row r of batch entry b at P[(b R + r) ld + s kp + k], ld = S kp. The one
-// product then runs over K' = S kp, split into S runs of kp (or `per` runs per segment: each
-// segment of kp = per x the run's depth), each run's int32 sums apart in a workspace (WG_SPLIT).
+// product then runs over K' = S kp: by Horner's rule into C (WG_PLANES), or split into S runs of
+// kp (or `per` runs per segment: each segment of kp = per x the run's depth), each run's int32
+// sums apart in a workspace (WG_SPLIT), for 64-bit results and deep products on few tiles.
 // A 32 x 128 tile goes through shared memory, read along the input's contiguous axis and written
 // along K, four bytes per thread: both sides coalesce.
 //
@@ -27,19 +29,12 @@
 #define BP_TK 128   // K per block: the tile's columns, four per thread on the way out
 #define BP_TY 8     // block (32, 8)
 
-// The plane (byte index) operand `side` (0: A, 1: B) gives segment s.
-__device__ __forceinline__ int bp_plane(int s, int side) {
-    int t = 0;
-    while ((t + 1) * (t + 2) / 2 <= s) ++t;  // shift t holds segments t (t + 1) / 2 .. + t
-    const int i = t - (s - t * (t + 1) / 2);
-    return side ? t - i : i;
-}
-
-// The shift (in bytes) of segment s.
-__device__ __forceinline__ int bp_shift(int s) {
-    int t = 0;
-    while ((t + 1) * (t + 2) / 2 <= s) ++t;
-    return t;
+// Segment s of S (the highest shift first): its shift t and A's byte i (B's: t - i).
+__device__ __forceinline__ void bp_pair(int s, int S, int& t, int& i) {
+    const int u = S - 1 - s;  // counted from the lowest shift, where shift t holds u = t (t + 1) / 2 .. + t
+    t = 0;
+    while ((t + 1) * (t + 2) / 2 <= u) ++t;
+    i = t - (u - t * (t + 1) / 2);
 }
 
 #define PM_BYTE_PLANES(NB, U)                                                                              \
@@ -66,7 +61,9 @@ __device__ __forceinline__ int bp_shift(int s) {
                     x3 = tile[rr][4 * tx + 3];                                                             \
             unsigned* row = (unsigned*)(P + ((pm_i64)b * R + r0 + rr) * ld + k0 + 4 * tx);                 \
             for (int s = 0; s < S; ++s) {                                                                  \
-                const int bits = 8 * bp_plane(s, side);                                                    \
+                int t, i;                                                                                  \
+                bp_pair(s, S, t, i);                                                                       \
+                const int bits = 8 * (side ? t - i : i);                                                   \
                 row[s * (kp >> 2)] = (unsigned)((x0 >> bits) & 0xffu) | (unsigned)((x1 >> bits) & 0xffu) << 8 | \
                                      (unsigned)((x2 >> bits) & 0xffu) << 16 |                              \
                                      (unsigned)((x3 >> bits) & 0xffu) << 24;                               \
@@ -90,7 +87,9 @@ __device__ __forceinline__ void bp_sum(const unsigned* __restrict__ W, const pm_
         ACC sum[4] = {0, 0, 0, 0};
 #pragma unroll 4
         for (int run = 0; run < S * per; ++run) {
-            const int shift = 8 * bp_shift(run / per);
+            int t, i;
+            bp_pair(run / per, S, t, i);
+            const int shift = 8 * t;
             const unsigned* w = W + (pm_i64)run * count + e;
             if (vector) {
                 const uint4 v = *reinterpret_cast<const uint4*>(w);

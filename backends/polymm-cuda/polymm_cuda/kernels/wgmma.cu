@@ -40,6 +40,15 @@
 // shared operand), and stores it transposed. No copy of B is made; as for any operand read where
 // it lies, the tensor cores take the top 19 bits of each float32.
 //
+// Byte planes (WG_PLANES, PLANES 2 or 4: kernels/byte_planes.cu, polymm_cuda.planes): 16- and
+// 32-bit integer products as uint8 ones. A and B are their operands' byte planes side by side
+// along K, K-major, one segment of kp = K / (PLANES (PLANES + 1) / 2) per byte pair (i, j), the
+// pairs of one shift i + j together, the highest shift first. C = sum over shifts t of 256^t S_t
+// modulo 2^(8 PLANES), S_t the shift's uint8 products, by Horner's rule in the accumulators:
+// where a shift's segments end, the MMAs in flight retire and the int32 sums are shifted left by
+// a byte before the next shift's are added (int32 arithmetic wraps, and only the low bytes are
+// kept: 16 bits stored for PLANES 2, 32 for 4). No workspace and no second pass.
+//
 // Edges: the copy engine zero-fills what lies outside the matrix (M, N and the K tail), so the
 // main loop has no bounds checks; the stores check rows and columns.
 //
@@ -69,6 +78,11 @@ typedef unsigned short pm_u16;
 // the workspace passed as C, and kernels/wgmma_sum.cu adds the runs in order into C.
 #ifndef WG_SPLIT
 #define WG_SPLIT 0
+#endif
+// WG_PLANES 1: this module holds the byte-plane kernels (polymm_wgmma_planes<bits>_nk) instead of
+// the others (their first call compiles only what it runs).
+#ifndef WG_PLANES
+#define WG_PLANES 0
 #endif
 #define WG_BM 128
 #define WG_ROW 128  // bytes of K per slice: one 128-byte swizzle span
@@ -162,7 +176,8 @@ struct wg_acc<4> {
 // 8-element store per lane, whole sectors per row.
 
 // A pair of results as stored, in one or two 32-bit words (float32: two). KIND 5: int32
-// accumulators stored whole (split-K's partial sums of the 8-bit types).
+// accumulators stored whole (split-K's partial sums of the 8-bit types, 32-bit byte-plane
+// products); KIND 6: their low 16 bits (16-bit byte-plane products).
 template <int KIND>
 struct wg_pair {
     static constexpr int WORDS = KIND == 2 || KIND == 5 ? 2 : 1;
@@ -174,6 +189,8 @@ __device__ __forceinline__ void wg_pack(ACC lo, ACC hi, unsigned (&w)[wg_pair<KI
         w[0] = __float_as_uint(lo), w[1] = __float_as_uint(hi);
     } else if constexpr (KIND == 5) {
         w[0] = (unsigned)lo, w[1] = (unsigned)hi;
+    } else if constexpr (KIND == 6) {  // the low halves: wrap-around, as NumPy's
+        w[0] = ((unsigned)lo & 0xffffu) | ((unsigned)hi << 16);
     } else if constexpr (KIND >= 3) {  // the low bytes: wrap-around, as NumPy's
         w[0] = (lo & 0xff) | ((hi & 0xff) << 8);
     } else {
@@ -187,7 +204,7 @@ __device__ __forceinline__ T wg_element(const unsigned (&v)[4][wg_pair<KIND>::WO
     const unsigned w = v[e >> 1][wg_pair<KIND>::WORDS == 2 ? (e & 1) : 0];
     if constexpr (KIND == 2) return __uint_as_float(w);
     else if constexpr (KIND == 5) return (T)(int)w;
-    else if constexpr (KIND >= 3) return (T)((w >> (8 * (e & 1))) & 0xff);
+    else if constexpr (KIND == 3 || KIND == 4) return (T)((w >> (8 * (e & 1))) & 0xff);
     else return (T)(w >> (16 * (e & 1)));
 }
 
@@ -223,7 +240,7 @@ __device__ __forceinline__ void wg_store(const ACC (&d)[WG_ACC], T* Cz, int M, i
                 if constexpr (KIND == 2 || KIND == 5) {
                     *(uint4*)dst = make_uint4(v[0][0], v[0][1], v[1][0], v[1][1]);
                     *(uint4*)(dst + 4) = make_uint4(v[2][0], v[2][1], v[3][0], v[3][1]);
-                } else if constexpr (KIND >= 3) {
+                } else if constexpr (KIND == 3 || KIND == 4) {
                     *(uint2*)dst = make_uint2(v[0][0] | (v[1][0] << 16), v[2][0] | (v[3][0] << 16));
                 } else {
                     *(uint4*)dst = make_uint4(v[0][0], v[1][0], v[2][0], v[3][0]);
@@ -277,8 +294,9 @@ __device__ __forceinline__ void wg_tile(int tile, int tiles_m, int tiles_n, int&
     n0 = ((tile % per_group) / rows) * WG_BN;
 }
 
-// KIND: 0 float16, 1 bfloat16, 2 TF32 (float32 storage), 3 int8, 4 uint8; SEGMENTS: 1, or 3 for "tf32x3".
-template <int KIND, bool B_KMAJOR, int SEGMENTS, typename T>
+// KIND: 0 float16, 1 bfloat16, 2 TF32 (float32 storage), 3 int8, 4 uint8; SEGMENTS: 1, or 3 for "tf32x3";
+// PLANES: 0, or the bytes of a byte-plane product's result (KIND 4).
+template <int KIND, bool B_KMAJOR, int SEGMENTS, int PLANES, typename T>
 __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, int M, int N, int K, pm_i64 a_sb,
                                         pm_i64 b_sb, T* __restrict__ C, pm_i64 c_off, int batch, int splits) {
     // TF32 and 8-bit types with B N-major: a tile of C^T, B^T's fragments from registers (see the
@@ -286,6 +304,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     constexpr bool SWAP = KIND >= 2 && !B_KMAJOR;
     typedef typename wg_acc<KIND>::type ACC;
     static_assert(SEGMENTS == 1 || (KIND == 2 && !SWAP), "three products are the TF32 split, K-major");
+    static_assert(PLANES == 0 || (KIND == 4 && !SWAP && !WG_SPLIT), "byte planes are uint8, K-major, unsplit");
     constexpr int BK = WG_ROW / sizeof(T);  // elements of K per slice
     extern __shared__ unsigned char wg_raw[];
     // 128-byte swizzle atoms are 1024 bytes: align the ring to that.
@@ -370,7 +389,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     // split-K: the partial sums, as the accumulators hold them, in the workspace passed as C
     ACC* const W = reinterpret_cast<ACC*>(C);
     typedef typename pm_pick<WG_SPLIT, ACC, T>::type OUT;
-    constexpr int STORED = !WG_SPLIT ? KIND : KIND >= 3 ? 5 : 2;  // how wg_store packs an OUT pair
+    constexpr int STORED = WG_SPLIT ? (KIND >= 3 ? 5 : 2) : PLANES == 2 ? 6 : PLANES == 4 ? 5 : KIND;  // how wg_store packs an OUT pair
     OUT* const out = WG_SPLIT ? (OUT*)W : (OUT*)C;
     // every entry's C starts as aligned as the first when N is a multiple of 8
     const bool vector = ((N & 7) == 0) && ((((unsigned long long)out) & (8 * sizeof(OUT) - 1)) == 0);
@@ -409,7 +428,20 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
         OUT* Cz = out + ((pm_i64)part * batch + z) * M * N;
 #pragma unroll
         for (int i = 0; i < WG_ACC; ++i) d[i] = 0;
+        // byte planes: K slices per segment, the slice where the current shift's segments end
+        const int per_segment = PLANES ? slices / (PLANES * (PLANES + 1) / 2) : 0;
+        int group = PLANES, boundary = PLANES * per_segment;
         for (int j = 0; j < slices; ++j, ++it) {
+            if constexpr (PLANES > 0) {
+                if (j == boundary) {  // Horner's step: C = 256 C + the next shift's products
+                    wg_wait<0>();
+                    wg_hold(d);
+#pragma unroll
+                    for (int i = 0; i < WG_ACC; ++i) d[i] = (int)((unsigned)d[i] << 8);
+                    --group;
+                    boundary += group * per_segment;
+                }
+            }
             const int s = it % WG_STAGES;
             wg_bar_wait(bars + 8 * s, (it / WG_STAGES) & 1);
             const unsigned stage = ring + s * WG_STAGE_BYTES, a_base = stage + row0 * 128, b_base = stage + WG_A_BYTES;
@@ -483,14 +515,19 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
 
 // The two tensor maps, then the argument list every polymm CUDA kernel takes, then the batch count
 // and the runs of split-K (1 without WG_SPLIT) (polymm_cuda.abi's WGMMA list).
-#define WG_KERNEL(NAME, KIND, B_KMAJOR, SEGMENTS, T)                                                     \
+#define WG_KERNEL_OF(NAME, KIND, B_KMAJOR, SEGMENTS, PLANES, T)                                          \
     extern "C" __global__ void __launch_bounds__(WG_THREADS, 1)                                          \
         NAME(const __grid_constant__ pm_tmap ta, const __grid_constant__ pm_tmap tb, int M, int N, int K,  \
              const T* A, pm_i64 a_off, pm_i64 sa0, pm_i64 sa1, pm_i64 sa2, const T* B, pm_i64 b_off,       \
              pm_i64 sb0, pm_i64 sb1, pm_i64 sb2, T* __restrict__ C, pm_i64 c_off, int batch, int splits) { \
         (void)A, (void)a_off, (void)sa1, (void)sa2, (void)B, (void)b_off, (void)sb1, (void)sb2;          \
-        wg_gemm<KIND, B_KMAJOR, SEGMENTS>(&ta, &tb, M, N, K, sa0, sb0, C, c_off, batch, splits);         \
+        wg_gemm<KIND, B_KMAJOR, SEGMENTS, PLANES>(&ta, &tb, M, N, K, sa0, sb0, C, c_off, batch, splits); \
     }
+#define WG_KERNEL(NAME, KIND, B_KMAJOR, SEGMENTS, T) WG_KERNEL_OF(NAME, KIND, B_KMAJOR, SEGMENTS, 0, T)
+#if WG_PLANES
+WG_KERNEL_OF(polymm_wgmma_planes16_nk, 4, true, 1, 2, pm_u16)
+WG_KERNEL_OF(polymm_wgmma_planes32_nk, 4, true, 1, 4, unsigned)
+#else
 WG_KERNEL(polymm_wgmma_float16_kn, 0, false, 1, pm_u16)
 WG_KERNEL(polymm_wgmma_float16_nk, 0, true, 1, pm_u16)
 WG_KERNEL(polymm_wgmma_bfloat16_kn, 1, false, 1, pm_u16)
@@ -502,3 +539,4 @@ WG_KERNEL(polymm_wgmma_int8_nk, 3, true, 1, signed char)
 WG_KERNEL(polymm_wgmma_uint8_nk, 4, true, 1, unsigned char)
 WG_KERNEL(polymm_wgmma_int8_kn, 3, false, 1, signed char)
 WG_KERNEL(polymm_wgmma_uint8_kn, 4, false, 1, unsigned char)
+#endif
