@@ -46,10 +46,11 @@ fuzz() {  # fuzz TAG DTYPES [env... | fuzz options...]: 8 processes x 12,500 cas
 if [[ "$what" == proof || "$what" == all ]]; then
     python3 -m pytest -q -n 8 backends/polymm-cuda/tests/test_device.py > "$dir/device-tests.log" 2>&1 || status=1
     python3 -m pytest -q -n 8 --pyargs polymm.testing --polymm-backend=cuda > "$dir/conformance-cuda.log" 2>&1 || status=1
-    POLYMM_CUDA_DMMA=1 POLYMM_PREFER="$tensor_cores" python3 -m pytest -q -n 8 --pyargs polymm.testing \
+    POLYMM_CUDA_DMMA=1 POLYMM_CUDA_PLANES_MIN_WORK=0 POLYMM_PREFER="$tensor_cores" python3 -m pytest -q -n 8 --pyargs polymm.testing \
         --polymm-backend=cuda > "$dir/conformance-cuda-tensor-cores.log" 2>&1 || status=1
     tail -n 1 "$dir"/device-tests.log "$dir"/conformance-*.log
     fuzz tensorcore float16,bfloat16,int8,uint8 POLYMM_PREFER="$tensor_cores"
+    fuzz planes int16,uint16,int32,uint32,int64,uint64 POLYMM_CUDA_PLANES_MIN_WORK=0 POLYMM_PREFER=byte-planes
     fuzz dmma float64 POLYMM_CUDA_DMMA=1 POLYMM_PREFER=dmma
 fi
 if [[ "$what" == precision-proof ]]; then

@@ -22,6 +22,8 @@ a ``before`` launch each; any strides are read, the planes being copies); then o
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from polymm.kernels import GRID_ROWS
@@ -30,7 +32,18 @@ from polymm.kernels.devices import settings_for
 from . import wgmma
 from .abi import BYTE_PLANES, PLANES_SUM, WGMMA
 
-__all__ = ["DTYPES", "KERNEL", "pairs", "segments", "runs_per_segment", "horner", "kernel_name", "refusal", "launch"]
+__all__ = [
+    "DTYPES",
+    "KERNEL",
+    "pairs",
+    "segments",
+    "runs_per_segment",
+    "horner",
+    "kernel_name",
+    "min_work",
+    "refusal",
+    "launch",
+]
 
 #: The dtypes served: every integer type wider than a byte.
 DTYPES = ("int16", "uint16", "int32", "uint32", "int64", "uint64")
@@ -86,7 +99,7 @@ def _geometry(dtype, shape, device) -> tuple[int, int, int]:
     kp = -(-k // (_K_STEP * per)) * _K_STEP * per
     runs = segments(dtype) * per
     if horner(dtype, shape, device):
-        return 1, kp, wgmma.width((bt, m, n, kp * segments(dtype)), device)
+        return 1, kp, wgmma.width(shape, device)
     return runs, kp, wgmma.width((bt * runs, m, n, kp // per), device)
 
 
@@ -95,6 +108,14 @@ def workspace_bytes(dtype, shape, device) -> int:
     bt, m, n, _ = shape
     runs = _geometry(dtype, shape, device)[0]
     return runs * bt * m * n * 4 if runs > 1 else 0
+
+
+def min_work(device) -> int:
+    """Multiply-adds per matrix from which byte planes serve a product on ``device``:
+    ``byte-planes.min_work``, unless ``POLYMM_CUDA_PLANES_MIN_WORK=N`` sets it (the proof runs
+    take 0 with ``POLYMM_PREFER=byte-planes``: the suite's small products then run them too)."""
+    forced = os.environ.get("POLYMM_CUDA_PLANES_MIN_WORK")
+    return int(forced) if forced else settings_for(device)("byte-planes", "min_work")
 
 
 def refusal(dtype, shape, device) -> str | None:
@@ -108,6 +129,9 @@ def refusal(dtype, shape, device) -> str | None:
         return "a batch beyond one grid"
     if -(-k // _K_STEP) > GRID_ROWS:
         return f"K = {k} beyond the split kernel's grid ({GRID_ROWS} blocks of {_K_STEP})"
+    least = min_work(device)
+    if m * n * k < least:
+        return f"{m * n * k} multiply-adds per matrix < byte-planes.min_work = {least}"
     few = settings_for(device)("tensor-cores", "few_columns")
     if min(m, n) <= few:
         return f"min(M, N) = {min(m, n)} <= {few}: memory-bound, the SIMT matrix-vector paths"

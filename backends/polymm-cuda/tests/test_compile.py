@@ -574,6 +574,7 @@ def test_wide_integers_plan_byte_planes_that_add_up(dtype, layout, monkeypatch):
 
     monkeypatch.setattr(planes, "_EXACT_DEPTH", 256)
     monkeypatch.setenv("POLYMM_PREFER", "byte-planes")  # products this small rank the SIMT kernels first
+    monkeypatch.setenv("POLYMM_CUDA_PLANES_MIN_WORK", "0")
     hopper = dataclasses.replace(H100, cc=90)
     nbytes = np.dtype(dtype).itemsize
     deep = (1, 130, 100, 5000) if nbytes <= 4 else (1, 160, 144, 1100)

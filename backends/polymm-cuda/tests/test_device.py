@@ -49,8 +49,10 @@ LAYOUTS = ("c", "at", "bt", "neg", "bcast", "slice", "misaligned", "padded", "pa
 def _tensor_cores_preferred(monkeypatch):
     """These tests prove the tensor-core kernels at tile edges, small products included: wherever a
     tensor-core family offers a candidate it runs (``POLYMM_PREFER``), whatever the cost model says
-    of so small a product (tests/test_planner.py checks the ranking itself)."""
+    of so small a product (tests/test_planner.py checks the ranking itself; byte planes take
+    products of any size, ``POLYMM_CUDA_PLANES_MIN_WORK=0``)."""
     monkeypatch.setenv("POLYMM_PREFER", "wgmma,mma-sync,relayout,dmma,tf32,byte-planes")
+    monkeypatch.setenv("POLYMM_CUDA_PLANES_MIN_WORK", "0")
 
 
 @pytest.fixture(scope="module")

@@ -305,7 +305,10 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     typedef typename wg_acc<KIND>::type ACC;
     static_assert(SEGMENTS == 1 || (KIND == 2 && !SWAP), "three products are the TF32 split, K-major");
     static_assert(PLANES == 0 || (KIND == 4 && !SWAP && !WG_SPLIT), "byte planes are uint8, K-major, unsplit");
-    constexpr int BK = WG_ROW / sizeof(T);  // elements of K per slice
+    // bytes per operand element (T is C's type: wider than the operands' for byte planes)
+    constexpr int ISZ = KIND >= 3 ? 1 : KIND == 2 ? 4 : 2;
+    static_assert(PLANES > 0 || sizeof(T) == ISZ, "operands and C share their type but for byte planes");
+    constexpr int BK = WG_ROW / ISZ;  // elements of K per slice
     extern __shared__ unsigned char wg_raw[];
     // 128-byte swizzle atoms are 1024 bytes: align the ring to that.
     const unsigned raw = pm_smem_addr(wg_raw);
@@ -363,7 +366,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
                     wg_bar_expect(full, WG_STAGE_BYTES);
                     if constexpr (SWAP) {  // B's 128 columns in boxes of 128 bytes (the fragments' source), A's rows
 #pragma unroll
-                        for (int c = 0; c < (int)sizeof(T); ++c)
+                        for (int c = 0; c < ISZ; ++c)
                             wg_tma_load(a_dst + c * WG_ROW * BK, tb, full, r0 + BK * c, kt * BK, cb);
                         wg_tma_load(b_dst, ta, full, kt * BK, c0, ca);
                     } else {
