@@ -12,6 +12,9 @@ from polymm.kernels.abi import SIGNATURES
 __all__ = ["TF32_SPLIT", "TF32_FIXUP", "TRANSPOSE", "RESTRIDE", "WGMMA", "WGMMA_SUM", "BYTE_PLANES", "PLANES_SUM"]
 
 _GEMM = SIGNATURES["gemm"]
+#: An operand X read as rows along K, whatever its strides: its element offset, then the element
+#: strides of its batch, its rows (A's rows, or B's columns) and K.
+_ROWS_OF_X = (("X", "in"), ("x_off", "index"), ("x_sb", "index"), ("x_sr", "index"), ("x_sk", "index"))
 #: ``kernels/tf32_split.cu``'s ``polymm_tf32_split`` (not rendered): float32 operand X (R rows of KK
 #: along K, any strides) as TF32 parts, K-major: part p of row r of batch entry b at
 #: P[p*part_stride + (b*R + r)*ld + k]; with 2 parts, F[f_off + (b*R + r)*nkc + k / 512] flags
@@ -21,11 +24,7 @@ TF32_SPLIT = (
     ("KK", "size"),
     ("parts", "size"),
     ("nkc", "size"),
-    ("X", "in"),
-    ("x_off", "index"),
-    ("x_sb", "index"),
-    ("x_sr", "index"),
-    ("x_sk", "index"),
+    *_ROWS_OF_X,
     ("P", "out"),
     ("ld", "index"),
     ("part_stride", "index"),
@@ -49,11 +48,7 @@ BYTE_PLANES = (
     ("KK", "size"),
     ("S", "size"),
     ("side", "size"),
-    ("X", "in"),
-    ("x_off", "index"),
-    ("x_sb", "index"),
-    ("x_sr", "index"),
-    ("x_sk", "index"),
+    *_ROWS_OF_X,
     ("P", "out"),
     ("ld", "index"),
     ("kp", "index"),

@@ -110,12 +110,14 @@ def workspace_bytes(dtype, shape, device) -> int:
     return runs * bt * m * n * 4 if runs > 1 else 0
 
 
-def min_work(device) -> int:
-    """Multiply-adds per matrix from which byte planes serve a product on ``device``:
-    ``byte-planes.min_work``, unless ``POLYMM_CUDA_PLANES_MIN_WORK=N`` sets it (the proof runs
-    take 0 with ``POLYMM_PREFER=byte-planes``: the suite's small products then run them too)."""
+def min_work(dtype, device) -> int:
+    """Multiply-adds per call (batch x M x N x K) from which byte planes serve a product of
+    ``dtype`` on ``device``: ``byte-planes.min_work``, unless ``POLYMM_CUDA_PLANES_MIN_WORK=N``
+    sets it (the proof runs take 0 with ``POLYMM_PREFER=byte-planes``: the suite's small products
+    then run them too). Per call, not per matrix: what the planes add is launches and copies,
+    which a batch shares (a batch of tiny matrices the cost model leaves to the SIMT kernels)."""
     forced = os.environ.get("POLYMM_CUDA_PLANES_MIN_WORK")
-    return int(forced) if forced else settings_for(device)("byte-planes", "min_work")
+    return int(forced) if forced else settings_for(device)("byte-planes", "min_work")[np.dtype(dtype).name]
 
 
 def refusal(dtype, shape, device) -> str | None:
@@ -129,9 +131,9 @@ def refusal(dtype, shape, device) -> str | None:
         return "a batch beyond one grid"
     if -(-k // _K_STEP) > GRID_ROWS:
         return f"K = {k} beyond the split kernel's grid ({GRID_ROWS} blocks of {_K_STEP})"
-    least = min_work(device)
-    if m * n * k < least:
-        return f"{m * n * k} multiply-adds per matrix < byte-planes.min_work = {least}"
+    least = min_work(dtype, device)
+    if bt * m * n * k < least:
+        return f"{bt * m * n * k} multiply-adds < byte-planes.min_work = {least}"
     few = settings_for(device)("tensor-cores", "few_columns")
     if min(m, n) <= few:
         return f"min(M, N) = {min(m, n)} <= {few}: memory-bound, the SIMT matrix-vector paths"
