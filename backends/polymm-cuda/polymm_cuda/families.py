@@ -240,8 +240,8 @@ def _tf32(p: Problem) -> Candidate | Refusal:
 
 
 def _byte_planes(p: Problem) -> Candidate | Refusal:
-    """16-, 32- and 64-bit integers on the uint8 ``wgmma`` product, one run per byte pair
-    (:mod:`.planes`)."""
+    """16-, 32- and 64-bit integers on the uint8 ``wgmma`` product of their byte planes, summed
+    by Horner's rule in the accumulators or in runs added after (:mod:`.planes`)."""
     why = planes.refusal(p.dtype, p.shape, p.device)
     if why is not None:
         return Refusal("byte-planes", why)

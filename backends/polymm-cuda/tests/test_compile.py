@@ -608,6 +608,28 @@ def test_wide_integers_plan_byte_planes_that_add_up(dtype, layout, monkeypatch):
     np.testing.assert_array_equal(buffers[2].reshape(bt, m, n), want)
 
 
+def test_byte_planes_take_products_from_their_crossover():
+    """Byte planes serve a call from ``byte-planes.min_work`` multiply-adds (per call: a batch
+    shares the planes' launches and copies) for its dtype, where the H200 crossover sweep put it:
+    int16 from 384^3, int32 from 512^3, int64 from 768^3 (and a batch of 64 512^3 int64 products)."""
+    import dataclasses
+
+    import polymm_cuda.backend  # noqa: F401
+
+    hopper = dataclasses.replace(H100, cc=90)
+
+    def family(dtype, bt, n):
+        row = (0, (n * n, n, 1))
+        made = planner.plan(hopper, dtype, (bt, n, n, n), row, row)
+        return "byte planes" in made.reason, made.ranking
+
+    for dtype, below, above in (("int16", 256, 384), ("uint32", 384, 512), ("int64", 512, 768)):
+        planes_below, ranking = family(dtype, 1, below)
+        assert not planes_below and "byte-planes.min_work" in str(ranking), ranking
+        assert family(dtype, 1, above)[0], dtype
+    assert family("int64", 64, 512)[0]
+
+
 #: complex128 products run as one float64 product, (batch, M, N, K) and B's layout: either way of
 #: realifying B (into scratch before Hopper, as it is read from Hopper on) takes each of them.
 REALIFIED_CASES = [
