@@ -19,9 +19,9 @@
 // along K, four bytes per thread: both sides coalesce.
 //
 // polymm_planes_sum_<NB>: C[c_off + e] = sum over the runs of W[run count + e] << 8 shift(run),
-// in NB-byte unsigned arithmetic (32-bit for NB = 2) (wrapping is the point). A segment's sum is exact while its
-// run is at most 66051 deep (255^2 x 66051 < 2^32), which the planner keeps for NB = 8; for 2 and
-// 4 only its residue modulo 2^32 matters.
+// in NB-byte unsigned arithmetic (32-bit for NB = 2; wrapping is the point). A segment's sum is
+// exact while its run is at most 66051 deep (255^2 x 66051 < 2^32), which the planner keeps for
+// NB = 8; for 2 and 4 only its residue modulo 2^32 matters.
 //
 // Argument lists: polymm_cuda.abi (BYTE_PLANES, PLANES_SUM); launches: polymm_cuda.planes.
 
