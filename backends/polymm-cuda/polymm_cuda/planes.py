@@ -129,14 +129,15 @@ def refusal(dtype, shape, device) -> str | None:
     bt, m, n, k = shape
     if bt > GRID_ROWS:
         return "a batch beyond one grid"
-    if -(-k // _K_STEP) > GRID_ROWS:
-        return f"K = {k} beyond the split kernel's grid ({GRID_ROWS} blocks of {_K_STEP})"
     least = min_work(dtype, device)
     if bt * m * n * k < least:
         return f"{bt * m * n * k} multiply-adds < byte-planes.min_work = {least}"
     few = settings_for(device)("tensor-cores", "few_columns")
     if min(m, n) <= few:
         return f"min(M, N) = {min(m, n)} <= {few}: memory-bound, the SIMT matrix-vector paths"
+    kp = _geometry(dtype, shape, device)[1]  # K padded to whole runs
+    if kp // _K_STEP > GRID_ROWS:
+        return f"K = {k} beyond the split kernel's grid ({GRID_ROWS} blocks of {_K_STEP} along K)"
     most = settings_for(device)("byte-planes", "workspace_bytes")
     need = workspace_bytes(dtype, shape, device)
     if need > most:

@@ -628,6 +628,11 @@ def test_byte_planes_take_products_from_their_crossover():
         assert not planes_below and "byte-planes.min_work" in str(ranking), ranking
         assert family(dtype, 1, above)[0], dtype
     assert family("int64", 64, 512)[0]
+    # a K whose segments, padded to whole runs, would need more than CUDA's 65535 blocks of 128
+    # along the split kernel's grid: refused, whatever the work
+    for k in (65535 * 128 + 1, 65535 * 128 - 5):  # the second is padded past the limit by its runs
+        made = planner.plan(hopper, "int16", (1, 16, 16, k), (0, (16 * k, k, 1)), (0, (k * 16, 16, 1)))
+        assert "byte planes" not in made.reason and "beyond the split kernel's grid" in str(made.ranking), k
 
 
 #: complex128 products run as one float64 product, (batch, M, N, K) and B's layout: either way of
