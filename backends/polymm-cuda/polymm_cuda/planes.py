@@ -142,6 +142,10 @@ def refusal(dtype, shape, device) -> str | None:
     need = workspace_bytes(dtype, shape, device)
     if need > most:
         return f"{need} bytes of partial sums > byte-planes.workspace_bytes = {most}"
+    most = settings_for(device)("byte-planes", "scratch_bytes")
+    need += (bt * m + bt * n) * segments(dtype) * kp  # the planes (at most; a broadcast operand has one matrix)
+    if need > most:
+        return f"{need} bytes of planes and partial sums > byte-planes.scratch_bytes = {most}"
     return None
 
 

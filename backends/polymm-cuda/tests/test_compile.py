@@ -633,6 +633,11 @@ def test_byte_planes_take_products_from_their_crossover():
     for k in (65535 * 128 + 1, 65535 * 128 - 5):  # the second is padded past the limit by its runs
         made = planner.plan(hopper, "int16", (1, 16, 16, k), (0, (16 * k, k, 1)), (0, (k * 16, 16, 1)))
         assert "byte planes" not in made.reason and "beyond the split kernel's grid" in str(made.ranking), k
+    # planes too large for the scratch a product may take: 10 planes of two 40000^2 int32 operands, 32 GB
+    big = (0, (40000 * 40000, 40000, 1))
+    made = planner.plan(hopper, "int32", (1, 40000, 40000, 40000), big, big)
+    assert "byte planes" not in made.reason and "byte-planes.scratch_bytes" in str(made.ranking)
+    assert family("int32", 1, 8192)[0]  # 1.3 GB of planes
 
 
 #: complex128 products run as one float64 product, (batch, M, N, K) and B's layout: either way of
