@@ -245,8 +245,9 @@ def _byte_planes(p: Problem) -> Candidate | Refusal:
     why = planes.refusal(p.dtype, p.shape, p.device)
     if why is not None:
         return Refusal("byte-planes", why)
-    external = planes.launch(p.dtype, p.shape, p.a, p.b, p.device)
-    pairs, runs = planes.segments(p.dtype), external["values"]["splits"]
+    plan = planes.geometry(p.dtype, p.shape, p.device)
+    external = planes.launch(p.dtype, p.shape, p.a, p.b, p.device, plan)
+    pairs, runs, bn = planes.segments(p.dtype), plan.runs, plan.bn
     if runs == 1:
         how = "by Horner's rule in the accumulators"
     else:
@@ -256,8 +257,7 @@ def _byte_planes(p: Problem) -> Candidate | Refusal:
         f"integer tensor cores (wgmma uint8): {p.dtype.itemsize} byte planes per operand, "
         f"{pairs} products of byte pairs, {how}"
     )
-    choice = Choice(planes.kernel_name(p.dtype, p.shape, p.device), None, why, external=external)
-    bn = int(external["source"].split("-")[1])
+    choice = Choice(planes.kernel_name(p.dtype, runs), None, why, external=external)
     tiles = _tiles((p.batch, p.M, p.N, 0), wgmma.BM, bn)
     copies = sum(external["scratch"][:2])  # the planes: written by the splits, read by the product
     sums = sum(external["scratch"][2:])  # the runs' partial sums: written by it, read by the sum

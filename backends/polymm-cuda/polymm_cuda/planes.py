@@ -9,7 +9,7 @@ the SIMT cores' integer multiply-adds, so even 36 of them win on large products.
 
 The planes of A and of B are copied side by side along K first (``polymm_byte_planes_<bytes>``,
 a ``before`` launch each; any strides are read, the planes being copies); then one uint8
-``wgmma`` product over all of them, in one of two ways (:func:`horner`):
+``wgmma`` product over all of them, in one of two ways (:func:`geometry`: one run, or several):
 
 - 16- and 32-bit results: by Horner's rule (``polymm_wgmma_planes<bits>_nk``, ``WG_PLANES``):
   the highest shift's pairs first, the int32 accumulators shifted a byte left where each shift's
@@ -23,6 +23,7 @@ a ``before`` launch each; any strides are read, the planes being copies); then o
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,7 +39,8 @@ __all__ = [
     "pairs",
     "segments",
     "runs_per_segment",
-    "horner",
+    "Geometry",
+    "geometry",
     "kernel_name",
     "min_work",
     "refusal",
@@ -81,33 +83,31 @@ def runs_per_segment(dtype, shape, device) -> int:
     return per
 
 
-def horner(dtype, shape, device) -> bool:
-    """Whether the product sums its byte pairs by Horner's rule in the accumulators (16- and
-    32-bit results, K not cut into runs) rather than in runs summed after it."""
-    return np.dtype(dtype).itemsize <= 4 and runs_per_segment(dtype, shape, device) == 1
+class Geometry(NamedTuple):
+    """How a product runs: ``runs`` of K in all (1: by Horner's rule in the accumulators, no
+    workspace), each segment's K padded to whole runs (``kp``), the tile width (``bn``)."""
+
+    runs: int
+    kp: int
+    bn: int
 
 
-def kernel_name(dtype, shape, device) -> str:
-    """The ``wgmma`` kernel a product of ``dtype`` and ``shape`` runs."""
-    return f"polymm_wgmma_planes{8 * np.dtype(dtype).itemsize}_nk" if horner(dtype, shape, device) else KERNEL
-
-
-def _geometry(dtype, shape, device) -> tuple[int, int, int]:
-    """(runs in all, K of one segment padded to whole runs, the tile width)."""
+def geometry(dtype, shape, device) -> Geometry:
+    """The :class:`Geometry` of a product of ``dtype`` and ``shape`` on ``device``: by Horner's rule
+    for 16- and 32-bit results whose K is not cut into runs; else in runs, one per pair or
+    :func:`runs_per_segment` of them."""
     bt, m, n, k = shape
     per = runs_per_segment(dtype, shape, device)
     kp = -(-k // (_K_STEP * per)) * _K_STEP * per
+    if np.dtype(dtype).itemsize <= 4 and per == 1:
+        return Geometry(1, kp, wgmma.width(shape, device))
     runs = segments(dtype) * per
-    if horner(dtype, shape, device):
-        return 1, kp, wgmma.width(shape, device)
-    return runs, kp, wgmma.width((bt * runs, m, n, kp // per), device)
+    return Geometry(runs, kp, wgmma.width((bt * runs, m, n, kp // per), device))
 
 
-def workspace_bytes(dtype, shape, device) -> int:
-    """The int32 partial sums the product writes, one matrix per run (none by Horner's rule)."""
-    bt, m, n, _ = shape
-    runs = _geometry(dtype, shape, device)[0]
-    return runs * bt * m * n * 4 if runs > 1 else 0
+def kernel_name(dtype, runs: int) -> str:
+    """The ``wgmma`` kernel of a product of ``dtype`` cut into ``runs`` runs of K (1: by Horner's rule)."""
+    return f"polymm_wgmma_planes{8 * np.dtype(dtype).itemsize}_nk" if runs == 1 else KERNEL
 
 
 def min_work(dtype, device) -> int:
@@ -135,11 +135,11 @@ def refusal(dtype, shape, device) -> str | None:
     few = settings_for(device)("tensor-cores", "few_columns")
     if min(m, n) <= few:
         return f"min(M, N) = {min(m, n)} <= {few}: memory-bound, the SIMT matrix-vector paths"
-    kp = _geometry(dtype, shape, device)[1]  # K padded to whole runs
+    runs, kp, _ = geometry(dtype, shape, device)
     if kp // _K_STEP > GRID_ROWS:
         return f"K = {k} beyond the split kernel's grid ({GRID_ROWS} blocks of {_K_STEP} along K)"
     most = settings_for(device)("byte-planes", "workspace_bytes")
-    need = workspace_bytes(dtype, shape, device)
+    need = runs * bt * m * n * 4 if runs > 1 else 0  # the runs' int32 partial sums
     if need > most:
         return f"{need} bytes of partial sums > byte-planes.workspace_bytes = {most}"
     most = settings_for(device)("byte-planes", "scratch_bytes")
@@ -149,15 +149,15 @@ def refusal(dtype, shape, device) -> str | None:
     return None
 
 
-def launch(dtype, shape, a, b, device) -> dict:
-    """The planner's description of the product (``a``/``b``: element offset and strides of each
-    operand): scratch slots 3 (A's planes) and 4 (B's planes, B^T rows), the two splits before,
+def launch(dtype, shape, a, b, device, plan: Geometry) -> dict:
+    """The planner's description of the product in ``plan``'s geometry (``a``/``b``: element
+    offset and strides of each operand): scratch slots 3 (A's planes) and 4 (B's planes, B^T rows), the two splits before,
     the uint8 ``wgmma`` product over K' = segments x kp (``depth``); in runs, also slot 5 (the
     partial sums, ``into``) and the sum after."""
     bt, m, n, k = shape
     nbytes = np.dtype(dtype).itemsize
     count = segments(dtype)
-    runs, kp, bn = _geometry(dtype, shape, device)
+    runs, kp, bn = plan
     ld = count * kp
     (a_off, sa), (b_off, sb) = a, b
     ea, eb = (bt if bt > 1 and s[0] != 0 else 1 for s in (sa, sb))  # matrices per operand

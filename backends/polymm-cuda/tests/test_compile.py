@@ -485,6 +485,15 @@ def test_deep_float64_is_split_on_the_fp64_tensor_cores():
         assert len(shallow.launches) == (1 if splits == 1 else 2)
 
 
+def _matrices(a, b, v, z: int):
+    """Batch entry ``z`` of a product launch's A (M x K) and B (K x N), read from the flat buffers
+    ``a`` and ``b`` by the launch's arguments ``v`` (the products' ABI: offsets and strides)."""
+    m, n, k = v["M"], v["N"], v["K"]
+    ra = a[v["a_off"] + z * v["a_sb"] + np.arange(m)[:, None] * v["a_sm"] + np.arange(k) * v["a_sk"]]
+    rb = b[v["b_off"] + z * v["b_sb"] + np.arange(k)[:, None] * v["b_sk"] + np.arange(n) * v["b_sn"]]
+    return ra, rb
+
+
 def _emulate(made, buffers) -> None:
     """Run a plan's launches in NumPy on flat arrays (slot -> array): the product kernels by their
     ABI (``C[c_off + b*M*N + m*N + n] = sum_k A[...] B[...]``, the batch along z), ``realify``
@@ -525,8 +534,7 @@ def _emulate(made, buffers) -> None:
             pairs = planes.pairs(int(launch.kernel.split("planes")[1].split("_")[0]) // 8)
             kp = k // len(pairs)
             for z in range(v["batch"]):
-                ra = a[v["a_off"] + z * v["a_sb"] + np.arange(m)[:, None] * v["a_sm"] + np.arange(k) * v["a_sk"]]
-                rb = b_[v["b_off"] + z * v["b_sb"] + np.arange(k)[:, None] * v["b_sk"] + np.arange(n) * v["b_sn"]]
+                ra, rb = _matrices(a, b_, v, z)
                 acc = np.zeros((m, n), np.int64)
                 for s, pair in enumerate(pairs):
                     if s and sum(pair) != sum(pairs[s - 1]):  # the next shift: C = 256 C
@@ -540,8 +548,7 @@ def _emulate(made, buffers) -> None:
             kt_count = -(-k // 128)
             kt_run = -(-kt_count // splits)
             for z in range(batch):
-                ra = a[v["a_off"] + z * v["a_sb"] + np.arange(m)[:, None] * v["a_sm"] + np.arange(k) * v["a_sk"]]
-                rb = b_[v["b_off"] + z * v["b_sb"] + np.arange(k)[:, None] * v["b_sk"] + np.arange(n) * v["b_sn"]]
+                ra, rb = _matrices(a, b_, v, z)
                 for run in range(splits):
                     ks = slice(run * kt_run * 128, min(k, (run + 1) * kt_run * 128))
                     sums = ra[:, ks].astype(np.int64) @ rb[ks].astype(np.int64)
@@ -554,8 +561,7 @@ def _emulate(made, buffers) -> None:
             a, b_, c = buffers[slot["A"]], buffers[slot["B"]], buffers[slot["C"]]
             m, n, k = v["M"], v["N"], v["K"]
             for z in range(count):
-                ra = a[v["a_off"] + z * v["a_sb"] + np.arange(m)[:, None] * v["a_sm"] + np.arange(k) * v["a_sk"]]
-                rb = b_[v["b_off"] + z * v["b_sb"] + np.arange(k)[:, None] * v["b_sk"] + np.arange(n) * v["b_sn"]]
+                ra, rb = _matrices(a, b_, v, z)
                 c[v["c_off"] + z * m * n : v["c_off"] + (z + 1) * m * n] = (ra @ rb).ravel()
 
 
