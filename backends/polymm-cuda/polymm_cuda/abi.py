@@ -41,17 +41,17 @@ WGMMA = (*_GEMM, ("batch", "size"), ("splits", "size"))
 #: ``kernels/wgmma_sum.cu``: C[c_off + i] = the S runs' partial sums W[s * count + i], added in order.
 WGMMA_SUM = (("W", "in"), ("count", "index"), ("S", "size"), ("C", "out"), ("c_off", "index"))
 #: ``kernels/byte_planes.cu``'s ``polymm_byte_planes_<bytes>``: operand X (R rows of KK along K, any
-#: strides) as K-major rows of its byte planes, segment s (of S; ``side`` 0: A's planes, 1: B's) of
-#: row r of batch entry b at P[(b*R + r)*ld + s*kp + k], zeros from KK to kp.
+#: strides) as K-major rows of its byte planes (``side`` 0: A's planes, 1: B's), the segment of each
+#: byte pair ``seg`` bytes long, each shift's padded to whole slices (``polymm_cuda.planes.starts``):
+#: row r of batch entry b at P[(b*R + r)*ld + start + k], zeros from KK to seg and in the padding.
 BYTE_PLANES = (
     ("R", "size"),
     ("KK", "size"),
-    ("S", "size"),
     ("side", "size"),
     *_ROWS_OF_X,
     ("P", "out"),
     ("ld", "index"),
-    ("kp", "index"),
+    ("seg", "index"),
 )
 #: ``kernels/byte_planes.cu``'s ``polymm_planes_sum_<bytes>``: C[c_off + i] = the sum over the
 #: S x per runs of W[run * count + i] shifted left by 8 x (the shift of segment run / per).

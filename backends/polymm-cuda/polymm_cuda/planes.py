@@ -13,7 +13,9 @@ a ``before`` launch each; any strides are read, the planes being copies); then o
 
 - 16- and 32-bit results: by Horner's rule (``polymm_wgmma_planes<bits>_nk``, ``WG_PLANES``):
   the highest shift's pairs first, the int32 accumulators shifted a byte left where each shift's
-  pairs end, C stored from them: no workspace, no second pass;
+  pairs end, C stored from them: no workspace, no second pass. The pairs of one shift lie side by
+  side, each K deep (rounded up to 4), and only the shift is padded to whole slices of 128: an
+  outer product of K = 32 int32s multiplies 4 slices, not the 10 of a slice per pair;
 - 64-bit results (int32 accumulators would lose the high half), and deep products on few tiles
   (whose K is cut into runs that fill the SMs): in runs of K that keep each pair's int32 sums
   apart (``WG_SPLIT``), which ``polymm_planes_sum_<bytes>`` shifts and adds into C; the cost
@@ -41,6 +43,7 @@ __all__ = [
     "runs_per_segment",
     "Geometry",
     "geometry",
+    "starts",
     "kernel_name",
     "min_work",
     "refusal",
@@ -85,11 +88,28 @@ def runs_per_segment(dtype, shape, device) -> int:
 
 class Geometry(NamedTuple):
     """How a product runs: ``runs`` of K in all (1: by Horner's rule in the accumulators, no
-    workspace), each segment's K padded to whole runs (``kp``), the tile width (``bn``)."""
+    workspace), the bytes of K per byte pair (``seg``: in runs, padded to whole runs), a row of
+    planes (``ld``: :func:`starts`), the tile width (``bn``)."""
 
     runs: int
-    kp: int
+    seg: int
+    ld: int
     bn: int
+
+
+def _whole(x: int, step: int) -> int:
+    return -(-x // step) * step
+
+
+def starts(nbytes: int, seg: int) -> tuple[list[int], int]:
+    """Where each byte pair's segment starts in a row of planes (in :func:`pairs` order) and the
+    row's length: the shifts' segments side by side, each shift padded to whole slices of K
+    (``kernels/byte_planes.cu``'s ``bp_shift_start`` computes the same)."""
+    at, out = 0, []
+    for t in range(nbytes - 1, -1, -1):
+        out += [at + i * seg for i in range(t + 1)]
+        at += _whole((t + 1) * seg, _K_STEP)
+    return out, at
 
 
 def geometry(dtype, shape, device) -> Geometry:
@@ -97,12 +117,14 @@ def geometry(dtype, shape, device) -> Geometry:
     for 16- and 32-bit results whose K is not cut into runs; else in runs, one per pair or
     :func:`runs_per_segment` of them."""
     bt, m, n, k = shape
+    nbytes = np.dtype(dtype).itemsize
     per = runs_per_segment(dtype, shape, device)
-    kp = -(-k // (_K_STEP * per)) * _K_STEP * per
-    if np.dtype(dtype).itemsize <= 4 and per == 1:
-        return Geometry(1, kp, wgmma.width(shape, device))
+    if nbytes <= 4 and per == 1:
+        seg = _whole(k, 4)  # the split kernel writes four bytes at a time
+        return Geometry(1, seg, starts(nbytes, seg)[1], wgmma.width(shape, device))
+    seg = _whole(k, _K_STEP * per)  # runs never straddle two segments
     runs = segments(dtype) * per
-    return Geometry(runs, kp, wgmma.width((bt * runs, m, n, kp // per), device))
+    return Geometry(runs, seg, segments(dtype) * seg, wgmma.width((bt * runs, m, n, seg // per), device))
 
 
 def kernel_name(dtype, runs: int) -> str:
@@ -135,15 +157,15 @@ def refusal(dtype, shape, device) -> str | None:
     few = settings_for(device)("tensor-cores", "few_columns")
     if min(m, n) <= few:
         return f"min(M, N) = {min(m, n)} <= {few}: memory-bound, the SIMT matrix-vector paths"
-    runs, kp, _ = geometry(dtype, shape, device)
-    if kp // _K_STEP > GRID_ROWS:
+    runs, seg, ld, _ = geometry(dtype, shape, device)
+    if -(-seg // _K_STEP) > GRID_ROWS:
         return f"K = {k} beyond the split kernel's grid ({GRID_ROWS} blocks of {_K_STEP} along K)"
     most = settings_for(device)("byte-planes", "workspace_bytes")
     need = runs * bt * m * n * 4 if runs > 1 else 0  # the runs' int32 partial sums
     if need > most:
         return f"{need} bytes of partial sums > byte-planes.workspace_bytes = {most}"
     most = settings_for(device)("byte-planes", "scratch_bytes")
-    need += (bt * m + bt * n) * segments(dtype) * kp  # the planes (at most; a broadcast operand has one matrix)
+    need += (bt * m + bt * n) * ld  # the planes (at most; a broadcast operand has one matrix)
     if need > most:
         return f"{need} bytes of planes and partial sums > byte-planes.scratch_bytes = {most}"
     return None
@@ -152,13 +174,12 @@ def refusal(dtype, shape, device) -> str | None:
 def launch(dtype, shape, a, b, device, plan: Geometry) -> dict:
     """The planner's description of the product in ``plan``'s geometry (``a``/``b``: element
     offset and strides of each operand): scratch slots 3 (A's planes) and 4 (B's planes, B^T rows), the two splits before,
-    the uint8 ``wgmma`` product over K' = segments x kp (``depth``); in runs, also slot 5 (the
+    the uint8 ``wgmma`` product over K' = a row of planes (``depth``: ``plan.ld``); in runs, also slot 5 (the
     partial sums, ``into``) and the sum after."""
     bt, m, n, k = shape
     nbytes = np.dtype(dtype).itemsize
     count = segments(dtype)
-    runs, kp, bn = plan
-    ld = count * kp
+    runs, seg, ld, bn = plan
     (a_off, sa), (b_off, sb) = a, b
     ea, eb = (bt if bt > 1 and s[0] != 0 else 1 for s in (sa, sb))  # matrices per operand
     elements = bt * m * n
@@ -166,9 +187,9 @@ def launch(dtype, shape, a, b, device, plan: Geometry) -> dict:
 
     def split(src, rows, off, strides, e, side):
         s_batch, s_row, s_k = strides
-        values = dict(R=rows, KK=k, S=count, side=side, x_off=off, x_sb=s_batch if e > 1 else 0, x_sr=s_row)
-        values.update(x_sk=s_k, ld=ld, kp=kp)
-        grid = (-(-rows // 32), kp // _K_STEP, e)
+        values = dict(R=rows, KK=k, side=side, x_off=off, x_sb=s_batch if e > 1 else 0, x_sr=s_row)
+        values.update(x_sk=s_k, ld=ld, seg=seg)
+        grid = (-(-rows // 32), -(-seg // _K_STEP), e)
         buffers = {"X": src, "P": 3 + side}
         return wgmma.helper_launch(
             f"polymm_byte_planes_{nbytes}", BYTE_PLANES, values, buffers, grid, (32, 8, 1), _SOURCE
@@ -188,7 +209,7 @@ def launch(dtype, shape, a, b, device, plan: Geometry) -> dict:
         "block": (wgmma.THREADS, 1, 1),
         "smem": wgmma.smem_bytes(bn, ring),
         "abi": WGMMA,
-        "values": {"splits": 1},
+        "values": {"splits": seg},  # Horner's rule: the bytes of K per byte pair
         "tma": ((3, a_map), (4, b_map)),
         "operands": (a_op, b_op),
         "depth": ld,

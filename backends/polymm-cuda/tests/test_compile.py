@@ -514,13 +514,12 @@ def _emulate(made, buffers) -> None:
         elif launch.kernel.startswith("polymm_byte_planes_"):
             x, p = buffers[slot["X"]], buffers[slot["P"]]
             nbytes = int(launch.kernel.rsplit("_", 1)[1])
-            pairs = planes.pairs(nbytes)
             b, r, k = np.ogrid[:count, : v["R"], : v["KK"]]
             values = x[v["x_off"] + b * v["x_sb"] + r * v["x_sr"] + k * v["x_sk"]].view(f"u{nbytes}")
-            rows = p[: count * v["R"] * v["ld"]].reshape(count, v["R"], v["S"], v["kp"])
-            rows[...] = 0
-            for s, pair in enumerate(pairs):
-                rows[:, :, s, : v["KK"]] = (values >> np.uint64(8 * pair[v["side"]])) & 0xFF
+            rows = p[: count * v["R"] * v["ld"]].reshape(count, v["R"], v["ld"])
+            rows[...] = 0  # the segments' tails and each shift's padding
+            for at, pair in zip(planes.starts(nbytes, v["seg"])[0], planes.pairs(nbytes)):
+                rows[:, :, at : at + v["KK"]] = (values >> np.uint64(8 * pair[v["side"]])) & 0xFF
         elif launch.kernel.startswith("polymm_planes_sum_"):
             w, c = buffers[slot["W"]].view(np.uint32), buffers[slot["C"]]
             nbytes = int(launch.kernel.rsplit("_", 1)[1])
@@ -531,16 +530,19 @@ def _emulate(made, buffers) -> None:
         elif "-DWG_PLANES=1" in (launch.external or {}).get("options", ()):  # Horner's rule over byte pairs
             a, b_, c = buffers[slot["A"]], buffers[slot["B"]], buffers[slot["C"]]
             m, n, k = v["M"], v["N"], v["K"]
-            pairs = planes.pairs(int(launch.kernel.split("planes")[1].split("_")[0]) // 8)
-            kp = k // len(pairs)
+            nbytes = int(launch.kernel.split("planes")[1].split("_")[0]) // 8
+            seg = v["splits"]  # the bytes of K per byte pair; shift t's t + 1 pairs padded to whole slices
             for z in range(v["batch"]):
                 ra, rb = _matrices(a, b_, v, z)
                 acc = np.zeros((m, n), np.int64)
-                for s, pair in enumerate(pairs):
-                    if s and sum(pair) != sum(pairs[s - 1]):  # the next shift: C = 256 C
-                        acc = (acc << 8) % 2**32
-                    ks = slice(s * kp, (s + 1) * kp)
+                first = 0
+                for t in range(nbytes - 1, -1, -1):
+                    last = first + -(-(t + 1) * seg // 128)  # as the kernel counts its slices
+                    acc = (acc << 8) % 2**32  # Horner's step: C = 256 C + this shift's products
+                    ks = slice(first * 128, min(k, last * 128))
                     acc = (acc + ra[:, ks].astype(np.int64) @ rb[ks].astype(np.int64)) % 2**32
+                    first = last
+                assert first * 128 == k, (first, k)  # the shifts fill the planes' rows
                 c[v["c_off"] + z * m * n : v["c_off"] + (z + 1) * m * n] = acc.ravel().astype(c.dtype)
         elif "-DWG_SPLIT=1" in (launch.external or {}).get("options", ()):  # uint8 runs into int32 sums
             a, b_, w = buffers[slot["A"]], buffers[slot["B"]], buffers[slot["C"]].view(np.uint32)
@@ -566,7 +568,7 @@ def _emulate(made, buffers) -> None:
 
 
 @pytest.mark.parametrize("dtype", ["int16", "uint32", "int64"])
-@pytest.mark.parametrize("layout", ["c", "a-transposed", "b-transposed", "deep"])
+@pytest.mark.parametrize("layout", ["c", "a-transposed", "b-transposed", "deep", "outer"])
 def test_wide_integers_plan_byte_planes_that_add_up(dtype, layout, monkeypatch):
     """int16 to uint64 on Hopper: both operands split into byte planes side by side (slots 3 and
     4), then one uint8 wgmma product over them: by Horner's rule into C for 16- and 32-bit
@@ -584,7 +586,7 @@ def test_wide_integers_plan_byte_planes_that_add_up(dtype, layout, monkeypatch):
     hopper = dataclasses.replace(H100, cc=90)
     nbytes = np.dtype(dtype).itemsize
     deep = (1, 130, 100, 5000) if nbytes <= 4 else (1, 160, 144, 1100)
-    bt, m, n, k = deep if layout == "deep" else (2, 150, 130, 200)
+    bt, m, n, k = deep if layout == "deep" else (1, 150, 130, 30) if layout == "outer" else (2, 150, 130, 200)
     info = np.iinfo(dtype)
     rng = np.random.default_rng(17)
     a = rng.integers(info.min, info.max, (bt, m, k), dtype=dtype, endpoint=True)
@@ -596,8 +598,9 @@ def test_wide_integers_plan_byte_planes_that_add_up(dtype, layout, monkeypatch):
     strides = [tuple(s // a.itemsize for s in x.strides) for x in (a, b)]
     made = planner.plan(hopper, dtype, (bt, m, n, k), (0, strides[0]), (0, strides[1]))
     pairs = nbytes * (nbytes + 1) // 2
-    runs = made.choice.external["values"]["splits"]
     by_horner = nbytes <= 4 and layout != "deep"
+    assert ("-DWG_PLANES=1" in made.choice.external["options"]) == by_horner
+    runs = 1 if by_horner else made.choice.external["values"]["splits"]
     if by_horner:
         product, summed = [f"polymm_wgmma_planes{8 * nbytes}_nk"], []
     else:
@@ -606,6 +609,8 @@ def test_wide_integers_plan_byte_planes_that_add_up(dtype, layout, monkeypatch):
     assert f"{pairs} products of byte pairs" in made.reason
     assert ("Horner's rule" in made.reason) == by_horner and (runs == 1) == by_horner
     assert by_horner or (runs % pairs == 0 and (runs > pairs) == (layout == "deep")), (runs, made.reason)
+    if layout == "outer":  # K = 30: by Horner's rule a slice of 128 per shift, not per pair; in runs, a slice per pair
+        assert made.choice.external["depth"] == {2: 2, 4: 4, 8: 36}[nbytes] * 128, made.choice.external["depth"]
     flat = [np.lib.stride_tricks.as_strided(x, (x.size,), (x.itemsize,)) for x in (a, b)]  # each view's base
     buffers = {0: flat[0], 1: flat[1], 2: np.full(bt * m * n, 113, dtype)}
     buffers.update({3 + i: np.full(size, 0xAB, np.uint8) for i, size in enumerate(made.scratch)})

@@ -10,11 +10,15 @@
 // take them in, by Horner's rule, for NB = 2 and 4 where no run is cut.
 //
 // polymm_byte_planes_<NB>: an operand (R rows of KK along K, any strides: A's rows, or B's columns)
-// as K-major rows of its planes side by side, segment s at columns [s kp, s kp + KK), zeros from
-// KK to (s + 1) kp: row r of batch entry b at P[(b R + r) ld + s kp + k], ld = S kp. The one
-// product then runs over K' = S kp: by Horner's rule into C (WG_PLANES), or split into S runs of
-// kp (or `per` runs per segment: each segment of kp = per x the run's depth), each run's int32
-// sums apart in a workspace (WG_SPLIT), for 64-bit results and deep products on few tiles.
+// as K-major rows of its planes side by side: segment s, the pair (i, t - i), holds KK bytes from
+// bp_start(t, i) = (the shifts above t, each padded to whole BP_TK) + i seg, zeros from KK to seg
+// and from the end of a shift's segments to its padding; row r of batch entry b at P[(b R + r) ld
+// + bp_start(t, i) + k]. The one product then runs over K' = ld: by Horner's rule into C
+// (WG_PLANES; seg = KK rounded up to 4, so a shallow product's pairs of one shift share its slices:
+// an outer product of K = 32 int32s takes 4 slices of 128, not 10), or split into S runs of seg (a
+// multiple of BP_TK, so the shifts need no padding; or `per` runs per segment: each segment of seg
+// = per x the run's depth), each run's int32 sums apart in a workspace (WG_SPLIT), for 64-bit
+// results and deep products on few tiles. polymm_cuda.planes.starts computes the same layout.
 // A 32 x 128 tile goes through shared memory, read along the input's contiguous axis and written
 // along K, four bytes per thread: both sides coalesce.
 //
@@ -37,11 +41,20 @@ __device__ __forceinline__ void bp_pair(int s, int S, int& t, int& i) {
     i = t - (u - t * (t + 1) / 2);
 }
 
+// Where shift t's segments start in a row of planes: the shifts above it first, each padded to
+// whole BP_TK (a K slice of the product never holds two shifts, whose sums Horner's rule weighs
+// apart).
+__device__ __forceinline__ pm_i64 bp_shift_start(int t, int NB, pm_i64 seg) {
+    pm_i64 at = 0;
+    for (int u = NB - 1; u > t; --u) at += ((u + 1) * seg + BP_TK - 1) / BP_TK * BP_TK;
+    return at;
+}
+
 #define PM_BYTE_PLANES(NB, U)                                                                              \
     extern "C" __global__ void __launch_bounds__(BP_ROWS * BP_TY)                                          \
-        polymm_byte_planes_##NB(const int R, const int KK, const int S, const int side, const U* __restrict__ X, \
+        polymm_byte_planes_##NB(const int R, const int KK, const int side, const U* __restrict__ X, \
                                 const pm_i64 x_off, const pm_i64 x_sb, const pm_i64 x_sr, const pm_i64 x_sk,   \
-                                unsigned char* __restrict__ P, const pm_i64 ld, const pm_i64 kp) {         \
+                                unsigned char* __restrict__ P, const pm_i64 ld, const pm_i64 seg) {         \
         __shared__ U tile[BP_ROWS][BP_TK + 1];                                                             \
         const int tx = threadIdx.x, ty = threadIdx.y, r0 = blockIdx.x * BP_ROWS, b = blockIdx.z;          \
         const pm_i64 k0 = (pm_i64)blockIdx.y * BP_TK;                                                      \
@@ -54,19 +67,25 @@ __device__ __forceinline__ void bp_pair(int s, int S, int& t, int& i) {
             tile[rr][kk] = (r < R && k < KK) ? src[r * x_sr + k * x_sk] : (U)0;                            \
         }                                                                                                  \
         __syncthreads();                                                                                   \
-        _Pragma("unroll") for (int i = 0; i < BP_ROWS / BP_TY; ++i) {                                      \
-            const int rr = ty + BP_TY * i;                                                                 \
+        _Pragma("unroll") for (int line = 0; line < BP_ROWS / BP_TY; ++line) {                             \
+            const int rr = ty + BP_TY * line;                                                              \
             if (r0 + rr >= R) break;                                                                       \
             const U x0 = tile[rr][4 * tx], x1 = tile[rr][4 * tx + 1], x2 = tile[rr][4 * tx + 2],           \
                     x3 = tile[rr][4 * tx + 3];                                                             \
-            unsigned* row = (unsigned*)(P + ((pm_i64)b * R + r0 + rr) * ld + k0 + 4 * tx);                 \
-            for (int s = 0; s < S; ++s) {                                                                  \
-                int t, i;                                                                                  \
-                bp_pair(s, S, t, i);                                                                       \
-                const int bits = 8 * (side ? t - i : i);                                                   \
-                row[s * (kp >> 2)] = (unsigned)((x0 >> bits) & 0xffu) | (unsigned)((x1 >> bits) & 0xffu) << 8 | \
-                                     (unsigned)((x2 >> bits) & 0xffu) << 16 |                              \
-                                     (unsigned)((x3 >> bits) & 0xffu) << 24;                               \
+            unsigned char* row = P + ((pm_i64)b * R + r0 + rr) * ld;                                       \
+            for (int t = NB - 1; t >= 0; --t) {                                                            \
+                const pm_i64 start = bp_shift_start(t, NB, seg);                                           \
+                if (k0 + 4 * tx < seg) {                                                                   \
+                    for (int i = 0; i <= t; ++i) {                                                         \
+                        const int bits = 8 * (side ? t - i : i);                                           \
+                        *(unsigned*)(row + start + i * seg + k0 + 4 * tx) =                                \
+                            (unsigned)((x0 >> bits) & 0xffu) | (unsigned)((x1 >> bits) & 0xffu) << 8 |    \
+                            (unsigned)((x2 >> bits) & 0xffu) << 16 | (unsigned)((x3 >> bits) & 0xffu) << 24; \
+                    }                                                                                      \
+                }                                                                                          \
+                const pm_i64 end = start + (t + 1) * seg, padded = (end - start + BP_TK - 1) / BP_TK * BP_TK; \
+                if (blockIdx.y == 0 && 4 * tx < start + padded - end) /* the shift's padding: zeros */    \
+                    *(unsigned*)(row + end + 4 * tx) = 0u;                                                 \
             }                                                                                              \
         }                                                                                                  \
     }

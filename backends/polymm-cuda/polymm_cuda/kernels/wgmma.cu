@@ -42,13 +42,13 @@
 //
 // Byte planes (WG_PLANES, PLANES 2 or 4: kernels/byte_planes.cu, polymm_cuda.planes): 16- and
 // 32-bit integer products as uint8 ones. A and B are their operands' byte planes side by side
-// along K, K-major, one segment of kp = K / (PLANES (PLANES + 1) / 2) per byte pair (i, j), the
-// pairs of one shift i + j together, the highest shift first. C = sum over shifts t of 256^t S_t
-// modulo 2^(8 PLANES), S_t the shift's uint8 products, by Horner's rule in the accumulators:
-// where a shift's segments end, the MMAs in flight retire and the int32 sums are shifted left by
-// a byte before the next shift's are added (int32 arithmetic wraps, and only the low bytes are
-// kept: 16 bits stored for PLANES 2, 32 for 4). No workspace and no second pass.
-//
+// along K, K-major, one segment of `splits` bytes per byte pair (i, j), the pairs of one shift
+// i + j together and padded to whole slices, the highest shift first. C = sum over shifts t of
+// 256^t S_t modulo 2^(8 PLANES), S_t the shift's uint8 products, by Horner's rule in the
+// accumulators: where a shift's slices end, the MMAs in flight retire and the int32 sums are
+// shifted left by a byte before the next shift's are added (int32 arithmetic wraps, and only the
+// low bytes are kept: 16 bits stored for PLANES 2, 32 for 4). No workspace and no second pass.
+
 // Edges: the copy engine zero-fills what lies outside the matrix (M, N and the K tail), so the
 // main loop has no bounds checks; the stores check rows and columns.
 //
@@ -431,9 +431,10 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
         OUT* Cz = out + ((pm_i64)part * batch + z) * M * N;
 #pragma unroll
         for (int i = 0; i < WG_ACC; ++i) d[i] = 0;
-        // byte planes: K slices per segment, the slice where the current shift's segments end
-        const int per_segment = PLANES ? slices / (PLANES * (PLANES + 1) / 2) : 0;
-        int group = PLANES, boundary = PLANES * per_segment;
+        // byte planes: the slice where the current shift's segments end (`splits` is the bytes of K
+        // per segment; a shift of `group` segments, padded to whole slices)
+        const int seg = PLANES ? splits : 0;
+        int group = PLANES, boundary = (PLANES * seg + BK - 1) / BK;
         for (int j = 0; j < slices; ++j, ++it) {
             if constexpr (PLANES > 0) {
                 if (j == boundary) {  // Horner's step: C = 256 C + the next shift's products
@@ -442,7 +443,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
 #pragma unroll
                     for (int i = 0; i < WG_ACC; ++i) d[i] = (int)((unsigned)d[i] << 8);
                     --group;
-                    boundary += group * per_segment;
+                    boundary += (group * seg + BK - 1) / BK;
                 }
             }
             const int s = it % WG_STAGES;
@@ -517,7 +518,8 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
 }
 
 // The two tensor maps, then the argument list every polymm CUDA kernel takes, then the batch count
-// and the runs of split-K (1 without WG_SPLIT) (polymm_cuda.abi's WGMMA list).
+// and `splits`: the runs of split-K (WG_SPLIT; else 1), or a byte-plane product's bytes of K per
+// byte pair (WG_PLANES) (polymm_cuda.abi's WGMMA list).
 #define WG_KERNEL_OF(NAME, KIND, B_KMAJOR, SEGMENTS, PLANES, T)                                          \
     extern "C" __global__ void __launch_bounds__(WG_THREADS, 1)                                          \
         NAME(const __grid_constant__ pm_tmap ta, const __grid_constant__ pm_tmap tb, int M, int N, int K,  \
