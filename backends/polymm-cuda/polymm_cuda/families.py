@@ -203,6 +203,11 @@ def _dmma(p: Problem) -> Candidate | Refusal:
     if name is None:
         return Refusal("dmma", why)
     bt, m, n, k = p.shape
+    wide = tc.dmma_splits(real, p.device, wide=True)
+    if p.dtype.name == "complex128" and wide > splits:  # deep complex128: as many slices as fill a wave of wide tiles
+        named = tc.choose_dmma(p.dtype, p.device, p.shape, p.a_strides, p.b_strides, wide)
+        if named[0] is not None and tc.dmma_wide(named[0], p.device, (bt * wide, m, n, k)):
+            splits, (name, why) = wide, named
     if splits > 1:
         why += f", K = {k} on few tiles: {splits} slices of K, added in order"
     external = tc.dmma_launch(name, p.device, (bt * splits, m, n, k), p.a, p.b)
@@ -231,6 +236,10 @@ def _tf32(p: Problem) -> Candidate | Refusal:
         what = "one product, C^T = B^T A^T with B^T from registers (B is N-contiguous)"
     else:
         what = "one product"
+    if mode == "tf32":
+        copied = [x for x, slot in (("A", 0), ("B", 1)) if any(h["buffers"]["X"] == slot for h in external["before"])]
+        if copied:
+            what += f"; {' and '.join(copied)} copied K-major, rounded to TF32, rows on tf32.row_align boundaries"
     shape = (p.batch, p.N, p.M, p.K) if layout == "kn" else p.shape
     external, runs, what = _split_k(external, shape, p, what)
     reason = f"TF32 tensor cores (wgmma), precision {mode!r}: {what}"

@@ -246,19 +246,21 @@ def dmma_launch(name: str, device, shape, a, b) -> dict:
     }
 
 
-def dmma_splits(shape, device) -> int:
+def dmma_splits(shape, device, wide: bool = False) -> int:
     """Slices of K for a float64 product on the FP64 tensor cores of ``device`` (1: none): deep
     products (``split-k.deep_k``) in slices of ``dmma.slice_min`` or more, shallow ones on few
-    tiles (``dmma.shallow_most_wave``) of ``dmma.shallow_slice_min``; as many as fill one wave,
+    tiles (``dmma.shallow_most_wave``) of ``dmma.shallow_slice_min``; as many as fill one wave
+    (of 64 x 64 tiles, or with ``wide`` of the deep products' wide ones, ``dmma.wide_tile``),
     their partial sums at most ``split-k.slices_bytes``."""
     settings = settings_for(device)
     bt, m, n, k = shape
-    tiles = -(-m // DMMA_BM) * -(-n // DMMA_BN)
     deep = k >= settings("split-k", "deep_k") * max(m, n)
     slice_min = settings("dmma", "slice_min" if deep else "shallow_slice_min")
-    if bt > 1 or min(m, n) < 1 or not slice_min:
+    if bt > 1 or min(m, n) < 1 or not slice_min or (wide and not deep):
         return 1
-    slots = DMMA_BLOCKS_PER_SM * device.compute_units  # one wave of tiles
+    tile = settings("dmma", "wide_tile") if wide else {"bn": DMMA_BN, "blocks_per_sm": DMMA_BLOCKS_PER_SM}
+    tiles = -(-m // DMMA_BM) * -(-n // tile["bn"])
+    slots = tile["blocks_per_sm"] * device.compute_units  # one wave of tiles
     if not deep and not settings("dmma", "min_tiles") <= tiles <= slots * settings("dmma", "shallow_most_wave"):
         return 1  # fewer tiles stay on the SIMT kernel (a 256 square: 9.2 us against 9.4 in slices)
     splits = min(slots // tiles, k // slice_min, settings("split-k", "slices_bytes") // (m * n * 8))

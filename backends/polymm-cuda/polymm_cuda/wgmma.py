@@ -384,8 +384,9 @@ def tf32_launch(mode: str, shape, a, b, device) -> tuple[str, dict]:
     TF32 ``wgmma`` reads shared memory K-major only. ``"tf32"`` reads A where it lies when it is
     K-major (the tensor cores take the top 19 bits of each float32), and B where it lies when it is
     K-major or N-major (``polymm_wgmma_tf32_kn`` computes C^T = B^T A^T, B^T's fragments loaded
-    into registers); an operand laid out otherwise is copied into scratch,
-    rounded to TF32 and K-major (``polymm_tf32_split``, one part). ``"tf32x3"`` always splits both
+    into registers); an operand laid out otherwise, and an A whose rows do not start on
+    ``tf32.row_align`` boundaries, is copied into scratch, rounded to TF32 and K-major
+    (``polymm_tf32_split``, one part; its rows padded to that alignment). ``"tf32x3"`` always splits both
     operands into hi and lo parts, multiplies three times (``polymm_wgmma_tf32x3_nk``), then
     repairs the rows and columns whose inputs held Inf or NaN (``polymm_tf32_fixup``). Scratch
     slots: 3 and on, in the order A's parts, B's parts, the flags.
@@ -393,11 +394,12 @@ def tf32_launch(mode: str, shape, a, b, device) -> tuple[str, dict]:
     bt, m, n, k = shape
     products = TF32_PRODUCTS[mode]
     parts = 2 if products == 3 else 1
-    ldk = -(-k // 4) * 4  # split rows padded to 16 bytes (the padding is never read)
+    align = settings_for(device)("tf32", "row_align") // 4  # floats
+    ldk = -(-k // align) * align  # split rows padded to whole tf32.row_align (the padding is never read)
     nkc = -(-k // SPLIT_KC)
     (a_off, sa), (b_off, sb) = a, b
     ea, eb = (bt if bt > 1 and s[0] != 0 else 1 for s in (sa, sb))  # matrices per operand
-    split_a = products == 3 or not _in_place(sa[1], sa[2], sa[0], a_off * 4)
+    split_a = products == 3 or not _in_place(sa[1], sa[2], sa[0], a_off * 4) or sa[1] % align != 0
     b_k_major = _in_place(sb[2], sb[1], sb[0], b_off * 4)
     swap = products == 1 and not b_k_major and _in_place(sb[1], sb[2], sb[0], b_off * 4)
     split_b = products == 3 or not (b_k_major or swap)

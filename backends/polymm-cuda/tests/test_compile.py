@@ -386,6 +386,11 @@ def test_tf32_modes_plan_split_wgmma_and_repair():
         assert "B^T A^T" in made.reason
         made = planner.plan(hopper, "float32", shape, row, col)
         assert [x.kernel for x in made.launches] == ["polymm_wgmma_tf32_nk"] and made.scratch == []
+        odd = n - 4  # A's rows 16 bytes off 128-byte lines: A copied, its rows padded to tf32.row_align
+        packed = (0, (odd * odd, odd, 1))
+        made = planner.plan(hopper, "float32", (1, odd, odd, odd), packed, packed)
+        assert [x.kernel for x in made.launches] == ["polymm_tf32_split", "polymm_wgmma_tf32_kn"]
+        assert made.scratch == [odd * n * 4] and "A copied" in made.reason, (made.scratch, made.reason)
         made = planner.plan(hopper, "float32", shape, col, row)  # A transposed: split; B in place
         assert [x.kernel for x in made.launches] == ["polymm_tf32_split", "polymm_wgmma_tf32_kn"]
         assert [slot for slot, _ in made.choice.external["tma"]] == [3, 1]
