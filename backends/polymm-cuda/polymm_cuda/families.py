@@ -203,8 +203,12 @@ def _dmma(p: Problem) -> Candidate | Refusal:
     if name is None:
         return Refusal("dmma", why)
     bt, m, n, k = p.shape
+    # deep complex128: as many slices as fill a wave of the wide tiles, each at least twice
+    # dmma.slice_min deep (256 x 65536 x 256: 8 -> 16 slices, 873 -> 678 us on an H200; 64 x 65536 x 64
+    # in 256 slices of 512 took 86 us against 82 in 128)
     wide = tc.dmma_splits(real, p.device, wide=True)
-    if p.dtype.name == "complex128" and wide > splits:  # deep complex128: as many slices as fill a wave of wide tiles
+    deep_enough = real[3] // wide >= 2 * settings_for(p.device)("dmma", "slice_min")
+    if p.dtype.name == "complex128" and wide > splits and deep_enough:
         named = tc.choose_dmma(p.dtype, p.device, p.shape, p.a_strides, p.b_strides, wide)
         if named[0] is not None and tc.dmma_wide(named[0], p.device, (bt * wide, m, n, k)):
             splits, (name, why) = wide, named

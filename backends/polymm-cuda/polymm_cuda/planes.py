@@ -104,7 +104,7 @@ def _whole(x: int, step: int) -> int:
 def starts(nbytes: int, seg: int) -> tuple[list[int], int]:
     """Where each byte pair's segment starts in a row of planes (in :func:`pairs` order) and the
     row's length: the shifts' segments side by side, each shift padded to whole slices of K
-    (``kernels/byte_planes.cu``'s ``bp_shift_start`` computes the same)."""
+    (``kernels/byte_planes.cu``'s split writes the same)."""
     at, out = 0, []
     for t in range(nbytes - 1, -1, -1):
         out += [at + i * seg for i in range(t + 1)]

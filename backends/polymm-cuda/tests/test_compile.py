@@ -490,6 +490,22 @@ def test_deep_float64_is_split_on_the_fp64_tensor_cores():
         assert len(shallow.launches) == (1 if splits == 1 else 2)
 
 
+def test_deep_complex128_fills_a_wave_of_wide_tiles():
+    """A deep complex128 product on few tiles (one float64 product of 2M x 2K @ 2K x 2N reals, B
+    realified as it is read) takes as many slices of K as fill one wave of the wide tiles, each
+    at least twice ``dmma.slice_min`` deep; shallower slices keep the 64 x 64 tiles' count."""
+    import dataclasses
+
+    import polymm_cuda.backend  # noqa: F401
+
+    hopper = dataclasses.replace(H100, cc=90)
+    for m, splits, wide in ((256, 16, True), (128, 64, True), (64, 128, False)):
+        k = 65536
+        made = planner.plan(hopper, "complex128", (1, m, m, k), (0, (m * k, k, 1)), (0, (k * m, m, 1)))
+        assert made.choice.splits == splits and f"{splits} slices of K" in made.reason, (m, made.reason)
+        assert ("64 x 128 tiles" in made.reason) == wide, made.reason
+
+
 def _matrices(a, b, v, z: int):
     """Batch entry ``z`` of a product launch's A (M x K) and B (K x N), read from the flat buffers
     ``a`` and ``b`` by the launch's arguments ``v`` (the products' ABI: offsets and strides)."""

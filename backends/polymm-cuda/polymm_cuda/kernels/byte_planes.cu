@@ -11,9 +11,9 @@
 //
 // polymm_byte_planes_<NB>: an operand (R rows of KK along K, any strides: A's rows, or B's columns)
 // as K-major rows of its planes side by side: segment s, the pair (i, t - i), holds KK bytes from
-// bp_start(t, i) = (the shifts above t, each padded to whole BP_TK) + i seg, zeros from KK to seg
+// start(t, i) = (the shifts above t, each padded to whole BP_TK) + i seg, zeros from KK to seg
 // and from the end of a shift's segments to its padding; row r of batch entry b at P[(b R + r) ld
-// + bp_start(t, i) + k]. The one product then runs over K' = ld: by Horner's rule into C
+// + start(t, i) + k]. The one product then runs over K' = ld: by Horner's rule into C
 // (WG_PLANES; seg = KK rounded up to 4, so a shallow product's pairs of one shift share its slices:
 // an outer product of K = 32 int32s takes 4 slices of 128, not 10), or split into S runs of seg (a
 // multiple of BP_TK, so the shifts need no padding; or `per` runs per segment: each segment of seg
@@ -41,13 +41,11 @@ __device__ __forceinline__ void bp_pair(int s, int S, int& t, int& i) {
     i = t - (u - t * (t + 1) / 2);
 }
 
-// Where shift t's segments start in a row of planes: the shifts above it first, each padded to
-// whole BP_TK (a K slice of the product never holds two shifts, whose sums Horner's rule weighs
-// apart).
-__device__ __forceinline__ pm_i64 bp_shift_start(int t, int NB, pm_i64 seg) {
-    pm_i64 at = 0;
-    for (int u = NB - 1; u > t; --u) at += ((u + 1) * seg + BP_TK - 1) / BP_TK * BP_TK;
-    return at;
+// Four bytes of plane `bits / 8` of four consecutive elements, as one word.
+template <typename U>
+__device__ __forceinline__ unsigned bp_word(U x0, U x1, U x2, U x3, int bits) {
+    return (unsigned)((x0 >> bits) & 0xffu) | (unsigned)((x1 >> bits) & 0xffu) << 8 |
+           (unsigned)((x2 >> bits) & 0xffu) << 16 | (unsigned)((x3 >> bits) & 0xffu) << 24;
 }
 
 #define PM_BYTE_PLANES(NB, U)                                                                              \
@@ -72,20 +70,19 @@ __device__ __forceinline__ pm_i64 bp_shift_start(int t, int NB, pm_i64 seg) {
             if (r0 + rr >= R) break;                                                                       \
             const U x0 = tile[rr][4 * tx], x1 = tile[rr][4 * tx + 1], x2 = tile[rr][4 * tx + 2],           \
                     x3 = tile[rr][4 * tx + 3];                                                             \
-            unsigned char* row = P + ((pm_i64)b * R + r0 + rr) * ld;                                       \
-            for (int t = NB - 1; t >= 0; --t) {                                                            \
-                const pm_i64 start = bp_shift_start(t, NB, seg);                                           \
-                if (k0 + 4 * tx < seg) {                                                                   \
-                    for (int i = 0; i <= t; ++i) {                                                         \
-                        const int bits = 8 * (side ? t - i : i);                                           \
-                        *(unsigned*)(row + start + i * seg + k0 + 4 * tx) =                                \
-                            (unsigned)((x0 >> bits) & 0xffu) | (unsigned)((x1 >> bits) & 0xffu) << 8 |    \
-                            (unsigned)((x2 >> bits) & 0xffu) << 16 | (unsigned)((x3 >> bits) & 0xffu) << 24; \
-                    }                                                                                      \
+            unsigned char* const row = P + ((pm_i64)b * R + r0 + rr) * ld;                                 \
+            /* each shift's segments, then its padding to whole BP_TK (zeros, written by the first   */    \
+            /* column of blocks); offsets within a row fit in 32 bits (the planner bounds seg)       */    \
+            const int sg = (int)seg, col = (int)k0 + 4 * tx;                                               \
+            int start = 0;                                                                                 \
+            _Pragma("unroll") for (int t = NB - 1; t >= 0; --t) {                                          \
+                const int end = start + (t + 1) * sg, next = start + ((t + 1) * sg + BP_TK - 1) / BP_TK * BP_TK; \
+                if (col < sg) {                                                                            \
+                    _Pragma("unroll") for (int i = 0; i <= t; ++i)                                         \
+                        *(unsigned*)(row + start + i * sg + col) = bp_word<U>(x0, x1, x2, x3, 8 * (side ? t - i : i)); \
                 }                                                                                          \
-                const pm_i64 end = start + (t + 1) * seg, padded = (end - start + BP_TK - 1) / BP_TK * BP_TK; \
-                if (blockIdx.y == 0 && 4 * tx < start + padded - end) /* the shift's padding: zeros */    \
-                    *(unsigned*)(row + end + 4 * tx) = 0u;                                                 \
+                if (blockIdx.y == 0 && end + 4 * tx < next) *(unsigned*)(row + end + 4 * tx) = 0u;        \
+                start = next;                                                                              \
             }                                                                                              \
         }                                                                                                  \
     }
