@@ -14,7 +14,7 @@ a ``before`` launch each; any strides are read, the planes being copies); then o
 - 16- and 32-bit results: by Horner's rule (``polymm_wgmma_planes<bits>_nk``, ``WG_PLANES``):
   the highest shift's pairs first, the int32 accumulators shifted a byte left where each shift's
   pairs end, C stored from them: no workspace, no second pass. The pairs of one shift lie side by
-  side, each K deep (rounded up to 4), and only the shift is padded to whole slices of 128: an
+  side, each K deep (rounded up to 32), and only the shift is padded to whole slices of 128: an
   outer product of K = 32 int32s multiplies 4 slices, not the 10 of a slice per pair;
 - 64-bit results (int32 accumulators would lose the high half), and deep products on few tiles
   (whose K is cut into runs that fill the SMs): in runs of K that keep each pair's int32 sums
@@ -55,6 +55,9 @@ DTYPES = ("int16", "uint16", "int32", "uint32", "int64", "uint64")
 #: K per block of the split kernel (``BP_TK``) and per ``wgmma`` slice of uint8 (``WG_ROW``): a
 #: segment's K is padded to a multiple of this times its runs, so runs never straddle two segments.
 _K_STEP = wgmma.ROW
+#: Bytes to which a segment of Horner's layout is rounded: a sector of memory, so that the split's
+#: stores stay whole sectors (segments 4 bytes apart made 2043-square uint32 products 210 -> 243 us).
+_SECTOR = 32
 #: Deepest run whose uint8 sums stay exact in 32 bits (255^2 x 66051 < 2^32): what a 64-bit
 #: result needs of every pair's sum (narrower results need only its residue modulo 2^32).
 _EXACT_DEPTH = 65536
@@ -120,7 +123,7 @@ def geometry(dtype, shape, device) -> Geometry:
     nbytes = np.dtype(dtype).itemsize
     per = runs_per_segment(dtype, shape, device)
     if nbytes <= 4 and per == 1:
-        seg = _whole(k, 4)  # the split kernel writes four bytes at a time
+        seg = _whole(k, _SECTOR)  # each segment starts on a 32-byte sector for the split's stores
         return Geometry(1, seg, starts(nbytes, seg)[1], wgmma.width(shape, device))
     seg = _whole(k, _K_STEP * per)  # runs never straddle two segments
     runs = segments(dtype) * per

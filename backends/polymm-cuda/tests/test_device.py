@@ -565,7 +565,7 @@ BYTE_PLANE_CASES = [  # (B, M, N, K), layout
     ((2, 129, 200, 300), "bcast"),
     ((2, 100, 140, 250), "neg"),
     ((1, 96, 80, 70000), "c"),  # deep: several runs per byte pair; 64-bit sums exact per run
-    # shallow: by Horner's rule the pairs of one shift share its slices of K (K rounded up to 4)
+    # shallow: by Horner's rule the pairs of one shift share its slices of K (K rounded up to 32)
     ((1, 300, 280, 30), "c"),
     ((2, 200, 150, 70), "bt"),
     ((1, 260, 300, 5), "at"),

@@ -14,7 +14,7 @@
 // start(t, i) = (the shifts above t, each padded to whole BP_TK) + i seg, zeros from KK to seg
 // and from the end of a shift's segments to its padding; row r of batch entry b at P[(b R + r) ld
 // + start(t, i) + k]. The one product then runs over K' = ld: by Horner's rule into C
-// (WG_PLANES; seg = KK rounded up to 4, so a shallow product's pairs of one shift share its slices:
+// (WG_PLANES; seg = KK rounded up to 32, so a shallow product's pairs of one shift share its slices:
 // an outer product of K = 32 int32s takes 4 slices of 128, not 10), or split into S runs of seg (a
 // multiple of BP_TK, so the shifts need no padding; or `per` runs per segment: each segment of seg
 // = per x the run's depth), each run's int32 sums apart in a workspace (WG_SPLIT), for 64-bit
