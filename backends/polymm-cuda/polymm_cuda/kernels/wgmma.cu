@@ -48,7 +48,7 @@
 // accumulators: where a shift's slices end, the MMAs in flight retire and the int32 sums are
 // shifted left by a byte before the next shift's are added (int32 arithmetic wraps, and only the
 // low bytes are kept: 16 bits stored for PLANES 2, 32 for 4). No workspace and no second pass.
-
+//
 // Edges: the copy engine zero-fills what lies outside the matrix (M, N and the K tail), so the
 // main loop has no bounds checks; the stores check rows and columns.
 //
