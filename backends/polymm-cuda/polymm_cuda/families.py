@@ -202,16 +202,11 @@ def _dmma(p: Problem) -> Candidate | Refusal:
     name, why = tc.choose_dmma(p.dtype, p.device, p.shape, p.a_strides, p.b_strides, splits)
     if name is None:
         return Refusal("dmma", why)
+    if p.dtype.name == "complex128":
+        wide = tc.complex_wide_splits(p.device, p.shape, p.a_strides, p.b_strides, splits)
+        if wide is not None:
+            splits, name, why = wide
     bt, m, n, k = p.shape
-    # deep complex128: as many slices as fill a wave of the wide tiles, each at least twice
-    # dmma.slice_min deep (256 x 65536 x 256: 8 -> 16 slices, 873 -> 678 us on an H200; 64 x 65536 x 64
-    # in 256 slices of 512 took 86 us against 82 in 128)
-    wide = tc.dmma_splits(real, p.device, wide=True)
-    deep_enough = real[3] // wide >= 2 * settings_for(p.device)("dmma", "slice_min")
-    if p.dtype.name == "complex128" and wide > splits and deep_enough:
-        named = tc.choose_dmma(p.dtype, p.device, p.shape, p.a_strides, p.b_strides, wide)
-        if named[0] is not None and tc.dmma_wide(named[0], p.device, (bt * wide, m, n, k)):
-            splits, (name, why) = wide, named
     if splits > 1:
         why += f", K = {k} on few tiles: {splits} slices of K, added in order"
     external = tc.dmma_launch(name, p.device, (bt * splits, m, n, k), p.a, p.b)
