@@ -41,11 +41,14 @@ _build_failures: dict = {}  # device.int_ptr -> None (it builds) or the first li
 
 
 def _build_failure(device) -> str | None:
-    """None when ``device`` builds a one-line program, else why not (cached per device).
+    """None when ``device`` compiles a one-line program, else why not (cached per device).
 
     A driver can list a device and still build nothing: PoCL 3.0's LLVM 14 names a CPU it does
     not know (AMD family 0x1A, Zen 5) ``generic`` and then rejects that name, so every program
-    fails with "unknown target CPU 'generic'". Such a device is not offered for computing."""
+    fails with "unknown target CPU 'generic'". Such a device is not offered for computing.
+    The probe compiles (clang's front end, which checks the target CPU) and links nothing: a
+    whole build in a context of its own cost 0.44-0.46 s of the README snippet's cold start
+    on PoCL, the compile alone 0.11 s (2-core Xeon, 2026-12-01, ``scripts/cold_start.py``)."""
     import pyopencl as cl
 
     key = device.int_ptr
@@ -55,7 +58,11 @@ def _build_failure(device) -> str | None:
             context = cl.Context([device])
             with warnings.catch_warnings():  # a driver's chatter on success (Intel's) is not news
                 warnings.simplefilter("ignore", cl.CompilerWarning)
-                cl.Program(context, "__kernel void polymm_probe(__global int *x) { x[0] = 1; }").build(devices=[device])
+                # pyopencl's note that compiling bypasses its binary cache: nothing is cached here
+                warnings.filterwarnings("ignore", "Pre-build attribute access", UserWarning)
+                cl.Program(context, "__kernel void polymm_probe(__global int *x) { x[0] = 1; }").compile(
+                    devices=[device]
+                )
             compiled("opencl", "int32", "polymm_probe", time.perf_counter() - start)
             _build_failures[key] = None
         except cl.Error as exc:
