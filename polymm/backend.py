@@ -178,10 +178,16 @@ class Backend:
     ``priority``
         Among available backends declaring one library in ``default_for``, the
         highest priority is the default (ties: the first name in sorted order).
-    ``warmup(dtype)`` (optional method)
-        A generator that makes the kernels for ``dtype`` ready before a first call needs them,
-        yielding a short name per kernel (:func:`polymm.warmup`); without it, warmup runs a few
-        products. A backend that compiles offers it to compile what its ``"auto"`` path may use.
+    ``warmup(dtype, kinds=None)`` (optional method)
+        A generator that makes the kernels for ``dtype`` (those named in ``kinds``, when given)
+        ready before a first call needs them, yielding a short name per kernel
+        (:func:`polymm.warmup`); without it, warmup runs a few products. A backend that compiles
+        offers it to compile what its ``"auto"`` path may use.
+    ``warmup_groups(dtype)`` (optional method)
+        :meth:`warmup`'s names in groups that share compiled code, costliest first, for a backend
+        whose compiles land in an on-disk cache that other processes read: ``polymm.warmup(...,
+        jobs=N)`` then compiles the groups in N worker processes at once (Numba compiles one
+        function at a time in a process), and the caller loads them.
     ``conformance_xfail``
         Known failures, declared: ``{test-name pattern: reason}``. The
         conformance suite marks matching tests ``xfail(strict=True)`` with the

@@ -7,14 +7,21 @@ Python's last-resort handler prints it to stderr with no logging set up (as JAX 
 compiles).  Silence it with ``logging.getLogger("polymm").setLevel(logging.ERROR)``.  Each kernel
 compiled is also logged, at DEBUG, by :func:`compiled` (what ``scripts/cold_start.py`` and the
 tests count).
-:func:`warmup` (and ``polymm warmup``) compiles chosen dtypes ahead of time, with progress.
+:func:`warmup` (and ``polymm warmup``) compiles chosen dtypes ahead of time, with progress; Numba
+compiles one function at a time in a process (its compiler holds a global lock), so ``jobs`` > 1
+compiles a backend's groups of kernels in as many worker processes at once, into its on-disk cache.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -73,22 +80,32 @@ def _dtypes_named(impl, names) -> list:
     return [offered[n] for n in chosen]
 
 
-def warmup(dtypes=DEFAULT_DTYPES, *, backend: str | None = None, progress=None) -> dict[str, float]:
+def warmup(dtypes=DEFAULT_DTYPES, *, backend: str | None = None, progress=None, jobs: int = 1) -> dict[str, float]:
     """Compile ``backend``'s kernels for ``dtypes`` now, so that no later call waits on a compile.
 
     ``dtypes``: a dtype, dtypes or names, a comma-separated string, or ``"all"``; ``backend``: a name (default:
     the one NumPy arrays get).  ``progress`` is called with one line per kernel made ready (the CLI
     prints them).  Backends with a ``warmup(dtype)`` generator say what they compile; others run a few
-    products.  Returns the seconds spent per dtype.
+    products.  ``jobs`` > 1, for a backend that lists its ``warmup_groups(dtype)``: the groups compile
+    in up to ``jobs`` worker processes at once, each into the backend's on-disk cache, and this process
+    then loads them (a group that fails in a worker is compiled here).  Returns the seconds per dtype,
+    from the start until that dtype's kernels were ready in this process.
     """
     from .registry import get_backend, selected_backend
 
     name = selected_backend(backend, "numpy")
     impl = get_backend(name)
+    chosen = _dtypes_named(impl, dtypes)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise TypeError(f"polymm.warmup: jobs must be a positive int, not {jobs!r}")
+    start = time.perf_counter()
+    if jobs > 1 and hasattr(impl, "warmup_groups"):  # the costliest groups of every dtype first
+        ranks = itertools.zip_longest(*([(d, g) for g in impl.warmup_groups(d)] for d in chosen))
+        _in_workers(name, [group for rank in ranks for group in rank if group], jobs, progress)
     spent = {}
-    for dtype in _dtypes_named(impl, dtypes):
+    for dtype in chosen:
         steps = impl.warmup(dtype) if hasattr(impl, "warmup") else products(name, dtype)
-        start = last = time.perf_counter()
+        last = time.perf_counter()
         for step in steps:
             now = time.perf_counter()
             if progress:
@@ -100,6 +117,51 @@ def warmup(dtypes=DEFAULT_DTYPES, *, backend: str | None = None, progress=None) 
     return spent
 
 
+def _in_workers(name: str, groups: list, jobs: int, progress) -> None:
+    """Compile ``groups`` (``(dtype, kinds)`` pairs, costliest first) in ``jobs`` worker processes
+    (``python -m polymm.compilation``): each takes the next group as it finishes one, says each
+    kernel as it is ready (relayed to ``progress``), and ends when none is left. One process per
+    job, not per group: a process's start, imports and first compile cost about a second (the
+    2-core Xeon, 2026-12-01). A worker sees this process's import path."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    todo = list(reversed(groups))
+    lock = threading.Lock()
+
+    def work():
+        cmd = [sys.executable, "-m", "polymm.compilation", name]
+        pipes = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with subprocess.Popen(cmd, env=env, **pipes) as worker:
+            while True:
+                with lock:
+                    if not todo:
+                        break
+                    dtype, kinds = todo.pop()
+                try:
+                    worker.stdin.write(f"{dtype} {','.join(kinds)}\n")
+                    worker.stdin.flush()
+                except OSError:  # it has ended: the rest is compiled in this process
+                    break
+                for line in worker.stdout:  # "DTYPE KIND SECONDS" a kernel, then "done"
+                    if line.strip() == "done":
+                        break
+                    d, kind, seconds = line.split()
+                    if progress:
+                        progress(f"{name} {d}: {kind} ready ({float(seconds):.1f} s, in worker {worker.pid})")
+                else:
+                    break
+            try:
+                worker.stdin.close()
+            except OSError:  # it ended first (it failed: said below)
+                pass
+            why = (worker.stderr.read().strip().splitlines() or [""])[-1]
+            if worker.wait() != 0 and progress:
+                progress(f"{name}: worker {worker.pid} failed ({why}); what it did not compile is compiled here")
+
+    with ThreadPoolExecutor(max_workers=min(jobs, len(groups))) as pool:
+        for future in [pool.submit(work) for _ in range(min(jobs, len(groups)))]:
+            future.result()
+
+
 def products(name: str, dtype):
     """A few products of growing size on backend ``name``: what a backend without ``warmup`` compiles on use."""
     from .dispatch import matmul
@@ -107,3 +169,16 @@ def products(name: str, dtype):
     for m, k, n in ((4, 4, 4), (1, 300, 300), (300, 300, 1), (256, 256, 256)):
         matmul(np.ones((m, k), dtype), np.ones((k, n), dtype), backend=name)
         yield f"{m}x{k}x{n}"
+
+
+if __name__ == "__main__":  # a worker of warmup(jobs=...): BACKEND; a line "DTYPE KIND,KIND" a group
+    from .registry import get_backend
+
+    _impl = get_backend(sys.argv[1])
+    for _line in sys.stdin:
+        _name, _kinds = _line.split()
+        _last = time.perf_counter()
+        for _kind in _impl.warmup(_dtypes_named(_impl, [_name])[0], _kinds.split(",")):
+            print(_name, _kind, f"{time.perf_counter() - _last:.3f}", flush=True)
+            _last = time.perf_counter()
+        print("done", flush=True)

@@ -110,6 +110,74 @@ def test_warmup_command_prints_a_line_per_kernel_when_piped():
     assert lines[-1].startswith("polymm warmup: float32 ready in ")
 
 
+#: After ``polymm warmup --jobs 2``, the products of every path in a new process: DEBUG records of
+#: each compile (``polymm.compilation.compiled``) counted, none expected.
+AFTER_WARMUP = (
+    "import logging, numpy as np, polymm\n"
+    "from polymm_numba import neighbours\n"
+    "neighbours.team_size = lambda limit, lock, **_: limit\n"
+    "compiled = []\n"
+    "class Count(logging.Handler):\n"
+    "    def emit(self, record):\n"
+    "        getattr(record, 'polymm_compile', None) and compiled.append(record.polymm_compile['kernel'])\n"
+    "log = logging.getLogger('polymm'); log.addHandler(Count()); log.setLevel(logging.DEBUG)\n"
+    "rng = np.random.default_rng(0)\n"
+    "for nb, m, n, k in %r:\n"
+    "    a, b = rng.standard_normal((nb, m, k)), rng.standard_normal((nb, k, n))\n"
+    "    np.testing.assert_allclose(polymm.matmul(a, b), a @ b, rtol=1e-9, atol=1e-9)\n"
+    "print('compiled:', ','.join(compiled))\n"
+)
+
+
+def test_warmup_in_worker_processes_leaves_every_kernel_in_the_cache(tmp_path):
+    """``polymm warmup --jobs 2`` compiles the CPU backend's groups in two worker processes into
+    Numba's cache; a later process then runs every path of :data:`PATHS` without compiling."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "POLYMM_TUNING": str(tmp_path / "none.json")}
+    cmd = [sys.executable, "-m", "polymm.tools.cli", "warmup", "--backend", "cpu", "--dtypes", "float64", "--jobs", "2"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    in_workers = {line.split(": ")[1].split()[0] for line in lines if ", in worker " in line}
+    backend = polymm.get_backend("cpu")
+    assert in_workers == set(backend.warmup(np.dtype("float64"))), proc.stdout
+    assert lines[-1].startswith("polymm warmup: float64 ready in ")
+    after = subprocess.run(
+        [sys.executable, "-c", AFTER_WARMUP % (PATHS,)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert after.returncode == 0, after.stderr
+    assert after.stdout.strip() == "compiled:", after.stdout
+
+
+class _Grouped(polymm.Backend):
+    """A backend known to this process only, with warmup groups: its worker processes cannot find it."""
+
+    made: list = []
+
+    def matmul(self, a, b, out, algorithm):
+        np.matmul(a, b, out=out)
+
+    def warmup(self, dtype, kinds=None):
+        for kind in kinds or ("one", "two"):
+            self.made.append(kind)
+            yield kind
+
+    def warmup_groups(self, dtype):
+        return [("one",), ("two",)]
+
+
+def test_groups_a_worker_could_not_compile_are_compiled_in_this_process():
+    polymm.register_backend("grouped", _Grouped, replace=True)
+    _Grouped.made = []
+    lines = []
+    spent = polymm.warmup("float32", backend="grouped", progress=lines.append, jobs=2)
+    failed = [line for line in lines if "failed (" in line]
+    assert len(failed) == 2 and all("unknown polymm backend 'grouped'" in line for line in failed), lines
+    assert all(line.endswith("what it did not compile is compiled here") for line in failed)
+    assert _Grouped.made == ["one", "two"] and list(spent) == ["float32"]
+    with pytest.raises(TypeError, match="jobs must be a positive int"):
+        polymm.warmup("float32", backend="grouped", jobs=0)
+
+
 #: The README's first products ("## Using it"), each followed by the kernels it compiled, as the
 #: DEBUG records of ``polymm.compilation.compiled`` name them.
 README_CALLS = (

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 
 def _info(args) -> int:
@@ -539,8 +540,10 @@ def _warmup(args) -> int:
     """Compile ahead of time, a plain line per kernel as it is ready (a log shows progress too)."""
     import polymm
 
-    spent = polymm.warmup(args.dtypes, backend=args.backend, progress=lambda line: print(line, flush=True))
-    print(f"polymm warmup: {', '.join(spent)} ready in {sum(spent.values()):.1f} s")
+    jobs = args.jobs or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    start = time.perf_counter()
+    spent = polymm.warmup(args.dtypes, backend=args.backend, progress=lambda line: print(line, flush=True), jobs=jobs)
+    print(f"polymm warmup: {', '.join(spent)} ready in {time.perf_counter() - start:.1f} s")
     return 0
 
 
@@ -766,6 +769,12 @@ def main(argv=None) -> int:
         "--dtypes",
         default=",".join(DEFAULT_DTYPES),
         help=f"comma-separated, or 'all' the backend computes (default {','.join(DEFAULT_DTYPES)})",
+    )
+    wu.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        help="worker processes compiling at once, where the backend groups its kernels (default: one per core)",
     )
     wu.set_defaults(func=_warmup)
     sub.add_parser(

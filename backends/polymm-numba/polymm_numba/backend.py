@@ -223,19 +223,19 @@ def _transposed(a, b, out):
 #: against 1.6-1.7 ms static (2 threads, 2026-11-23); gemv-4096 float32 0.85-0.89x -> 0.91-0.95x.
 _STATIC = frozenset({"slab_splitk", "dot_parallel", "dot_batch"})
 
-#: The kernels of :meth:`CPUBackend._plan` for every dtype (the small-product ones serve :data:`_SMALL_DT`).
-_AUTO_KINDS = (
-    "slab_serial",
-    "slab_parallel",
-    "slab_splitk",
-    "dot_parallel",
-    "auto_serial",
-    "auto_batch",
-    "auto_parallel",
-    "auto_slabs",
-    "auto_splitk",
-    "dot_batch",
-    "dot_batch_serial",
+#: The kernels of :meth:`CPUBackend._plan` for every dtype (the small-product ones, ``small_*``,
+#: serve :data:`_SMALL_DT` only), in groups that share compiled code (a body called by address, a
+#: driver), the costliest first: ``polymm warmup --jobs`` compiles a group per worker process, so
+#: that no two workers compile one function.
+_WARMUP_GROUPS = (  # float32's compile seconds in a worker, 2-core Xeon (2026-12-01)
+    ("auto_slabs", "auto_splitk"),  # 8.8: _columns_direct
+    ("small_serial", "small_parallel", "small_splitk"),  # 5.2
+    ("slab_serial", "slab_parallel", "slab_splitk"),  # 3.7
+    ("auto_parallel",),  # 3.2: _block_packed
+    ("auto_serial", "auto_batch"),  # 2.9: _columns_packed; auto_batch on tasks_parallel
+    ("dot_batch", "dot_batch_serial"),  # 1.7: _dots
+    ("dot_parallel",),  # 1.6
+    ("tiny_2d",),  # 0.2
 )
 
 #: What each kernel kind of :meth:`CPUBackend._plan` is, in words (``polymm explain``).
@@ -399,14 +399,22 @@ class CPUBackend(Backend):
             found = self._bodies[(py, signature)] = (dispatcher, native_call.address(dispatcher))
         return found
 
-    def warmup(self, dtype):
-        """Compile (or load from the cache) every kernel the ``"auto"`` path may run for ``dtype``,
-        yielding each kind when ready (:func:`polymm.warmup`); float16 and bfloat16 run float32's."""
+    def warmup(self, dtype, kinds=None):
+        """Compile (or load from the cache) every kernel the ``"auto"`` path may run for ``dtype``
+        (or those of ``kinds``), yielding each kind when ready (:func:`polymm.warmup`); float16 and
+        bfloat16 run float32's."""
         dt = _F32 if dtype == _F16 or is_bfloat16(dtype) else np.dtype(dtype)
-        small = ("small_serial", "small_parallel", "small_splitk") if dt in _SMALL_DT else ()
-        for kind in ("tiny_2d", *small, *_AUTO_KINDS):
-            self._kernel(kind, dt)
-            yield kind
+        for group in self.warmup_groups(dtype):
+            for kind in group:
+                if kinds is None or kind in kinds:
+                    self._kernel(kind, dt)
+                    yield kind
+
+    def warmup_groups(self, dtype) -> list[tuple[str, ...]]:
+        """:meth:`warmup`'s kinds in the groups of :data:`_WARMUP_GROUPS` (``polymm.warmup(jobs=...)``
+        compiles each group in a worker process)."""
+        dt = _F32 if dtype == _F16 or is_bfloat16(dtype) else np.dtype(dtype)
+        return [g for g in _WARMUP_GROUPS if dt in _SMALL_DT or not g[0].startswith("small_")]
 
     def tune(self, **options):
         """Measure this machine's blocking and record it (``polymm tune --backend cpu``; see
