@@ -17,7 +17,6 @@ older commits with the same helper.
 
 from __future__ import annotations
 
-import math
 import random
 import statistics
 import time
@@ -131,25 +130,30 @@ def interleaved(
 ) -> tuple[tuple[Timing, Timing], int]:
     """Time two ``(fn, clock)`` sides in alternating blocks; returns their timings and the rounds.
 
-    Each sample runs enough calls to last ~10 ms; each side runs a block of samples
-    (``block_seconds``), then the other; rounds alternate which side goes first.  ``warm``: the
-    seconds of a call a side has already made (its warm-up, and how long a call takes), or None
-    to make one here (a 4096 float64 product on PoCL takes seconds).
+    Each sample runs enough calls to last ~10 ms; each side runs samples for ``block_seconds`` of
+    wall time (at least two), then the other; rounds alternate which side goes first.  ``warm``:
+    the seconds of a call a side has already made (its warm-up, and how long a call takes), or
+    None to make one here (a 4096 float64 product on PoCL takes seconds).
     """
     sides = (first, second)
     once = [max(w if w is not None else clock(fn, 1), 1e-7) for w, (fn, clock) in zip(warm, sides)]
     inner = [max(1, int(0.01 / t)) for t in once]
-    # at least two samples a block, however long a call: the first one after the other side's
-    # block shares the cores with that side's still-spinning threads (OpenBLAS: ~0.1 s), so a
-    # block of one long call read square-2048 float64 on the CPU at 0.76x instead of ~0.9x
-    block = [max(2, math.ceil(block_seconds / (i * t))) for i, t in zip(inner, once)]
-    per_round = sum(b * i * t for b, i, t in zip(block, inner, once))
+    # A block lasts block_seconds by the wall clock, however long a call: the samples after the
+    # other side's block share the cores with that side's still-spinning threads (OpenBLAS: ~0.1
+    # s), and the best is taken once they sleep. Counted from one first call, which the spin
+    # itself slows, a block of square-256 float32 on the 2-core Xeon ran 12 ms, every sample of
+    # it inside the spin (2026-12-01): "alone" read 0.51x; and a block of one long call read
+    # square-2048 float64 at 0.76x instead of ~0.9x, hence at least two samples a block.
+    per_round = sum(max(block_seconds, 2 * i * t) for i, t in zip(inner, once))
     rounds = int(min(25, max(2, budget / per_round)))
     samples = ([], [])
     for r in range(rounds):
         for which in (0, 1) if r % 2 == 0 else (1, 0):
             fn, clock = sides[which]
-            samples[which].extend(clock(fn, inner[which]) for _ in range(block[which]))
+            began, taken = time.perf_counter(), 0
+            while taken < 2 or time.perf_counter() - began < block_seconds:
+                samples[which].append(clock(fn, inner[which]))
+                taken += 1
     timings = tuple(Timing(min(s), statistics.median(s), len(s)) for s in samples)
     return timings, rounds
 
