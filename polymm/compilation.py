@@ -19,6 +19,7 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -129,8 +130,12 @@ def _in_workers(name: str, groups: list, jobs: int, progress) -> None:
 
     def work():
         cmd = [sys.executable, "-m", "polymm.compilation", name]
-        pipes = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        with subprocess.Popen(cmd, env=env, **pipes) as worker:
+        with (
+            tempfile.TemporaryFile("w+") as errors,  # a file, not a pipe: a chatty worker cannot block on it
+            subprocess.Popen(
+                cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True
+            ) as worker,
+        ):
             while True:
                 with lock:
                     if not todo:
@@ -153,8 +158,10 @@ def _in_workers(name: str, groups: list, jobs: int, progress) -> None:
                 worker.stdin.close()
             except OSError:  # it ended first (it failed: said below)
                 pass
-            why = (worker.stderr.read().strip().splitlines() or [""])[-1]
-            if worker.wait() != 0 and progress:
+            failed = worker.wait() != 0
+            errors.seek(0)
+            why = (errors.read().strip().splitlines() or [f"exit status {worker.returncode}"])[-1]
+            if failed and progress:
                 progress(f"{name}: worker {worker.pid} failed ({why}); what it did not compile is compiled here")
 
     with ThreadPoolExecutor(max_workers=min(jobs, len(groups))) as pool:

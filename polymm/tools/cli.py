@@ -540,7 +540,7 @@ def _warmup(args) -> int:
     """Compile ahead of time, a plain line per kernel as it is ready (a log shows progress too)."""
     import polymm
 
-    jobs = args.jobs or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    jobs = args.jobs or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     start = time.perf_counter()
     spent = polymm.warmup(args.dtypes, backend=args.backend, progress=lambda line: print(line, flush=True), jobs=jobs)
     print(f"polymm warmup: {', '.join(spent)} ready in {time.perf_counter() - start:.1f} s")
