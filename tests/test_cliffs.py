@@ -314,6 +314,30 @@ def test_alternating_times_each_call_of_both_sides_in_turn():
     assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]  # one call of each a round, the first swapping
 
 
+def test_interleaved_blocks_last_their_seconds_however_slow_the_first_call():
+    """Each side's block runs for ``block_seconds`` by the wall clock: a first call slowed by the
+    other side's spinning threads (here 20 ms against 1 ms after it) must not make the block a few
+    calls long, all of them inside the spin."""
+    import time
+
+    from polymm.tools import timing
+
+    calls = {"a": 0, "b": 0}
+
+    def side(name):
+        def call():
+            time.sleep(0.02 if calls[name] == 0 else 0.001)
+            calls[name] += 1
+
+        return call, timing.host_clock()
+
+    (a, b), rounds = timing.interleaved(side("a"), side("b"), 0.0, block_seconds=0.05)
+    assert rounds == 2
+    # 2 blocks of 50 ms of 1 ms calls a side: counted from the 20 ms first call, 2 samples a block
+    assert a.samples >= 40 and b.samples >= 40, (a, b)
+    assert a.best < 0.0015 and b.best < 0.0015
+
+
 def test_shuffled_times_every_call_once_a_round():
     """The CPU A/B scripts' timing: each named call once a round, in a fresh order, at least
     ``min_rounds`` rounds; a call's times are its own."""
