@@ -149,9 +149,9 @@ def _in_workers(name: str, groups: list, jobs: int, progress) -> None:
                 for line in worker.stdout:  # "DTYPE KIND SECONDS" a kernel, then "done"
                     if line.strip() == "done":
                         break
-                    d, kind, seconds = line.split()
-                    if progress:
-                        progress(f"{name} {d}: {kind} ready ({float(seconds):.1f} s, in worker {worker.pid})")
+                    said = line.split()  # anything else a library printed is not progress
+                    if progress and len(said) == 3:
+                        progress(f"{name} {said[0]}: {said[1]} ready ({said[2]} s, in worker {worker.pid})")
                 else:
                     break
             try:
@@ -186,6 +186,6 @@ if __name__ == "__main__":  # a worker of warmup(jobs=...): BACKEND; a line "DTY
         _name, _kinds = _line.split()
         _last = time.perf_counter()
         for _kind in _impl.warmup(_dtypes_named(_impl, [_name])[0], _kinds.split(",")):
-            print(_name, _kind, f"{time.perf_counter() - _last:.3f}", flush=True)
+            print(_name, _kind, f"{time.perf_counter() - _last:.1f}", flush=True)
             _last = time.perf_counter()
         print("done", flush=True)
