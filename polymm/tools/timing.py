@@ -141,8 +141,8 @@ def interleaved(
     # A block lasts block_seconds by the wall clock, however long a call: the samples after the
     # other side's block share the cores with that side's still-spinning threads (OpenBLAS: ~0.1
     # s), and the best is taken once they sleep. Counted from one first call, which the spin
-    # itself slows, a block of square-256 float32 on the 2-core Xeon ran 12 ms, every sample of
-    # it inside the spin (2026-12-01): "alone" read 0.51x; and a block of one long call read
+    # itself slows, the two blocks of square-256 float32 on the 2-core Xeon ran 36 calls (11 ms), all of
+    # them inside the spin (2026-12-01): "alone" read 0.51x; and a block of one long call read
     # square-2048 float64 at 0.76x instead of ~0.9x, hence at least two samples a block.
     per_round = sum(max(block_seconds, 2 * i * t) for i, t in zip(inner, once))
     rounds = int(min(25, max(2, budget / per_round)))
