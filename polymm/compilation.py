@@ -124,6 +124,8 @@ def _in_workers(name: str, groups: list, jobs: int, progress) -> None:
     kernel as it is ready (relayed to ``progress``), and ends when none is left. One process per
     job, not per group: a process's start, imports and first compile cost about a second (the
     2-core Xeon, 2026-12-01). A worker sees this process's import path."""
+    if not groups:
+        return
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     todo = list(reversed(groups))
     lock = threading.Lock()

@@ -165,7 +165,7 @@ class _Grouped(polymm.Backend):
         return [("one",), ("two",)]
 
 
-def test_groups_a_worker_could_not_compile_are_compiled_in_this_process():
+def test_groups_a_worker_could_not_compile_are_compiled_in_this_process(monkeypatch):
     polymm.register_backend("grouped", _Grouped, replace=True)
     _Grouped.made = []
     lines = []
@@ -176,6 +176,9 @@ def test_groups_a_worker_could_not_compile_are_compiled_in_this_process():
     assert _Grouped.made == ["one", "two"] and list(spent) == ["float32"]
     with pytest.raises(TypeError, match="jobs must be a positive int"):
         polymm.warmup("float32", backend="grouped", jobs=0)
+    monkeypatch.setattr(_Grouped, "warmup_groups", lambda self, dtype: [])  # nothing to hand out: no worker started
+    _Grouped.made = []
+    assert list(polymm.warmup("float32", backend="grouped", jobs=2)) == ["float32"] and _Grouped.made == ["one", "two"]
 
 
 #: The README's first products ("## Using it"), each followed by the kernels it compiled, as the
