@@ -238,6 +238,12 @@ _WARMUP_GROUPS = (  # float32's compile seconds in a worker, 2-core Xeon (2026-1
     ("tiny_2d",),  # 0.2
 )
 
+
+def _computed_as(dtype) -> np.dtype:
+    """The dtype whose kernels compute ``dtype``: float16 and bfloat16 run float32's."""
+    return _F32 if dtype == _F16 or is_bfloat16(dtype) else np.dtype(dtype)
+
+
 #: What each kernel kind of :meth:`CPUBackend._plan` is, in words (``polymm explain``).
 _PATH_WORDS = (
     ("slab_serial", "a small product: one serial loop, no threads, no packing"),
@@ -403,8 +409,8 @@ class CPUBackend(Backend):
         """Compile (or load from the cache) every kernel the ``"auto"`` path may run for ``dtype``
         (or those of ``kinds``), yielding each kind when ready (:func:`polymm.warmup`); float16 and
         bfloat16 run float32's."""
-        dt = _F32 if dtype == _F16 or is_bfloat16(dtype) else np.dtype(dtype)
-        for group in self.warmup_groups(dtype):
+        dt = _computed_as(dtype)
+        for group in self.warmup_groups(dt):
             for kind in group:
                 if kinds is None or kind in kinds:
                     self._kernel(kind, dt)
@@ -413,7 +419,7 @@ class CPUBackend(Backend):
     def warmup_groups(self, dtype) -> list[tuple[str, ...]]:
         """:meth:`warmup`'s kinds in the groups of :data:`_WARMUP_GROUPS` (``polymm.warmup(jobs=...)``
         compiles each group in a worker process)."""
-        dt = _F32 if dtype == _F16 or is_bfloat16(dtype) else np.dtype(dtype)
+        dt = _computed_as(dtype)
         return [g for g in _WARMUP_GROUPS if dt in _SMALL_DT or not g[0].startswith("small_")]
 
     def tune(self, **options):
