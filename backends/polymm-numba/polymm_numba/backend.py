@@ -485,8 +485,12 @@ class CPUBackend(Backend):
         if algorithm == "auto":
             a, b, out = a.astype(dt, copy=False), b.astype(dt, copy=False), out.astype(dt, copy=False)
             reads = params.Reads()
-            kind = self._plan(a, b, out, dt, reads)[0]
+            work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+            cap = params.team_cap(work, dt) if work >= params.NEIGHBOUR_MIN_WORK else 0
+            kind = self._plan(a, b, out, dt, reads, nth=min(numba.get_num_threads(), cap or numba.get_num_threads()))[0]
             settings = reads.read
+            if cap and cap < numba.get_num_threads():  # the tuned team decided (a serial plan too)
+                settings.append(params.SETTINGS[f"teams {dt.name}"])
         else:
             kind = {"tiled": "tiled_parallel", "naive": "naive_parallel"}[algorithm]
             settings = [params.SETTINGS["TILED"]] if algorithm == "tiled" else []
@@ -508,6 +512,8 @@ class CPUBackend(Backend):
         if kind.startswith("small_"):
             settings += [params.SETTINGS["SMALL_REGS"], params.SETTINGS["VECTOR_BYTES"]]
         threads = 1 if kind.endswith("serial") else numba.get_num_threads()
+        if algorithm == "auto":
+            threads = min(threads, cap or threads)
         return {"path": kind, "reason": words, "blocking": blocking, "threads": threads, "settings": tuple(settings)}
 
     def _run(self, a, b, out, algorithm, dt):
@@ -522,9 +528,11 @@ class CPUBackend(Backend):
         limit = numba.get_num_threads()
         work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
         if limit > 1 and not kind.endswith("serial") and work >= params.NEIGHBOUR_MIN_WORK:
+            # the team this much work uses best on this machine (polymm tune), of the free cores
+            most = min(limit, (algorithm == "auto" and params.team_cap(work, dt)) or limit)
             # a product that outlasts the spin of NumPy's pool on a whole team beside it takes the team
-            outlasts = params.one_thread_seconds(work, dt) > params.SPIN_SECONDS * limit / (limit - 1)
-            team = neighbours.team_size(limit, _PARALLEL_LOCK, outlasts_spin=outlasts)
+            outlasts = most > 1 and params.one_thread_seconds(work, dt) > params.SPIN_SECONDS * most / (most - 1)
+            team = neighbours.team_size(most, _PARALLEL_LOCK, outlasts_spin=outlasts)
             if team == 1 and algorithm == "auto":
                 # planned for one thread: a serial kernel runs as it is, without setting the
                 # thread count twice (about 20 us on 2 cores)

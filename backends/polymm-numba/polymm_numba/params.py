@@ -215,6 +215,58 @@ for _name in TUNED_DTYPES:
         AUTO_BLOCKING[np.dtype(_name)] = Blocking(**_found.value)
 
 
+def tuned_teams(dtype) -> Setting | None:
+    """The team sizes the tuning file records for ``dtype`` on this machine (``cpu-teams``: a list
+    of ``[multiply-adds, threads]``, the fastest team the tuner found for products of that much
+    work), as a setting, or None; an entry that is not such a list is ignored with a warning."""
+    entry = tuned_value(TUNING_KEY, f"cpu-teams {np.dtype(dtype).name}")
+    if entry is None:
+        return None
+    try:
+        classes = tuple(sorted((int(work), int(team)) for work, team in entry["value"]))
+        if not classes or min(min(c) for c in classes) < 1:
+            raise ValueError("no [work, threads] pairs of positive numbers")
+    except (TypeError, KeyError, ValueError) as exc:
+        warnings.warn(
+            f"polymm cpu: ignoring the {np.dtype(dtype).name} team sizes of the tuning file {tuning_path()} ({exc}); "
+            "every core is offered (run `polymm tune --backend cpu` again)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    return Setting(
+        f"tuning file {tuning_path()}", "cpu-teams", np.dtype(dtype).name, classes,
+        entry.get("why", "measured on this machine by polymm tune --backend cpu"), entry.get("evidence", {}),
+    )  # fmt: skip
+
+
+#: Per dtype, the tuned ``(work, threads)`` classes (:func:`team_cap`); none: every core is offered.
+TEAMS: dict[np.dtype, tuple[tuple[int, int], ...]] = {}
+for _name in TUNED_DTYPES:
+    _found = tuned_teams(_name)
+    if _found is not None:
+        SETTINGS[f"teams {_name}"] = _found
+        TEAMS[np.dtype(_name)] = _found.value
+
+
+def team_cap(work: int, dtype) -> int:
+    """The most threads a parallel product of ``work`` multiply-adds should take (before the
+    neighbours are counted): the tuned team of the nearest work class (nearest by ratio); beyond
+    the largest class, or untuned, every thread (0 means no cap). On the 16-core GPU host 8
+    threads ran 256^3-1024^3 products faster than 16, for NumPy too: more threads than the work
+    can use cost more than they bring, and where that begins is the machine's."""
+    classes = TEAMS.get(dtype)
+    if not classes or work > 2 * classes[-1][0]:
+        return 0
+    below = classes[0]
+    for above in classes:
+        if work <= above[0]:
+            # nearest by ratio: work / below[0] against above[0] / work
+            return (below if work * work < below[0] * above[0] else above)[1]
+        below = above
+    return below[1]
+
+
 def blocking_for(dtype) -> Blocking:
     """The blocking of the ``"auto"`` kernel for ``dtype``."""
     return AUTO_BLOCKING[np.dtype(dtype)]

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import params
 
-__all__ = ["tile_candidates", "block_candidates", "caches", "tune"]
+__all__ = ["tile_candidates", "block_candidates", "caches", "team_candidates", "tune", "tune_teams"]
 
 #: A candidate replaces the incumbent only when its best time is this much lower: the tuner
 #: runs on machines shared with other work, where a few percent is noise.
@@ -86,6 +86,87 @@ def block_candidates(dtype, mr: int, nr: int) -> list[tuple[int, int]]:
     return found
 
 
+#: The squares whose best team the tuner measures (``n``: ``n^3`` multiply-adds): the mid-size
+#: products, where a team larger than the work can use is slowest (the large ones take every core).
+TEAM_SIZES = (256, 512, 1024, 2048)
+
+
+def team_candidates(cores: int) -> list[int]:
+    """Team sizes worth timing on ``cores`` threads: one, two, a quarter, half and all of them."""
+    return sorted({t for t in (1, 2, cores // 4, cores // 2, cores) if 1 <= t <= cores})
+
+
+def tune_teams(name, sizes=TEAM_SIZES, seconds=0.5, log=print, command="polymm tune --backend cpu", save=True):
+    """Measure, for squares of each of ``sizes``, which team of this machine's threads runs the
+    ``"auto"`` kernel fastest (wall clock, best of round-robin calls, no neighbour; a smaller team
+    within :data:`MARGIN` of the best wins: fewer threads leave more to the program's others) and
+    (``save``) record the classes in the tuning file, where :func:`.params.team_cap` reads them;
+    returns ``([work, team] pairs, evidence)``."""
+    import numba
+
+    import polymm
+    from polymm.kernels.params import save_tuned_value
+
+    backend = polymm.get_backend("cpu")
+    dt = np.dtype(name)
+    cores = numba.get_num_threads()
+    teams = team_candidates(cores)
+    rng = np.random.default_rng(1)
+    saved = params.TEAMS.pop(dt, None)  # time every team, not the one a former tuning allows
+    classes, seen = [], {}
+    try:
+        for n in sizes:
+            a = rng.standard_normal((1, n, n)).astype(dt)
+            b = rng.standard_normal((1, n, n)).astype(dt)
+            out = np.empty((1, n, n), dt)
+
+            def call(team):
+                def run():
+                    numba.set_num_threads(team)
+                    try:
+                        backend.matmul(a, b, out, "auto")
+                    finally:
+                        numba.set_num_threads(cores)
+
+                return run
+
+            calls = {team: call(team) for team in teams}
+            for run in calls.values():  # compiled (or loaded) and warm before timing
+                run()
+            times = {team: [] for team in teams}
+            end = time.perf_counter() + seconds
+            while min(len(t) for t in times.values()) < 3 or time.perf_counter() < end:
+                for team, run in calls.items():
+                    start = time.perf_counter()
+                    run()
+                    times[team].append(time.perf_counter() - start)
+            best = {team: min(t) for team, t in times.items()}
+            fastest = min(best.values())
+            team = min(t for t in teams if best[t] <= (1 + MARGIN) * fastest)
+            classes.append([n**3, team])
+            seen[str(n)] = {str(t): round(best[t] * 1e6, 1) for t in teams}
+            log(f"  {n}^3: " + ", ".join(f"{t} threads {best[t] * 1e3:.3f} ms" for t in teams) + f": {team}")
+    finally:
+        if saved is not None:
+            params.TEAMS[dt] = saved
+    evidence = {
+        "date": datetime.date.today().isoformat(),
+        "device": f"{params.TUNING_KEY}, {os.cpu_count()} CPUs",
+        "command": command,
+        "result": f"{name} squares, best wall-clock time in us per team size: {seen}",
+    }
+    if save:
+        entry = {
+            "value": classes,
+            "why": f"the fastest of {len(teams)} team sizes timed on this machine",
+            "evidence": evidence,
+        }
+        log(f"{name}: teams {classes} written to {save_tuned_value(params.TUNING_KEY, f'cpu-teams {name}', entry)}")
+    else:
+        log(f"{name}: teams {classes} (not written)")
+    return classes, evidence
+
+
 def _time_round_robin(calls: dict, seconds: float) -> dict:
     """The best CPU time of this thread per call of each of ``calls``, taken one call of each a
     round until ``seconds`` have passed (at least three rounds)."""
@@ -109,8 +190,10 @@ def tune(
     log=print,
     command="polymm tune --backend cpu",
     save=True,
+    teams=TEAM_SIZES,
 ):
-    """Measure the blocking of each of ``dtypes`` and (``save``) record it in the tuning file;
+    """Measure the blocking of each of ``dtypes`` and (``save``) record it in the tuning file, then
+    the team sizes (:func:`tune_teams` for the squares of ``teams``; none: not measured);
     returns ``{dtype name: (Blocking, evidence)}``. ``n``: the side of the square products timed;
     ``seconds``: per dtype and phase (tiles, then cache blocks); ``max_tiles``: register tiles
     tried (the database's first)."""
@@ -185,4 +268,6 @@ def tune(
         else:
             log(f"{name}: {value} (not written)")
         found[name] = (chosen, evidence)
+        if teams:
+            tune_teams(name, teams, seconds=seconds / 6, log=log, command=command, save=save)
     return found

@@ -79,3 +79,63 @@ def test_candidates_fit_the_vector_registers():
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sysfs")
 def test_caches_are_read():
     assert tuning.caches().get("L1", 0) >= 16 * 1024
+
+
+_SHOW_TEAMS = (
+    "import json, numpy as np, numba, polymm; from polymm_numba import params; "
+    "a = np.ones((1, 256, 256), np.float32); b = np.ones((1, 256, 256), np.float32); out = np.empty_like(a); "
+    "plan = polymm.get_backend('cpu').explain(a, b, out, 'auto'); "
+    "print(json.dumps({'cap': params.team_cap(256**3, np.dtype('float32')), 'threads': plan['threads'], "
+    "'path': plan['path'], 'cites': [s.cite for s in plan['settings']], 'numba': numba.get_num_threads()}))"
+)
+
+
+def test_recorded_team_sizes_are_read_and_planned_for_by_the_next_process(tmp_path):
+    path = tmp_path / "tuning.json"
+    entry = {"value": [[256**3, 1], [1024**3, 2]], "why": "test", "evidence": {}}
+    path.write_text(json.dumps({params.TUNING_KEY: {"cpu-teams float32": entry}}))
+    env = dict(os.environ, POLYMM_TUNING=str(path), NUMBA_NUM_THREADS="2")
+    done = subprocess.run([sys.executable, "-c", _SHOW_TEAMS], env=env, capture_output=True, text=True, check=True)
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["numba"] == 2 and seen["cap"] == 1
+    # planned for one thread: the serial packed kernel, and explain cites the tuning file's entry
+    assert seen["threads"] == 1 and seen["path"] == "auto_serial"
+    assert f"tuning file {path} / cpu-teams.float32" in seen["cites"]
+
+
+def test_team_cap_takes_the_nearest_class_by_ratio(monkeypatch):
+    f32 = np.dtype("float32")
+    monkeypatch.setitem(params.TEAMS, f32, ((256**3, 4), (512**3, 8), (2048**3, 16)))
+    assert params.team_cap(64**3, f32) == 4  # below the smallest class: its team
+    assert params.team_cap(256**3, f32) == 4
+    assert params.team_cap(300**3, f32) == 4 and params.team_cap(400**3, f32) == 8  # sqrt(256*512)^3 between
+    assert params.team_cap(1000**3, f32) == 8 and params.team_cap(1100**3, f32) == 16
+    assert params.team_cap(2048**3, f32) == 16 and params.team_cap(3 * 2048**3, f32) == 0  # beyond: no cap
+    assert params.team_cap(256**3, np.dtype("float64")) == 0  # untuned dtype
+
+
+def test_a_malformed_team_entry_is_ignored_with_a_warning(tmp_path):
+    path = tmp_path / "tuning.json"
+    entry = {"value": [[256**3, 0]], "why": "test", "evidence": {}}
+    path.write_text(json.dumps({params.TUNING_KEY: {"cpu-teams float32": entry}}))
+    env = dict(os.environ, POLYMM_TUNING=str(path))
+    show = "from polymm_numba import params; import numpy as np; print(params.team_cap(256**3, np.dtype('float32')))"
+    done = subprocess.run([sys.executable, "-c", show], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.split()[-1] == "0"
+    assert "ignoring the float32 team sizes" in done.stderr
+
+
+def test_the_tuner_records_team_sizes(tmp_path, monkeypatch):
+    path = tmp_path / "tuning.json"
+    monkeypatch.setenv("POLYMM_TUNING", str(path))
+    from polymm.kernels import params as kernel_params
+
+    kernel_params._tuned.cache_clear()
+    lines = []
+    classes, evidence = tuning.tune_teams("float64", sizes=(48, 96), seconds=0.01, log=lines.append)
+    kernel_params._tuned.cache_clear()
+    assert [work for work, _ in classes] == [48**3, 96**3]
+    assert all(team in tuning.team_candidates(__import__("numba").get_num_threads()) for _, team in classes)
+    recorded = json.loads(path.read_text())[params.TUNING_KEY]["cpu-teams float64"]
+    assert recorded["value"] == classes and "us per team size" in evidence["result"]
+    assert any("written to" in line for line in lines)
