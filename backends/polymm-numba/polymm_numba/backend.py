@@ -254,7 +254,10 @@ _PATH_WORDS = (
     ("auto_splitk", "deep K: packed blocked GEMM over chunks of K in parallel, summed in chunk order"),
     ("auto_batch", "packed blocked GEMM (BLIS loops), one batch entry per thread"),
     ("auto_serial", "packed blocked GEMM (BLIS loops) on one thread: too little work for a parallel launch"),
-    ("auto_slabs", "packed blocked GEMM (BLIS loops), one column slab per thread, one parallel launch"),
+    (
+        "auto_slabs",
+        "packed blocked GEMM (BLIS loops), a grid of column slabs (row groups where the columns are few), one task per thread, one parallel launch",
+    ),
     ("auto", "packed blocked GEMM (BLIS loops), blocks of C in parallel"),
     ("tiled", "the textbook tiled kernel, tiles of C in parallel"),
     ("naive", "the textbook naive kernel, rows of C in parallel"),
@@ -341,14 +344,14 @@ class CPUBackend(Backend):
         elif kind == "dot_parallel":
             py, extra, sig = k.dot_parallel, (i8,), _sig_any_out
         elif kind == "tasks_parallel":  # the shared parallel driver of task bodies (by address)
-            return _entry(_jit(k.tasks_parallel, _sig(dtype, *(i8,) * 7), True, k.JIT, _Notice(dtype, kind)))
+            return _entry(_jit(k.tasks_parallel, _sig(dtype, *(i8,) * 9), True, k.JIT, _Notice(dtype, kind)))
         elif kind == "tiled_parallel":  # each tile a task of the shared driver, its work compiled on its own
-            tile = self._body(k._tile, "tile", _sig(dtype, *(i8,) * 6), dtype)
+            tile = self._body(k._tile, "tile", _sig(dtype, *(i8,) * 8), dtype)
             tasks = self._kernel("tasks_parallel", dtype)
 
             def tiled(a, b, out, tm, tn, tk):
                 tiles = a.shape[0] * -(-a.shape[1] // tm) * -(-b.shape[2] // tn)
-                tasks(a, b, out, tiles, tm, tn, tk, 0, 0, tile)
+                tasks(a, b, out, tiles, tm, tn, tk, 0, 0, 0, 0, tile)
 
             return tiled
         else:
@@ -375,12 +378,14 @@ class CPUBackend(Backend):
         if name == "_block_packed":  # (a, out, bi, i0, mb, j0, nb, jp_lo, jp_hi, p0, kb, bp)
             a, out = _sig(dtype).args[0], _sig(dtype).args[2]
             body_sig = types.void(a, out, *(i8,) * 9, types.Array(nb_dt, 1, "C"))
-        else:  # (a, b, out, bi, j_lo, j_hi, mc, nc, kc)
-            body_sig = _sig(dtype, *(i8,) * 6)
+        else:  # (a, b, out, bi, i_lo, i_hi, j_lo, j_hi, mc, nc, kc)
+            body_sig = _sig(dtype, *(i8,) * 8)
         body = self._body(spec[name], name.strip("_"), body_sig, dtype)
         if kind == "auto_batch":  # a batch entry a task of the shared driver
             tasks = self._kernel("tasks_parallel", dtype)
-            return lambda a, b, out, mc, nc, kc, nth: tasks(a, b, out, a.shape[0], 0, b.shape[2], mc, nc, kc, body)
+            return lambda a, b, out, mc, nc, kc, nth: tasks(
+                a, b, out, a.shape[0], 0, a.shape[1], 0, b.shape[2], mc, nc, kc, body
+            )
         if kind == "auto_splitk":  # the body's address ends the chunk kernel's parameters
             entry = _entry(_jit(spec[kind], _sig(dtype, i8, types.UniTuple(i8, 4)), True, k.JIT, _Notice(dtype, kind)))
             return lambda a, b, out, ks, blocking: entry(a, b, out, ks, (*blocking, body))
@@ -646,8 +651,12 @@ class CPUBackend(Backend):
             return "auto_splitk", (a, b, out, p.SPLITK_CHUNK, (blk.mc, blk.nc, blk.kc))
         if nbatch >= 2 * nth:
             return "auto_batch", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
-        if per <= p.SLABS_WORK and n >= nth * p.SLABS_MIN_COLUMNS:
-            return "auto_slabs", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
+        if per <= p.SLABS_WORK_PER_THREAD * nth:
+            # one launch: as many column slabs as the columns allow, row groups for the rest
+            slabs = max(1, min(nth, n // p.SLABS_MIN_COLUMNS))
+            groups = max(1, min(nth // slabs, m // (p.SLABS_MIN_ROW_PANELS * blk.mr)))
+            if slabs * groups >= 2:
+                return "auto_slabs", (a, b, out, blk.mc, slabs, blk.kc, groups)
         return "auto_parallel", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
 
     def dtypes(self):

@@ -187,8 +187,9 @@ SMALL_MN = _read("SMALL_MN", "cpu-small", "most_mn")
 SMALL_K = _read("SMALL_K", "cpu-small", "most_k")
 SMALL_SERIAL_WORK = _read("SMALL_SERIAL_WORK", "cpu-small", "serial_work")
 
-SLABS_WORK = _read("SLABS_WORK", "cpu-slabs", "work")
+SLABS_WORK_PER_THREAD = _read("SLABS_WORK_PER_THREAD", "cpu-slabs", "work_per_thread")
 SLABS_MIN_COLUMNS = _read("SLABS_MIN_COLUMNS", "cpu-slabs", "min_columns")
+SLABS_MIN_ROW_PANELS = _read("SLABS_MIN_ROW_PANELS", "cpu-slabs", "min_row_panels")
 
 SPLITK_MIN_K = _read("SPLITK_MIN_K", "cpu-split-k", "min_k")
 SPLITK_MAX_MN = _read("SPLITK_MAX_MN", "cpu-split-k", "max_mn")

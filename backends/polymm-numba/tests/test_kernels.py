@@ -289,3 +289,21 @@ def test_every_kernel_called_by_address_computes_the_product(backend, dtype):
             assert_matches(out, a, b)
     wanted = BY_ADDRESS - ({"small_splitk"} if dt.kind == "c" else set())
     assert wanted <= seen, sorted(wanted - seen)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+@pytest.mark.parametrize("m,k,n", [(256, 256, 256), (203, 130, 97), (150, 300, 130), (600, 100, 60)])
+def test_the_slab_grid_for_many_threads_computes_the_product(backend, dtype, m, k, n):
+    """Planned for 16 threads, mid-size products whose columns are too few for 16 slabs run as a
+    grid of slabs by row groups (``auto_slabs``; rows and columns not multiples of the register
+    tile, a group's rows ending mid-block); on this machine's threads the tasks are shared out."""
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(11)
+    a = rng.integers(-8, 8, (1, m, k)).astype(dt) if dt.kind == "i" else rng.standard_normal((1, m, k)).astype(dt)
+    b = rng.integers(-8, 8, (1, k, n)).astype(dt) if dt.kind == "i" else rng.standard_normal((1, k, n)).astype(dt)
+    out = np.full((1, m, n), -7, dt) if dt.kind == "i" else np.full((1, m, n), np.nan, dt)
+    kind, args = backend._plan(a, b, out, dt, nth=16)
+    slabs, groups = args[4], args[6]
+    assert kind == "auto_slabs" and groups > 1 and slabs * groups <= 16
+    backend._kernel(kind, dt)(*args)
+    assert_matches(out, a, b)
