@@ -490,12 +490,13 @@ class CPUBackend(Backend):
         if algorithm == "auto":
             a, b, out = a.astype(dt, copy=False), b.astype(dt, copy=False), out.astype(dt, copy=False)
             reads = params.Reads()
-            work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
-            cap = params.team_cap(work, dt) if work >= params.NEIGHBOUR_MIN_WORK else 0
-            kind = self._plan(a, b, out, dt, reads, nth=min(numba.get_num_threads(), cap or numba.get_num_threads()))[0]
+            kind = self._plan(a, b, out, dt, reads)[0]
+            cap = self._team_cap(a, b, kind, dt)
+            if cap < numba.get_num_threads():  # the tuned team decides (a serial plan too)
+                reads = params.Reads()
+                kind = self._plan(a, b, out, dt, reads, nth=cap)[0]
+                reads.read.append(params.SETTINGS[f"teams {dt.name}"])
             settings = reads.read
-            if cap and cap < numba.get_num_threads():  # the tuned team decided (a serial plan too)
-                settings.append(params.SETTINGS[f"teams {dt.name}"])
         else:
             kind = {"tiled": "tiled_parallel", "naive": "naive_parallel"}[algorithm]
             settings = [params.SETTINGS["TILED"]] if algorithm == "tiled" else []
@@ -518,7 +519,7 @@ class CPUBackend(Backend):
             settings += [params.SETTINGS["SMALL_REGS"], params.SETTINGS["VECTOR_BYTES"]]
         threads = 1 if kind.endswith("serial") else numba.get_num_threads()
         if algorithm == "auto":
-            threads = min(threads, cap or threads)
+            threads = min(threads, cap)
         return {"path": kind, "reason": words, "blocking": blocking, "threads": threads, "settings": tuple(settings)}
 
     def _run(self, a, b, out, algorithm, dt):
@@ -534,7 +535,7 @@ class CPUBackend(Backend):
         work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
         if limit > 1 and not kind.endswith("serial") and work >= params.NEIGHBOUR_MIN_WORK:
             # the team this much work uses best on this machine (polymm tune), of the free cores
-            most = min(limit, (algorithm == "auto" and params.team_cap(work, dt)) or limit)
+            most = self._team_cap(a, b, kind, dt) if algorithm == "auto" else limit
             # a product that outlasts the spin of NumPy's pool on a whole team beside it takes the team
             outlasts = most > 1 and params.one_thread_seconds(work, dt) > params.SPIN_SECONDS * most / (most - 1)
             team = neighbours.team_size(most, _PARALLEL_LOCK, outlasts_spin=outlasts)
@@ -553,6 +554,19 @@ class CPUBackend(Backend):
                     numba.set_num_threads(limit)
                 return
         self._launch(kind, args, dt)
+
+    @staticmethod
+    def _team_cap(a, b, kind, dt) -> int:
+        """The most threads the packed kernel (``kind`` ``auto_*``) should take for this product:
+        the tuned team of its size (:func:`.params.team_cap`, timed on squares), else Numba's
+        thread count. The streaming kernels (matrix-vector, dots, narrow slabs) are bound by
+        memory bandwidth, which every core adds to: capped like squares of their work, gemv-4096
+        float32 ran on 2 of 16 threads at a third of its speed (16-core GPU host, 2026-12-02)."""
+        limit = numba.get_num_threads()
+        work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+        if not kind.startswith("auto_") or work < params.NEIGHBOUR_MIN_WORK:
+            return limit
+        return min(limit, params.team_cap(work, dt) or limit)
 
     def _choose(self, a, b, out, algorithm, dt):
         """``(kernel kind, args)`` for ``algorithm`` on the current thread count."""

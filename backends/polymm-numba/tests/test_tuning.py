@@ -85,8 +85,11 @@ _SHOW_TEAMS = (
     "import json, numpy as np, numba, polymm; from polymm_numba import params; "
     "a = np.ones((1, 256, 256), np.float32); b = np.ones((1, 256, 256), np.float32); out = np.empty_like(a); "
     "plan = polymm.get_backend('cpu').explain(a, b, out, 'auto'); "
+    "v = np.ones((1, 4096, 1), np.float32); gemv = polymm.get_backend('cpu').explain("
+    "np.ones((1, 4096, 4096), np.float32), v, np.empty_like(v), 'auto'); "
     "print(json.dumps({'cap': params.team_cap(256**3, np.dtype('float32')), 'threads': plan['threads'], "
-    "'path': plan['path'], 'cites': [s.cite for s in plan['settings']], 'numba': numba.get_num_threads()}))"
+    "'path': plan['path'], 'cites': [s.cite for s in plan['settings']], 'numba': numba.get_num_threads(), "
+    "'gemv': [gemv['path'], gemv['threads']]}))"
 )
 
 
@@ -101,6 +104,8 @@ def test_recorded_team_sizes_are_read_and_planned_for_by_the_next_process(tmp_pa
     # planned for one thread: the serial packed kernel, and explain cites the tuning file's entry
     assert seen["threads"] == 1 and seen["path"] == "auto_serial"
     assert f"tuning file {path} / cpu-teams.float32" in seen["cites"]
+    # a matrix-vector product of as much work streams memory on every thread: not capped
+    assert not seen["gemv"][0].startswith("auto_") and seen["gemv"][1] == 2
 
 
 def test_team_cap_takes_the_nearest_class_by_ratio(monkeypatch):
