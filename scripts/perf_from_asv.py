@@ -35,7 +35,7 @@ COMMANDS = {
     "polymm-2core-ci": "scripts/asv_record_local.sh  (asv.existing.conf.json, slices of asv run)",
     "polymm-2core-avx512": "ASV_MACHINE=polymm-2core-avx512 scripts/asv_record_local.sh --keep  (asv.existing.conf.json, slices of asv run)",
     "polymm-h100": ". .device/setup.sh && POLYMM_COMMIT=<sha> POLYMM_COMMIT_DATE=<unix time> ASV_GPU_BUDGET=330 bash scripts/asv_gpu_run.sh $OUT",
-    "polymm-h200": ". .device/setup.sh && ASV_MACHINE=polymm-h200 POLYMM_COMMIT=<sha> POLYMM_COMMIT_DATE=<unix time> ASV_GPU_BUDGET=538 ASV_GPU_SLICES='cuda_time reference cliffs_cuda_sq cliffs_cuda_tc cliffs_cuda_tc2 cliffs_opencl cuda_ratio shapes_cuda' bash scripts/asv_gpu_run.sh $OUT",
+    "polymm-h200": ". .device/setup.sh && ASV_MACHINE=polymm-h200 POLYMM_COMMIT=<sha> POLYMM_COMMIT_DATE=<unix time> ASV_GPU_BUDGET=380 bash scripts/asv_gpu_run.sh $OUT; then, its results carried to a second call (asv_bench/scratch), ASV_GPU_SLICES='overhead cliffs_cuda_sq cliffs_cuda_mv cliffs_cuda_tc cliffs_cuda_tc2 cliffs_cuda_f64' ASV_GPU_BUDGET=280 the same (the budget ended in cliffs_cuda_tc)",
 }
 
 
