@@ -131,29 +131,43 @@ TUNING_KEY = f"numba {_model() or platform.machine()} {HOST.platform}"
 TUNED_DTYPES = ("float32", "float64")
 
 
-def tuned_blocking(dtype) -> Setting | None:
-    """The blocking the tuning file records for ``dtype`` on this machine, as a setting (with the
-    tuner's evidence), or None; an entry that is not a valid blocking is ignored with a warning."""
-    entry = tuned_value(TUNING_KEY, f"cpu-blocking {np.dtype(dtype).name}")
+def _tuned_setting(family: str, dtype, what: str, otherwise: str, parse) -> Setting | None:
+    """The tuning file's ``family`` entry for ``dtype`` on this machine as a setting (with the
+    tuner's evidence) whose value is ``parse(recorded value)``, or None; an entry that ``parse``
+    refuses (``ValueError``, ``TypeError``) is ignored with a warning naming ``what`` it held and
+    what is used ``otherwise``."""
+    name = np.dtype(dtype).name
+    entry = tuned_value(TUNING_KEY, f"{family} {name}")
     if entry is None:
         return None
     try:
-        blk = Blocking(**entry["value"])
-        lanes = max(1, VECTOR_BYTES // np.dtype(dtype).itemsize)
-        if min(blk.mr, blk.nr, blk.mc, blk.nc, blk.kc) < 1 or blk.nr % lanes or blk.mc % blk.mr:
-            raise ValueError(f"{blk} is not a blocking of whole vectors and panels here")
+        value = parse(entry["value"])
     except (TypeError, KeyError, ValueError) as exc:
         warnings.warn(
-            f"polymm cpu: ignoring the {np.dtype(dtype).name} blocking of the tuning file {tuning_path()} ({exc}); "
-            "the device database's is used (run `polymm tune --backend cpu` again)",
+            f"polymm cpu: ignoring the {name} {what} of the tuning file {tuning_path()} ({exc}); "
+            f"{otherwise} (run `polymm tune --backend cpu` again)",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
         return None
     return Setting(
-        f"tuning file {tuning_path()}", "cpu-blocking", np.dtype(dtype).name, entry["value"],
+        f"tuning file {tuning_path()}", family, name, value,
         entry.get("why", "measured on this machine by polymm tune --backend cpu"), entry.get("evidence", {}),
     )  # fmt: skip
+
+
+def tuned_blocking(dtype) -> Setting | None:
+    """The blocking the tuning file records for ``dtype`` on this machine, as a setting, or None;
+    an entry that is not a valid blocking is ignored with a warning."""
+
+    def parse(value):
+        blk = Blocking(**value)
+        lanes = max(1, VECTOR_BYTES // np.dtype(dtype).itemsize)
+        if min(blk.mr, blk.nr, blk.mc, blk.nc, blk.kc) < 1 or blk.nr % lanes or blk.mc % blk.mr:
+            raise ValueError(f"{blk} is not a blocking of whole vectors and panels here")
+        return value
+
+    return _tuned_setting("cpu-blocking", dtype, "blocking", "the device database's is used", parse)
 
 
 def blocking_setting(dtype) -> Setting:
@@ -220,25 +234,14 @@ def tuned_teams(dtype) -> Setting | None:
     """The team sizes the tuning file records for ``dtype`` on this machine (``cpu-teams``: a list
     of ``[multiply-adds, threads]``, the fastest team the tuner found for products of that much
     work), as a setting, or None; an entry that is not such a list is ignored with a warning."""
-    entry = tuned_value(TUNING_KEY, f"cpu-teams {np.dtype(dtype).name}")
-    if entry is None:
-        return None
-    try:
-        classes = tuple(sorted((int(work), int(team)) for work, team in entry["value"]))
+
+    def parse(value):
+        classes = tuple(sorted((int(work), int(team)) for work, team in value))
         if not classes or min(min(c) for c in classes) < 1:
             raise ValueError("no [work, threads] pairs of positive numbers")
-    except (TypeError, KeyError, ValueError) as exc:
-        warnings.warn(
-            f"polymm cpu: ignoring the {np.dtype(dtype).name} team sizes of the tuning file {tuning_path()} ({exc}); "
-            "every core is offered (run `polymm tune --backend cpu` again)",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return None
-    return Setting(
-        f"tuning file {tuning_path()}", "cpu-teams", np.dtype(dtype).name, classes,
-        entry.get("why", "measured on this machine by polymm tune --backend cpu"), entry.get("evidence", {}),
-    )  # fmt: skip
+        return classes
+
+    return _tuned_setting("cpu-teams", dtype, "team sizes", "every core is offered", parse)
 
 
 #: Per dtype, the tuned ``(work, threads)`` classes (:func:`team_cap`); none: every core is offered.

@@ -133,14 +133,7 @@ def tune_teams(name, sizes=TEAM_SIZES, seconds=0.5, log=print, command="polymm t
             calls = {team: call(team) for team in teams}
             for run in calls.values():  # compiled (or loaded) and warm before timing
                 run()
-            times = {team: [] for team in teams}
-            end = time.perf_counter() + seconds
-            while min(len(t) for t in times.values()) < 3 or time.perf_counter() < end:
-                for team, run in calls.items():
-                    start = time.perf_counter()
-                    run()
-                    times[team].append(time.perf_counter() - start)
-            best = {team: min(t) for team, t in times.items()}
+            best = _time_round_robin(calls, seconds, clock=time.perf_counter)
             fastest = min(best.values())
             team = min(t for t in teams if best[t] <= (1 + MARGIN) * fastest)
             classes.append([n**3, team])
@@ -167,17 +160,18 @@ def tune_teams(name, sizes=TEAM_SIZES, seconds=0.5, log=print, command="polymm t
     return classes, evidence
 
 
-def _time_round_robin(calls: dict, seconds: float) -> dict:
-    """The best CPU time of this thread per call of each of ``calls``, taken one call of each a
-    round until ``seconds`` have passed (at least three rounds)."""
+def _time_round_robin(calls: dict, seconds: float, clock=time.thread_time) -> dict:
+    """The best time per call of each of ``calls`` by ``clock`` (default: this thread's CPU time;
+    a parallel call needs the wall clock), taken one call of each a round until ``seconds`` have
+    passed (at least three rounds)."""
     times = {key: [] for key in calls}
     end = time.perf_counter() + seconds
     rounds = 0
     while rounds < 3 or time.perf_counter() < end:
         for key, call in calls.items():
-            start = time.thread_time()
+            start = clock()
             call()
-            times[key].append(time.thread_time() - start)
+            times[key].append(clock() - start)
         rounds += 1
     return {key: min(t) for key, t in times.items()}
 
