@@ -56,7 +56,7 @@ def test_the_tuner_records_a_blocking_the_next_process_uses(tmp_path, monkeypatc
 
     kernel_params._tuned.cache_clear()
     lines = []
-    found = tuning.tune(dtypes=("float32",), n=96, seconds=0.05, max_tiles=1, log=lines.append)
+    found = tuning.tune(dtypes=("float32",), n=96, large=128, seconds=0.05, max_tiles=1, log=lines.append, teams=(64,))
     kernel_params._tuned.cache_clear()
     chosen, evidence = found["float32"]
     assert "GFLOP/s" in evidence["result"] and any("written to" in line for line in lines)
