@@ -88,7 +88,7 @@ def block_candidates(dtype, mr: int, nr: int) -> list[tuple[int, int]]:
 
 #: The squares whose best team the tuner measures (``n``: ``n^3`` multiply-adds): the mid-size
 #: products, where a team larger than the work can use is slowest (the large ones take every core).
-TEAM_SIZES = (256, 512, 1024, 2048)
+TEAM_SIZES = (256, 512, 1024)
 
 
 def team_candidates(cores: int) -> list[int]:
