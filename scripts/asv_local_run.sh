@@ -25,6 +25,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python}"
+# a relative PYTHON (.venv/bin/python) names a file from here; asv runs from asv_bench/
+case "$python" in /*) ;; */*) python="$(cd "$(dirname "$python")" && pwd)/$(basename "$python")" ;; esac
 quick=0
 bench=0
 for arg in "$@"; do

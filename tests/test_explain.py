@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import polymm
@@ -144,3 +146,18 @@ def test_cli():
         [sys.executable, "-m", "polymm.tools.cli", "explain", "4x4", "4xq"], capture_output=True, text=True
     )
     assert bad.returncode != 0 and "not a shape" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    "shape1, words",
+    [
+        (np.ones((4, 4)), "an array: pass x.shape and x.dtype"),
+        ("4x4", "must be a shape, a tuple of ints; got str"),
+        (4, "must be a shape, a tuple of ints; got int"),
+        ((4, -1), "non-negative ints; got (4, -1)"),
+        ((4, 2.5), "non-negative ints; got (4, 2.5)"),
+    ],
+)
+def test_explain_refuses_what_is_not_a_shape(shape1, words):
+    with pytest.raises(TypeError, match=re.escape(words)):
+        explain(shape1, (4, 4), "float32", backend="cpu")

@@ -188,6 +188,12 @@ def _shapes(shape1, shape2):
     """(batch, M, N, K) of ``x1 @ x2`` with array-API shape rules (1-D operands included)."""
     from ..shapes import matmul_shape
 
+    for name, shape in (("shape1", shape1), ("shape2", shape2)):
+        if hasattr(shape, "shape") or isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+            hint = " (an array: pass x.shape and x.dtype)" if hasattr(shape, "shape") else ""
+            raise TypeError(f"explain: {name} must be a shape, a tuple of ints; got {type(shape).__name__}{hint}")
+        if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0 for d in shape):
+            raise TypeError(f"explain: {name} must be a shape of non-negative ints; got {tuple(shape)!r}")
     s = matmul_shape(tuple(shape1), tuple(shape2))
     return math.prod(s.batch), s.m, s.n, s.k
 
