@@ -491,7 +491,8 @@ class CPUBackend(Backend):
             a, b, out = a.astype(dt, copy=False), b.astype(dt, copy=False), out.astype(dt, copy=False)
             reads = params.Reads()
             kind = self._plan(a, b, out, dt, reads)[0]
-            cap = self._team_cap(a, b, kind, dt)
+            work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+            cap = self._team_cap(kind, work, dt, numba.get_num_threads())
             if cap < numba.get_num_threads():  # the tuned team decides (a serial plan too)
                 reads = params.Reads()
                 kind = self._plan(a, b, out, dt, reads, nth=cap)[0]
@@ -535,7 +536,7 @@ class CPUBackend(Backend):
         work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
         if limit > 1 and not kind.endswith("serial") and work >= params.NEIGHBOUR_MIN_WORK:
             # the team this much work uses best on this machine (polymm tune), of the free cores
-            most = self._team_cap(a, b, kind, dt) if algorithm == "auto" else limit
+            most = self._team_cap(kind, work, dt, limit) if algorithm == "auto" else limit
             # a product that outlasts the spin of NumPy's pool on a whole team beside it takes the team
             outlasts = most > 1 and params.one_thread_seconds(work, dt) > params.SPIN_SECONDS * most / (most - 1)
             team = neighbours.team_size(most, _PARALLEL_LOCK, outlasts_spin=outlasts)
@@ -556,14 +557,12 @@ class CPUBackend(Backend):
         self._launch(kind, args, dt)
 
     @staticmethod
-    def _team_cap(a, b, kind, dt) -> int:
-        """The most threads the packed kernel (``kind`` ``auto_*``) should take for this product:
-        the tuned team of its size (:func:`.params.team_cap`, timed on squares), else Numba's
-        thread count. The streaming kernels (matrix-vector, dots, narrow slabs) are bound by
+    def _team_cap(kind, work, dt, limit) -> int:
+        """The most of ``limit`` threads the packed kernel (``kind`` ``auto_*``) should take for a
+        product of ``work`` multiply-adds: the tuned team of its size (:func:`.params.team_cap`,
+        timed on squares), else ``limit``. The streaming kernels (matrix-vector, dots, narrow slabs) are bound by
         memory bandwidth, which every core adds to: capped like squares of their work, gemv-4096
         float32 ran on 2 of 16 threads at a third of its speed (16-core GPU host, 2026-12-02)."""
-        limit = numba.get_num_threads()
-        work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
         if not kind.startswith("auto_") or work < params.NEIGHBOUR_MIN_WORK:
             return limit
         return min(limit, params.team_cap(work, dt) or limit)
