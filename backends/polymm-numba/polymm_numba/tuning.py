@@ -89,6 +89,10 @@ def block_candidates(dtype, mr: int, nr: int) -> list[tuple[int, int]]:
 #: The squares whose best team the tuner measures (``n``: ``n^3`` multiply-adds): the mid-size
 #: products, where a team larger than the work can use is slowest (the large ones take every core).
 TEAM_SIZES = (256, 512, 1024)
+#: Calls of one team in a row (the first not timed): a team timed between calls of other sizes
+#: also paid for the change of size, and 16 threads looked slowest at 256^3 (0.33 ms against 0.20
+#: on 2-8; 0.11 ms in the cliff suite's run on 16 alone: 16-core GPU host, 2026-12-02).
+TEAM_BLOCK = 4
 
 
 def team_candidates(cores: int) -> list[int]:
@@ -133,7 +137,7 @@ def tune_teams(name, sizes=TEAM_SIZES, seconds=0.5, log=print, command="polymm t
             calls = {team: call(team) for team in teams}
             for run in calls.values():  # compiled (or loaded) and warm before timing
                 run()
-            best = _time_round_robin(calls, seconds, clock=time.perf_counter)
+            best = _time_round_robin(calls, seconds, clock=time.perf_counter, block=TEAM_BLOCK)
             fastest = min(best.values())
             team = min(t for t in teams if best[t] <= (1 + MARGIN) * fastest)
             classes.append([n**3, team])
@@ -160,18 +164,21 @@ def tune_teams(name, sizes=TEAM_SIZES, seconds=0.5, log=print, command="polymm t
     return classes, evidence
 
 
-def _time_round_robin(calls: dict, seconds: float, clock=time.thread_time) -> dict:
+def _time_round_robin(calls: dict, seconds: float, clock=time.thread_time, block: int = 1) -> dict:
     """The best time per call of each of ``calls`` by ``clock`` (default: this thread's CPU time;
-    a parallel call needs the wall clock), taken one call of each a round until ``seconds`` have
-    passed (at least three rounds)."""
+    a parallel call needs the wall clock), taken ``block`` calls of each a round until ``seconds``
+    have passed (at least three rounds). With ``block`` > 1 a block's first call is not timed: it
+    pays for the change from the call before (a team of another size: OpenMP docking threads)."""
     times = {key: [] for key in calls}
     end = time.perf_counter() + seconds
     rounds = 0
     while rounds < 3 or time.perf_counter() < end:
         for key, call in calls.items():
-            start = clock()
-            call()
-            times[key].append(clock() - start)
+            for i in range(block):
+                start = clock()
+                call()
+                if i or block == 1:
+                    times[key].append(clock() - start)
         rounds += 1
     return {key: min(t) for key, t in times.items()}
 
