@@ -185,6 +185,25 @@ _DOTS_FIRST_K = 128
 _DOTS_FIRST_K_ROW = 32
 
 
+def _slab_grid(m, n, nth, blk, p) -> tuple[int, int]:
+    """``(slabs, groups)`` of ``auto_slabs`` for an ``m x n`` output on ``nth`` threads: the grid
+    that gives the most threads a task, with the most column slabs among those. Slabs are whole
+    ``blk.nr``-wide panels of at least ``cpu-slabs.min_columns`` columns and groups whole runs
+    of at least ``min_row_panels`` ``blk.mr``-row panels, each shared out evenly as the kernel
+    does: asking for more slabs than there are panels merged them (6 x 64 tiles, 512 columns:
+    8 tasks for 16 threads, half of them idle), and 320 columns were 10 slabs for 16 threads
+    where 4 slabs by 4 groups use them all."""
+    panels, row_panels = -(-n // blk.nr), -(-m // blk.mr)
+
+    def even(parts, units):  # how many parts ``units`` make when shared out as the kernel does
+        return -(-units // -(-units // parts))
+
+    most = max(1, min(nth, n // p.SLABS_MIN_COLUMNS, panels))
+    rows = max(1, m // (p.SLABS_MIN_ROW_PANELS * blk.mr))
+    grids = ((even(s, panels), even(max(1, min(nth // s, rows)), row_panels)) for s in range(1, most + 1))
+    return max(grids, key=lambda grid: (grid[0] * grid[1], grid[0]))
+
+
 def _plan_dots(nbatch, m, n, kk, work, nth, p):
     """``"dot_batch"`` (``"dot_batch_serial"``) for a batch of dot products -- one column of B
     (vecdot: 1 x K by K x 1; a batched matrix-vector product of few rows): one dot product per
@@ -665,9 +684,8 @@ class CPUBackend(Backend):
         if nbatch >= 2 * nth:
             return "auto_batch", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
         if per <= p.SLABS_WORK_PER_THREAD * nth:
-            # one launch: as many column slabs as the columns allow, row groups for the rest
-            slabs = max(1, min(nth, n // p.SLABS_MIN_COLUMNS))
-            groups = max(1, min(nth // slabs, m // (p.SLABS_MIN_ROW_PANELS * blk.mr)))
+            # one launch: a grid of column slabs by row groups, one task per thread
+            slabs, groups = _slab_grid(m, n, nth, blk, p)
             if slabs * groups >= 2:
                 return "auto_slabs", (a, b, out, blk.mc, slabs, blk.kc, groups)
         return "auto_parallel", (a, b, out, blk.mc, blk.nc, blk.kc, nth)

@@ -307,3 +307,18 @@ def test_the_slab_grid_for_many_threads_computes_the_product(backend, dtype, m, 
     assert kind == "auto_slabs" and groups > 1 and slabs * groups <= 16
     backend._kernel(kind, dt)(*args)
     assert_matches(out, a, b)
+
+
+@pytest.mark.parametrize("nr,m,n", [(64, 512, 512), (64, 256, 256), (32, 256, 256), (16, 320, 320)])
+def test_the_slab_grid_gives_every_thread_a_task_whatever_the_tile_width(backend, monkeypatch, nr, m, n):
+    """Slabs are whole NR-wide panels: where the columns make fewer panels than the slab count
+    the planner asked for, the kernel merged slabs and half the threads idled (6 x 64 tiles, 512
+    columns: 8 tasks for 16 threads). The planner counts panels, and row groups make up the rest."""
+    dt = np.dtype("float32")
+    blk = params.AUTO_BLOCKING[dt]
+    monkeypatch.setitem(params.AUTO_BLOCKING, dt, dataclasses.replace(blk, mr=6, nr=nr))
+    a = np.ones((1, m, m), dt)
+    b = np.ones((1, m, n), dt)
+    kind, args = backend._plan(a, b, np.empty((1, m, n), dt), dt, nth=16)
+    slabs, groups = args[4], args[6]
+    assert kind == "auto_slabs" and slabs <= -(-n // nr) and slabs * groups == 16
