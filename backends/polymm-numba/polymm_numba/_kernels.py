@@ -199,14 +199,37 @@ def _micro(ap, bp, acc, kc):
                 acc[i, j] += ai * bp[p * NR + j]
 
 
+def _column_into_panels(col, ap, p, kb, z):
+    """Column ``p`` of an A block (``col``, its ``mb`` rows) into the MR-tall k-major panels of
+    ``ap``, the last panel's missing rows zero."""
+    mb = col.shape[0]
+    full = mb - mb % MR
+    for ip in range(0, full, MR):
+        for r in range(MR):
+            ap[ip * kb + p * MR + r] = col[ip + r]
+    if full < mb:
+        for r in range(MR):
+            ap[full * kb + p * MR + r] = col[full + r] if full + r < mb else z
+
+
 def _pack_a(a, bi, i0, mb, p0, kb, ap):
     """Rows i0..i0+mb of A (columns p0..p0+kb) as MR-tall k-major panels, zero-padded."""
     z = _zero(a[0, 0, 0])
     along_k = abs(a.strides[2]) <= abs(a.strides[1])  # read A in memory order
+    if not along_k:
+        # A runs down its columns: each K step reads the block's whole column, one run, into
+        # every panel (panel by panel, a K step read MR values of a cache line and the block's
+        # kb lines did not stay in L1 until the next panel needed the rest of them)
+        for p in range(kb):
+            if a.strides[1] == a.itemsize:  # typed so: the column's loads vectorise
+                _column_into_panels(_unit(a[bi, i0 : i0 + mb, p0 + p]), ap, p, kb, z)
+            else:
+                _column_into_panels(a[bi, i0 : i0 + mb, p0 + p], ap, p, kb, z)
+        return
     for ip in range(0, mb, MR):
         base = ip * kb
         rows = min(MR, mb - ip)
-        if along_k and a.strides[2] == a.itemsize:
+        if a.strides[2] == a.itemsize:
             # unit stride along K: each row a contiguous run, typed so
             if rows == MR:
                 # MR rows side by side: one contiguous store of MR per K step
@@ -218,17 +241,19 @@ def _pack_a(a, bi, i0, mb, p0, kb, ap):
                     src = _unit(a[bi, i0 + ip + r, p0 : p0 + kb])
                     for p in range(kb):
                         ap[base + p * MR + r] = src[p]
-        elif along_k:
+        else:
             for r in range(rows):
                 for p in range(kb):
-                    ap[base + p * MR + r] = a[bi, i0 + ip + r, p0 + p]
-        else:
-            for p in range(kb):
-                for r in range(rows):
                     ap[base + p * MR + r] = a[bi, i0 + ip + r, p0 + p]
         for p in range(kb):
             for r in range(rows, MR):
                 ap[base + p * MR + r] = z
+
+
+def _column_into_panel(col, bp, q, c):
+    """K steps ``q..`` of column ``c`` of a B panel (``col``) into the k-major panel ``bp``."""
+    for p in range(col.shape[0]):
+        bp[(q + p) * NR + c] = col[p]
 
 
 def _pack_b(b, bi, p0, kb, j0, cols, bp):
@@ -246,10 +271,16 @@ def _pack_b(b, bi, p0, kb, j0, cols, bp):
                 src = _unit(b[bi, p0 + p, j0 : j0 + cols])
                 for c in range(cols):
                     bp[p * NR + c] = src[c]
-    elif abs(b.strides[1]) < abs(b.strides[2]):  # read B in memory order
-        for c in range(cols):
-            for p in range(kb):
-                bp[p * NR + c] = b[bi, p0 + p, j0 + c]
+    elif abs(b.strides[1]) < abs(b.strides[2]):
+        # B runs down its columns: read in memory order, 16 K steps at a time, so that the
+        # panel's rows being written stay in L1 while every column passes through them
+        for q in range(0, kb, 16):
+            qe = min(kb, q + 16)
+            for c in range(cols):
+                if b.strides[1] == b.itemsize:  # typed so: the column's loads vectorise
+                    _column_into_panel(_unit(b[bi, p0 + q : p0 + qe, j0 + c]), bp, q, c)
+                else:
+                    _column_into_panel(b[bi, p0 + q : p0 + qe, j0 + c], bp, q, c)
     else:
         for p in range(kb):
             for c in range(cols):
@@ -726,7 +757,7 @@ def specialise(mr: int, nr: int, regs: bool) -> dict:
     # The packing loops are inlined into their callers (Numba's IR): compiled as functions of
     # their own, each was optimised and emitted again in every caller that links it, 0.4 s of
     # the README snippet's 2.2 s packed-body compile (2-core Xeon, 2026-11-28); run time the same.
-    for name in ("_pack_a", "_pack_b"):
+    for name in ("_column_into_panels", "_column_into_panel", "_pack_a", "_pack_b"):
         g[name] = numba.njit(inline="always", **JIT)(_copy(name, g, suffix))
     for name in ("_panel_direct", "_block_direct", "_block_regs", "_block"):
         g[name] = numba.njit(**JIT)(_copy(name, g, suffix))

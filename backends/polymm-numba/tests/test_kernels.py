@@ -111,16 +111,19 @@ def test_layouts(backend, dt, layout):
             assert_matches(out, a, b)
 
 
+@pytest.mark.parametrize("layout", ["neg", "T"])
 @pytest.mark.parametrize("dt", ["int8", "uint64", "float32", "complex128", "bool"])
-def test_small_blocks_reach_every_edge(backend, dt, monkeypatch):
-    """Tiny cache blocks (not multiples of MR/NR): every packing/edge branch runs."""
+def test_small_blocks_reach_every_edge(backend, dt, layout, monkeypatch):
+    """Tiny cache blocks (not multiples of MR/NR): every packing/edge branch runs, for operands
+    with strides of several elements and for operands running down their columns (packed a
+    column at a time)."""
     dt = np.dtype(dt)
     blk = params.AUTO_BLOCKING[dt]
     monkeypatch.setitem(params.AUTO_BLOCKING, dt, dataclasses.replace(blk, mc=13, nc=blk.nr + 7, kc=5))
     monkeypatch.setattr(params, "TILED", params.Tiling(tm=7, tn=9, tk=4))
     rng = np.random.default_rng(7)
     for shape in [(1, 67, 23, 150), (5, 70, 17, 90)]:
-        a, b = _operands(rng, dt, shape, "neg")
+        a, b = _operands(rng, dt, shape, layout)
         for alg in ALGORITHMS:
             out = _poison(dt, (shape[0], shape[1], shape[3]))
             backend.matmul(a, b, out, alg)
