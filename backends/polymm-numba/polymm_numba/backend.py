@@ -193,13 +193,18 @@ def _slab_grid(m, n, nth, blk, p) -> tuple[int, int]:
     does: asking for more slabs than there are panels merged them (6 x 64 tiles, 512 columns:
     8 tasks for 16 threads, half of them idle), and 320 columns were 10 slabs for 16 threads
     where 4 slabs by 4 groups use them all."""
-    panels, row_panels = -(-n // blk.nr), -(-m // blk.mr)
+    return _grid(m, n, nth, blk.mr, blk.nr, p.SLABS_MIN_COLUMNS, p.SLABS_MIN_ROW_PANELS)
+
+
+@functools.lru_cache(maxsize=1024)  # a few small ints per shape: 15 us a call on 16 threads uncached
+def _grid(m, n, nth, mr, nr, min_columns, min_row_panels) -> tuple[int, int]:
+    panels, row_panels = -(-n // nr), -(-m // mr)
 
     def even(parts, units):  # how many parts ``units`` make when shared out as the kernel does
         return -(-units // -(-units // parts))
 
-    most = max(1, min(nth, n // p.SLABS_MIN_COLUMNS, panels))
-    rows = max(1, m // (p.SLABS_MIN_ROW_PANELS * blk.mr))
+    most = max(1, min(nth, n // min_columns, panels))
+    rows = max(1, m // (min_row_panels * mr))
     grids = ((even(s, panels), even(max(1, min(nth // s, rows)), row_panels)) for s in range(1, most + 1))
     return max(grids, key=lambda grid: (grid[0] * grid[1], grid[0]))
 
