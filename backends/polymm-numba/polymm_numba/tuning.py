@@ -89,9 +89,10 @@ def block_candidates(dtype, mr: int, nr: int) -> list[tuple[int, int]]:
 #: The squares whose best team the tuner measures (``n``: ``n^3`` multiply-adds): the mid-size
 #: products, where a team larger than the work can use is slowest (the large ones take every core).
 TEAM_SIZES = (256, 512, 1024)
-#: Calls of one team in a row (the first not timed): a team timed between calls of other sizes
-#: also paid for the change of size, and 16 threads looked slowest at 256^3 (0.33 ms against 0.20
-#: on 2-8; 0.11 ms in the cliff suite's run on 16 alone: 16-core GPU host, 2026-12-02).
+#: Calls of one team in a row (the first not timed): a call after a change of team size pays for
+#: the change. 256^3 float32 on the 16-core GPU host (2026-12-02), timed one call a team: 0.23-0.27
+#: ms on 16 threads, 2 threads fastest; in blocks of four: 0.13 ms on 16, the fastest
+#: (benchmarks/cliffs/cpu-16core-team-blocks-2026-12-02-128c08e.log).
 TEAM_BLOCK = 4
 
 
@@ -168,7 +169,7 @@ def _time_round_robin(calls: dict, seconds: float, clock=time.thread_time, block
     """The best time per call of each of ``calls`` by ``clock`` (default: this thread's CPU time;
     a parallel call needs the wall clock), taken ``block`` calls of each a round until ``seconds``
     have passed (at least three rounds). With ``block`` > 1 a block's first call is not timed: it
-    pays for the change from the call before (a team of another size: OpenMP docking threads)."""
+    pays for the change from the call before (a team of another size)."""
     times = {key: [] for key in calls}
     end = time.perf_counter() + seconds
     rounds = 0
