@@ -160,3 +160,33 @@ def test_a_block_of_calls_leaves_its_first_call_untimed():
     assert best["x"] < 0.01
     every = tuning._time_round_robin({"x": lambda: time.sleep(0.002)}, 0.0, clock=time.perf_counter)
     assert every["x"] >= 0.002
+
+
+def test_the_large_square_is_timed_on_every_thread(monkeypatch):
+    # a tile that wins on one thread can share out badly (the 16-core host's float64 14 x 16)
+    import numba
+    import polymm
+
+    backend = polymm.get_backend("cpu")
+    packed, asked = backend._packed, []
+
+    def spy(kind, dtype, mr, nr):
+        kernel = packed(kind, dtype, mr, nr)
+
+        def call(a, b, out, mc, nc, kc, nth):
+            asked.append((kind, a.shape[1], nth))
+            return kernel(a, b, out, mc, nc, kc, nth)
+
+        return call
+
+    monkeypatch.setattr(backend, "_packed", spy)
+    threads = numba.get_num_threads()
+    _, evidence = tuning.tune(dtypes=("float32",), n=96, large=128, seconds=0.02, max_tiles=1, save=False, teams=())[
+        "float32"
+    ]
+    assert {(kind, side, nth) for kind, side, nth in asked if side == 96} == {("auto_serial", 96, 1)}
+    big = {(kind, nth) for kind, side, nth in asked if side == 128}
+    if threads > 1:
+        assert big == {("auto_parallel", threads)} and f"128^3 on {threads} threads" in evidence["result"]
+    else:
+        assert big == {("auto_serial", 1)}
