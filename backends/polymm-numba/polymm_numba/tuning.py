@@ -5,11 +5,11 @@ one ISA still differ in FMA units, cache sizes and load ports, and the best regi
 them. The tuner times, for float32 and float64, a few register tiles that fit this machine's
 vector registers (``cpu-vectors``), then cache blocks (``kc``, ``mc``) around what its L1 and L2
 hold, and records the fastest in the tuning file (:func:`polymm.kernels.params.tuning_path`),
-where :mod:`.params` reads it in every later process. Each candidate is the packed kernel on a
-mid-size square on one thread, timed by the thread's CPU clock (other processes on the machine
-then slow no candidate more than another), and on a large square on every thread, timed by the
-wall clock (a tile must also share out well), round-robin with the others; the database's
-blocking stays unless another is faster by more than :data:`MARGIN`.
+where :mod:`.params` reads it in every later process. Each candidate is the parallel packed
+kernel on every thread, as a program runs it (a tile must also share out well), timed by the
+wall clock round-robin with the others (other processes on the machine then slow no candidate
+more than another; on one thread, by the thread's CPU clock); the database's blocking stays
+unless another is faster by more than :data:`MARGIN`.
 """
 
 from __future__ import annotations
@@ -199,9 +199,9 @@ def tune(
     """Measure the blocking of each of ``dtypes`` and (``save``) record it in the tuning file, then
     the team sizes (:func:`tune_teams` for the squares of ``teams``; none: not measured);
     returns ``{dtype name: (Blocking, evidence)}``. ``n`` and ``large``: the sides of the square
-    products timed, ``n`` on one thread and ``large`` on every thread (a candidate is scored by
-    the geometric mean of its time ratios to the incumbent's at both: on the 2-core Xeon 14 x 32
-    was 3% faster than 8 x 32 at 640 and 10% at 1536, both on one thread); ``seconds``: per dtype and phase (tiles, then cache blocks); ``max_tiles``: register
+    products timed on every thread (a candidate is scored by the geometric mean of its time
+    ratios to the incumbent's at both: on the 2-core Xeon 14 x 32 was 3% faster than 8 x 32 at
+    640 and 10% at 1536, on one thread); ``seconds``: per dtype and phase (tiles, then cache blocks); ``max_tiles``: register
     tiles tried (the database's first)."""
     import numba
 
@@ -212,10 +212,12 @@ def tune(
     rng = np.random.default_rng(0)
     sizes = tuple(sorted({n, large or n}))
     threads = numba.get_num_threads()
-    # the large square on every thread, as the suite and the user's program run it: on the
-    # 16-core host a float64 14 x 16 tile was 9% faster than 6 x 32 on one thread and made the
-    # 16-thread float64 squares slower (square-1000 0.80x -> 0.64x NumPy, 2026-12-02)
-    wide = max(sizes) if threads > 1 and len(sizes) > 1 else None
+    # on every thread, as the suite and the user's program run it: a tile must also share out
+    # well (the 16-core host: float64 14 x 16 ran 9% faster than 6 x 32 on one thread, and its
+    # 16-thread squares slower, square-1000 0.80x -> 0.64x NumPy, 2026-12-02). A parallel call
+    # needs the wall clock; one thread is timed by its own CPU clock.
+    kind, clock = ("auto_parallel", time.perf_counter) if threads > 1 else ("auto_serial", time.thread_time)
+    where = f"on {threads} threads (wall clock)" if threads > 1 else "on one thread (CPU time)"
     found = {}
     for name in dtypes:
         dt = np.dtype(name)
@@ -227,12 +229,11 @@ def tune(
         incumbent = params.AUTO_BLOCKING[dt]
 
         def checked(blk, side):
-            team = threads if side == wide else 1
-            kernel = backend._packed("auto_parallel" if team > 1 else "auto_serial", dt, blk.mr, blk.nr)
+            kernel = backend._packed(kind, dt, blk.mr, blk.nr)
             a, b, out, expect = operands[side]
 
             def fn():
-                kernel(a, b, out, blk.mc, blk.nc, blk.kc, team)
+                kernel(a, b, out, blk.mc, blk.nc, blk.kc, threads)
 
             fn()
             error = np.abs(out[0] - expect).max() / np.abs(expect).max()
@@ -243,22 +244,16 @@ def tune(
             return fn
 
         def timed(blocks):
-            """``{blocking: {side: best seconds}}``, every call compiled and checked first: the
-            one-thread sides by the thread's CPU clock, the side on every thread by the wall clock."""
-            best = {}
-            for clock, group in ((time.thread_time, [s for s in sizes if s != wide]), (time.perf_counter, [wide])):
-                calls = {(blk, side): checked(blk, side) for blk in blocks for side in group}
-                if calls:
-                    best.update(_time_round_robin(calls, seconds * len(group) / len(sizes), clock))
+            """``{blocking: {side: best seconds}}``, every call compiled and checked first."""
+            best = _time_round_robin(
+                {(blk, side): checked(blk, side) for blk in blocks for side in sizes}, seconds, clock
+            )
             return {blk: {side: best[(blk, side)] for side in sizes} for blk in blocks}
 
         def score(times, against):
             return float(np.prod([times[side] / against[side] for side in sizes]) ** (1 / len(sizes)))
 
-        where = " and ".join(
-            f"{side}^3 on {f'{threads} threads (wall clock)' if side == wide else 'one thread (CPU time)'}"
-            for side in sizes
-        )
+        sizes_text = " and ".join(f"{side}^3" for side in sizes)
 
         def rate(times):
             return " / ".join(f"{2 * side**3 / times[side] / 1e9:.0f}" for side in sizes) + " GFLOP/s"
@@ -269,7 +264,9 @@ def tune(
             tiles.append(params.Blocking(mr, nr, mc, incumbent.nc, incumbent.kc))
         started = time.perf_counter()
         best = timed(tiles)  # compiled (or loaded from the cache) here
-        log(f"{name}: {len(tiles)} register tiles timed at {where} in {time.perf_counter() - started:.1f} s")
+        log(
+            f"{name}: {len(tiles)} register tiles timed at {sizes_text} {where} in {time.perf_counter() - started:.1f} s"
+        )
         for blk, t in best.items():
             log(f"  {blk.mr:2d} x {blk.nr:2d} tile: {rate(t)}")
         winner = min(best, key=lambda blk: score(best[blk], best[tiles[0]]))
@@ -290,7 +287,7 @@ def tune(
             "date": datetime.date.today().isoformat(),
             "device": f"{params.TUNING_KEY}, {os.cpu_count()} CPUs, caches {caches()}",
             "command": command,
-            "result": f"{name} {where}, best of round-robin times: {rate(times[chosen])} (the database's {incumbent.mr} x {incumbent.nr}, mc {incumbent.mc}, "
+            "result": f"{name} {sizes_text} {where}, best of round-robin times: {rate(times[chosen])} (the database's {incumbent.mr} x {incumbent.nr}, mc {incumbent.mc}, "
             f"kc {incumbent.kc}: {rate(best[tiles[0]])})",
         }
         value = {k: getattr(chosen, k) for k in ("mr", "nr", "mc", "nc", "kc")}
