@@ -202,6 +202,24 @@ def test_bool_many_trues_does_not_wrap(backend):
             assert out.all()
 
 
+@pytest.mark.parametrize("k", [7, 64, 65, 130, 200])
+@pytest.mark.parametrize("shape", ["gemv", "n4", "gevm", "batched-dots"])
+def test_a_bool_dot_product_finds_its_one_true_term_anywhere(backend, shape, k):
+    """The dot paths stop a bool product at the first chunk holding a true term: a product whose
+    only true term lies in any chunk, or in the tail after the last whole chunk, is True, and
+    every other False (the output poisoned with True first)."""
+    rows = 37
+    m, n, batch = {"gemv": (rows, 1, 1), "n4": (rows, 4, 1), "gevm": (1, rows, 1), "batched-dots": (3, 1, rows)}[shape]
+    for p in sorted({0, 1, 63 % k, 64 % k, k // 2, k - 1}):
+        a = np.zeros((batch, m, k), bool)
+        b = np.zeros((batch, k, n), bool)
+        a[:, ::2, p] = True  # every other row of A has its one true term at p
+        b[:, p, :] = True
+        out = np.ones((batch, m, n), bool)
+        backend.matmul(a, b, out, "auto")
+        np.testing.assert_array_equal(out, np.matmul(a, b), err_msg=f"{shape} K={k} true term at {p}")
+
+
 def test_float16_accumulates_in_float32(backend):
     """Partial sums beyond float16's range still give a finite, correct result."""
     a = np.full((1, 20, 64), 100.0, np.float16)
