@@ -84,9 +84,22 @@ def command_line(doc: dict) -> str:
     return f"{env} {doc['command']}" if env else doc["command"]
 
 
-def device_label(backend: str, doc: dict) -> str:
+#: Host kinds a record's name gives (``POLYMM_HOST_NAME``) where the processor's name does not:
+#: every AMD EPYC guest reports "AMD EPYC", whether Zen 2, 3 or 5.
+HOST_KINDS = {"zen3": "Zen 3", "zen5": "Zen 5", "avx512": "AVX-512"}
+
+
+def device_label(backend: str, doc: dict, stem: str = "") -> str:
     """Where a run ran, in a few words: the GPU's name, the OpenCL device and its platform, or the
-    host's processor and cores."""
+    host's processor and cores (and the host kind the record's name ``stem`` gives)."""
+    label = _device_label(backend, doc)
+    kind = next((name for word, name in HOST_KINDS.items() if f"-{word}-" in f"{stem}-"), None)
+    if kind and "cores" in label:
+        label = label.replace(" cores", f" cores, {kind}", 1)
+    return label
+
+
+def _device_label(backend: str, doc: dict) -> str:
     m = doc["machine"]
     first = _used_device(m, backend)
     if backend == "cuda":
@@ -112,7 +125,7 @@ def whole_runs() -> dict:
             continue
         for backend, summary in doc["summary"].items():
             if _default_whole(doc, summary):
-                found.setdefault((backend, device_label(backend, doc)), []).append(
+                found.setdefault((backend, device_label(backend, doc, path.stem)), []).append(
                     (doc["date"], path.stem, summary, doc)
                 )
     return {key: sorted(runs) for key, runs in sorted(found.items())}
