@@ -201,8 +201,8 @@ def tune(
     returns ``{dtype name: (Blocking, evidence)}``. ``n`` and ``large``: the sides of the square
     products timed on every thread (a candidate is scored by the geometric mean of its time
     ratios to the incumbent's at both: on the 2-core Xeon 14 x 32 was 3% faster than 8 x 32 at
-    640 and 10% at 1536, on one thread); ``seconds``: per dtype and phase (tiles, then cache blocks); ``max_tiles``: register
-    tiles tried (the database's first)."""
+    640 and 10% at 1536, on one thread); ``seconds``: per dtype and phase (tiles, then cache
+    blocks); ``max_tiles``: register tiles tried (the database's first)."""
     import numba
 
     import polymm
