@@ -18,6 +18,13 @@ H100 = DeviceInfo(
     "NVIDIA H100 80GB HBM3", "NVIDIA", "gpu", "cuda", 132, 1024, 48 * 1024, key="model-h100", max_batch=65535, cc=90
 )
 AMD = DeviceInfo("gfx1100", "Advanced Micro Devices, Inc.", "gpu", "opencl", 48, 256, 64 * 1024, key="model-amd")
+POCL = DeviceInfo(
+    "pthread-AMD EPYC", "AuthenticAMD", "cpu", "opencl", 2, 4096, 1 << 20, platform="Portable Computing Language",
+    vector_bytes=64,
+)  # fmt: skip
+INTEL_CPU_RUNTIME = dataclasses.replace(
+    POCL, name="AMD EPYC", vendor="Intel(R) Corporation", platform="Intel(R) OpenCL"
+)
 
 
 def _row(m, k, batch=1):
@@ -73,6 +80,21 @@ def test_every_auto_plan_runs_its_best_candidate():
                 assert made.relayout == best.relayout
                 if best.build is None:
                     assert made.choice == expected.choice, (device.name, dtype, shape)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_runs_as_a_real_product_on_intels_cpu_runtime_only(dtype):
+    """Intel's CPU OpenCL runtime (its database node lists realify.simt) runs complex products as
+    one real product on the table's tiles; PoCL keeps its complex blocks (not measured there)."""
+    shape = (1, 256, 256, 256)
+    on_intel = planner.plan(INTEL_CPU_RUNTIME, dtype, shape, _row(256, 256), _row(256, 256))
+    assert on_intel.ranking.best.family == "realify" and [launch.kernel for launch in on_intel.launches] == [
+        "realify",
+        "regblock",
+    ]
+    assert on_intel.dtype == np.dtype(planner.REAL_OF[dtype])
+    on_pocl = planner.plan(POCL, dtype, shape, _row(256, 256), _row(256, 256))
+    assert on_pocl.ranking.best.family == "cpu-blocks"
 
 
 def test_the_first_shared_family_that_takes_a_product_is_the_only_shared_candidate():

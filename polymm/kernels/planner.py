@@ -299,7 +299,8 @@ def _plan(device, dtype, shape, a, b, c_off, algorithm, choice) -> Plan:
 #: Complex dtypes that may run as one real product (``kernels/realify.c``) on a backend family's
 #: kernel (CUDA: complex128 on the FP64 tensor cores), or on the shared SIMT kernels where the
 #: database's ``realify.simt`` lists the dtype (NVIDIA GPUs: complex64 as float32, whose tiles run
-#: faster than the complex ones), from ``realify.work`` multiply-adds on.
+#: faster than the complex ones; Intel's CPU OpenCL runtime: both, on the table's vector tiles
+#: instead of scalar complex blocks), from ``realify.work`` multiply-adds on.
 REAL_OF = {"complex128": "float64", "complex64": "float32"}
 
 
@@ -388,7 +389,11 @@ def _realify(p: Problem) -> Candidate | Refusal:
     return Candidate("realify", choice, work, build=build)
 
 
-register(Family("realify", "a complex product as one real product (B realified first)", _realify, shared=False))
+register(
+    Family(
+        "realify", "a complex product as one real product (B realified first)", _realify, ("gpu", "cpu"), shared=False
+    )
+)
 
 
 def _cdiv(a, b):
