@@ -287,8 +287,9 @@ def tune(
             "date": datetime.date.today().isoformat(),
             "device": f"{params.TUNING_KEY}, {os.cpu_count()} CPUs, caches {caches()}",
             "command": command,
-            "result": f"{name} {sizes_text} {where}, best of round-robin times: {rate(times[chosen])} (the database's {incumbent.mr} x {incumbent.nr}, mc {incumbent.mc}, "
-            f"kc {incumbent.kc}: {rate(best[tiles[0]])})",
+            "result": f"{name} {sizes_text} {where}, best of round-robin times: {rate(times[chosen])} "
+            f"(the database's {incumbent.mr} x {incumbent.nr}, mc {incumbent.mc}, kc {incumbent.kc}: "
+            f"{rate(best[tiles[0]])})",
         }
         value = {k: getattr(chosen, k) for k in ("mr", "nr", "mc", "nc", "kc")}
         why = f"the fastest of {len(tiles)} register tiles and {len(blocks)} cache blocks timed on this machine"
