@@ -124,7 +124,9 @@ class KernelParams:
     work-group, each walking every ``kteams``-th K step with tiles of its own, their micro-tiles
     added in team order at the end (more work-items per block of C where there are few blocks);
     ``group``: work-groups walk C in bands of ``group`` tile rows (column by column within a
-    band) so that those in flight share A's and B's tiles in the L2 cache (0 or 1: row by row).
+    band) so that those in flight share A's and B's tiles in the L2 cache (0 or 1: row by row);
+    ``stages``: local tiles of 1 K step, or 2 that alternate (the next step stored while the other
+    is read: one barrier per step instead of two, twice the local memory).
 
     ``matvec`` reads the same words: ``mr`` rows x ``nwg`` columns of dot
     products per work-item, ``vw`` the vector width along K, ``mdimc``
@@ -154,6 +156,7 @@ class KernelParams:
     bpg: int = 1
     kteams: int = 1
     group: int = 0
+    stages: int = 1
 
     @property
     def wptm(self) -> int:
@@ -196,6 +199,8 @@ class KernelParams:
                 raise ValueError(f"tiles must split evenly into gvw-vectors per work-item: {self}")
             if self.kteams < 1:
                 raise ValueError(f"kteams must be positive: {self}")
+            if self.stages not in (1, 2):
+                raise ValueError(f"stages must be 1 or 2: {self}")
         elif (
             self.wptn % self.vw
             or self.wptm % self.mr
@@ -404,6 +409,7 @@ def render(
         BPG=str(params.bpg),
         KTEAMS=str(params.kteams),
         PM_RB_GROUP=str(params.group),
+        PM_RB_STAGES=str(params.stages if params.use_local else 1),
         PM_RB_VEC_LOCAL="1"
         if (
             vector_ok
@@ -528,7 +534,7 @@ def local_mem_bytes(kernel: str, dtype, params: KernelParams | None = None) -> i
     if kernel in ("tiled", "tiled-dynamic"):
         return 2 * params.ts * params.ts * size
     if kernel == "regblock" and params.use_local:
-        tiles = params.kteams * params.kwg * (params.mwg + params.nwg + 2 * params.pad) * size
+        tiles = params.stages * params.kteams * params.kwg * (params.mwg + params.nwg + 2 * params.pad) * size
         partial = (params.kteams - 1) * params.nwg * params.mdimc * max(4, size)  # the teams' sums, a row at a time
         return tiles + partial
     if kernel == "matvec" and params.use_local:

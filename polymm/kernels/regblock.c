@@ -6,7 +6,9 @@
  *   k-major) and the B block are staged in local memory, rows padded by PAD.
  *   KTEAMS > 1: that many teams of (NDIMC, MDIMC) work-items share the block of C, each
  *   walking every KTEAMS-th K step, and add their micro-tiles at the end in team order;
- *   PM_RB_GROUP > 1: work-groups take the blocks of C in bands of GROUP block rows.
+ *   PM_RB_GROUP > 1: work-groups take the blocks of C in bands of GROUP block rows;
+ *   PM_RB_STAGES = 2: two stages of tiles, K steps alternating between them, the next step
+ *   stored into one while the other is read: one barrier per step instead of two.
  *   A work-item's rows/columns are interleaved in runs of VW
  *   (row(i) = (i/VW)*MDIMC*VW + tm*VW + i%VW) so that a work-group's local
  *   reads and C writes touch consecutive addresses.
@@ -45,8 +47,8 @@ KERNEL_WG(NDIMC, MDIMC * KTEAMS) void polymm_regblock(PM_ARGS)
      * own tiles: team t takes K steps t, t + KTEAMS, ...; at the end the teams add their
      * micro-tiles in team order (deterministic).  More work-items per tile of C, for products
      * with few tiles. */
-    LOCAL_MEM VAL_T a_tile[KTEAMS * KWG * LDA_LOCAL] __attribute__((aligned(16)));
-    LOCAL_MEM VAL_T b_tile[KTEAMS * KWG * LDB_LOCAL] __attribute__((aligned(16)));
+    LOCAL_MEM VAL_T a_tile[PM_RB_STAGES * KTEAMS * KWG * LDA_LOCAL] __attribute__((aligned(16)));
+    LOCAL_MEM VAL_T b_tile[PM_RB_STAGES * KTEAMS * KWG * LDB_LOCAL] __attribute__((aligned(16)));
 #if KTEAMS > 1
     LOCAL_MEM ACC_T partial[(KTEAMS - 1) * WPTN * NTHREADS];
 #endif
@@ -127,45 +129,63 @@ KERNEL_WG(NDIMC, MDIMC * KTEAMS) void polymm_regblock(PM_ARGS)
 #else
 #define STORE_B(at, r, v) *(LOCAL_PTR GVEC_T*)(b_tile + (at) + ((v) / (NWG / GVW)) * LDB_LOCAL + ((v) % (NWG / GVW)) * GVW) = b_next[r];
 #endif
-#define STORE_TILES()                                                                              \
+#define STORE_TILES(at_a, at_b)                                                                    \
     PM_UNROLL                                                                                      \
-    for (int r = 0; r < LOADS_A; ++r) { STORE_A(a_at, r, tid + r * NTHREADS) }                    \
+    for (int r = 0; r < LOADS_A; ++r) { STORE_A(at_a, r, tid + r * NTHREADS) }                    \
     PM_UNROLL                                                                                      \
-    for (int r = 0; r < LOADS_B; ++r) { STORE_B(b_at, r, tid + r * NTHREADS) }
+    for (int r = 0; r < LOADS_B; ++r) { STORE_B(at_b, r, tid + r * NTHREADS) }
+#define STAGE_IN(at_a, at_b, k_start) STORE_TILES(at_a, at_b)
     FETCH_TILES(team * KWG)
+#else
+/* Any strides: the team's tiles of K step k_start straight into local memory at (at_a, at_b),
+ * scalar loads, zero-filled outside the matrices. */
+#define STAGE_IN(at_a, at_b, k_start)                                                              \
+    for (int v = tid; v < MWG * KWG; v += NTHREADS) {                                              \
+        const int kl = v % KWG;                                                                    \
+        const int ml = v / KWG;                                                                    \
+        const int m = m0 + ml;                                                                     \
+        const int k = (k_start) + kl;                                                              \
+        VAL_T x = VAL_ZERO;                                                                        \
+        if (m < M && k < K) x = LOAD(A, a_base + (INDEX_T)m * a_sm + (INDEX_T)k * a_sk);           \
+        a_tile[(at_a) + kl * LDA_LOCAL + ml] = x;                                                  \
+    }                                                                                              \
+    for (int v = tid; v < KWG * NWG; v += NTHREADS) {                                              \
+        const int nl = v % NWG;                                                                    \
+        const int kl = v / NWG;                                                                    \
+        const int n = n0 + nl;                                                                     \
+        const int k = (k_start) + kl;                                                              \
+        VAL_T x = VAL_ZERO;                                                                        \
+        if (n < N && k < K) x = LOAD(B, b_base + (INDEX_T)k * b_sk + (INDEX_T)n * b_sn);           \
+        b_tile[(at_b) + kl * LDB_LOCAL + nl] = x;                                                  \
+    }
 #endif
 
-    const int a_at = team * (KWG * LDA_LOCAL);   /* this team's tiles */
-    const int b_at = team * (KWG * LDB_LOCAL);
+    /* This team's tiles, in the first stage.  PM_RB_STAGES = 2: the K steps alternate between
+     * two stages, the next one stored into one while the other is read (one barrier per step
+     * instead of two); the fast path's registers then hold the step after it. */
+    int a_at = team * (KWG * LDA_LOCAL);
+    int b_at = team * (KWG * LDB_LOCAL);
+#define STAGE_A (KTEAMS * KWG * LDA_LOCAL)
+#define STAGE_B (KTEAMS * KWG * LDB_LOCAL)
+#if PM_RB_STAGES > 1
+    STAGE_IN(a_at, b_at, team * KWG)
+#if PM_RB_VEC_A && PM_RB_VEC_B
+    if (KTEAMS * KWG < K) {
+        FETCH_TILES(team * KWG + KTEAMS * KWG)
+    }
+#endif
+    BARRIER();
+#endif
     for (int k_team = 0; k_team < K; k_team += KTEAMS * KWG) {
         const int k0 = k_team + team * KWG;   /* this team's K step (past K: zeros) */
-#if PM_RB_VEC_A && PM_RB_VEC_B
-        STORE_TILES()
+#if PM_RB_STAGES == 1
+        STAGE_IN(a_at, b_at, k0)
         BARRIER();
+#if PM_RB_VEC_A && PM_RB_VEC_B
         if (k_team + KTEAMS * KWG < K) {
             FETCH_TILES(k0 + KTEAMS * KWG)
         }
-#else
-        /* Any strides: scalar loads, zero-filled outside the matrices. */
-        for (int v = tid; v < MWG * KWG; v += NTHREADS) {
-            const int kl = v % KWG;
-            const int ml = v / KWG;
-            const int m = m0 + ml;
-            const int k = k0 + kl;
-            VAL_T x = VAL_ZERO;
-            if (m < M && k < K) x = LOAD(A, a_base + (INDEX_T)m * a_sm + (INDEX_T)k * a_sk);
-            a_tile[a_at + kl * LDA_LOCAL + ml] = x;
-        }
-        for (int v = tid; v < KWG * NWG; v += NTHREADS) {
-            const int nl = v % NWG;
-            const int kl = v / NWG;
-            const int n = n0 + nl;
-            const int k = k0 + kl;
-            VAL_T x = VAL_ZERO;
-            if (n < N && k < K) x = LOAD(B, b_base + (INDEX_T)k * b_sk + (INDEX_T)n * b_sn);
-            b_tile[b_at + kl * LDB_LOCAL + nl] = x;
-        }
-        BARRIER();
+#endif
 #endif
         /* ---- outer products from local memory into the register micro-tile ---- */
         PM_UNROLL
@@ -198,6 +218,21 @@ KERNEL_WG(NDIMC, MDIMC * KTEAMS) void polymm_regblock(PM_ARGS)
                 for (int j = 0; j < WPTN; ++j) ACC_MADD(acc[i][j], a_reg[i], b_reg[j]);
             }
         }
+#if PM_RB_STAGES > 1
+        /* the next K step into the other stage, which no one has read since the last barrier */
+        const int flip_a = a_at < STAGE_A ? STAGE_A : -STAGE_A;
+        const int flip_b = b_at < STAGE_B ? STAGE_B : -STAGE_B;
+        if (k_team + KTEAMS * KWG < K) {
+            STAGE_IN(a_at + flip_a, b_at + flip_b, k0 + KTEAMS * KWG)
+#if PM_RB_VEC_A && PM_RB_VEC_B
+            if (k_team + 2 * KTEAMS * KWG < K) {
+                FETCH_TILES(k0 + 2 * KTEAMS * KWG)
+            }
+#endif
+        }
+        a_at += flip_a;
+        b_at += flip_b;
+#endif
         BARRIER();
     }
 

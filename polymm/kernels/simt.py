@@ -86,7 +86,7 @@ def gpu_tile(device, dtype, mwg, nwg, kwg, mdimc, ndimc, kteams=1) -> KernelPara
     base = regblock_params(device, dtype)
 
     def local(kwg, kteams):
-        shape = KernelParams(mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, pad=base.pad, kteams=kteams)
+        shape = base.replace(mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, kteams=kteams)
         return local_mem_bytes("regblock", dtype, shape)
 
     while kteams > 1 and (mdimc * ndimc * kteams > device.max_work_group or local(kwg, kteams) > device.local_mem):

@@ -260,6 +260,7 @@ def _params_text(launch) -> str:
         text += f" GVW={p.gvw} PAD={p.pad}"
         text += f" KTEAMS={p.kteams}" if p.kteams > 1 else ""
         text += f" GROUP={p.group}" if p.group > 1 else ""
+        text += f" STAGES={p.stages}" if p.stages > 1 else ""
         return text + f" (micro-tile {p.wptm}x{p.wptn})"
     return text + f" MR={p.mr} NR={p.nr or p.wptn} (CPU shape, micro-tile {p.wptm}x{p.wptn})"
 

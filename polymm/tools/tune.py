@@ -56,7 +56,7 @@ _CPU_SHAPES = [
     (192, 6, 16, 8, 1, 256, 0, True),
 ]
 
-#: GPU shape candidates for 4-byte floats: (mwg, nwg, kwg, mdimc, ndimc, pad, maxrreg).
+#: GPU shape candidates for 4-byte floats: (mwg, nwg, kwg, mdimc, ndimc, pad, maxrreg[, stages, group]).
 _GPU_SHAPES = [
     (128, 128, 16, 16, 16, 0, 0),
     (128, 128, 8, 16, 16, 0, 0),
@@ -78,6 +78,19 @@ _GPU_SHAPES = [
     (64, 32, 8, 16, 8, 0, 0),
     (32, 64, 8, 8, 16, 0, 0),
     (64, 64, 8, 16, 16, 0, 0),
+    # two stages of local tiles (one barrier per K step), with the H100's padding and bands too
+    (128, 128, 8, 16, 16, 0, 0, 2),
+    (128, 128, 16, 16, 16, 0, 0, 2),
+    (128, 128, 8, 16, 16, 0, 128, 2),
+    (128, 128, 16, 16, 16, 0, 128, 2),
+    (128, 128, 8, 16, 16, 4, 128, 2, 8),
+    (128, 128, 16, 16, 16, 4, 128, 2, 8),
+    (128, 128, 8, 16, 16, 4, 128, 1, 8),
+    (128, 256, 8, 16, 16, 0, 0, 2),
+    (128, 256, 16, 16, 16, 0, 0, 2, 8),
+    (256, 128, 8, 16, 16, 0, 0, 2, 8),
+    (64, 64, 8, 8, 8, 0, 0, 2),
+    (64, 64, 16, 16, 16, 0, 0, 2),
 ]
 
 
@@ -105,12 +118,15 @@ def candidates(device: _params.DeviceInfo, dtype) -> list[KernelParams]:
             )
     else:
         gvw = 4 if dtype.itemsize <= 4 else 2
-        for mwg, nwg, kwg, mdimc, ndimc, pad, maxrreg in _GPU_SHAPES:
+        for mwg, nwg, kwg, mdimc, ndimc, pad, maxrreg, *rest in _GPU_SHAPES:
+            stages = rest[0] if rest else 1
+            group = rest[1] if len(rest) > 1 else 0
             found.append(
                 KernelParams(
-                    mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, vw=gvw, gvw=gvw, pad=pad, maxrreg=maxrreg
+                    mwg=mwg, nwg=nwg, kwg=kwg, mdimc=mdimc, ndimc=ndimc, vw=gvw, gvw=gvw, pad=pad, maxrreg=maxrreg,
+                    stages=stages, group=group,
                 )
-            )
+            )  # fmt: skip
     unique = []
     for p in found:
         try:

@@ -39,6 +39,12 @@ VARIANTS = [
     ("regblock", GPU_SHAPE.replace(kteams=2, group=2), {"vec_a": True, "vec_b": True}),
     ("regblock", GPU_SHAPE.replace(kteams=2, group=2), {"vec_a": True, "vec_b": True, "a_mmajor": True}),
     ("regblock", GPU_SHAPE.replace(kteams=3, group=3), {}),
+    # two stages of local tiles, K steps alternating between them
+    ("regblock", GPU_SHAPE.replace(stages=2), {"vec_a": True, "vec_b": True}),
+    ("regblock", GPU_SHAPE.replace(stages=2), {"vec_a": True, "vec_b": True, "a_mmajor": True, "b_kmajor": True}),
+    ("regblock", GPU_SHAPE.replace(stages=2), {}),
+    ("regblock", GPU_SHAPE.replace(stages=2, kteams=2), {"vec_a": True, "vec_b": True}),
+    ("regblock", GPU_SHAPE.replace(stages=2, kteams=3), {}),
     ("regblock", CPU_SHAPE, {}),
     ("regblock", CPU_SHAPE, {"vec_b": True}),
     ("regblock", CPU_SHAPE.replace(nwg=32, nr=16, pack_b=True), {"vec_b": True}),
@@ -73,6 +79,7 @@ def _variant_id(v):
     shape += "-gvw1" if params is not None and params.use_local and params.gvw == 1 else ""
     if params is not None and params.kteams > 1:
         shape += f"-kteams{params.kteams}-group{params.group}"
+    shape += f"-stages{params.stages}" if params is not None and params.stages > 1 else ""
     return kernel + shape + "".join(f"-{k}" for k in flags)
 
 
