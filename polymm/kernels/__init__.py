@@ -362,12 +362,15 @@ def render(
     vec_b: bool = False,
     a_mmajor: bool = False,
     b_kmajor: bool = False,
+    real_b: bool = False,
 ) -> str:
     """Complete compilable source of ``kernel`` for ``dtype`` in ``dialect``.
 
     ``vec_a``/``vec_b`` select the regblock fast paths, ``a_mmajor``/``b_kmajor`` their vectors
     along M (A) or K (B) for column-major operands; only pass what :func:`fast_path` allows for
-    the operands at hand (they are ignored for dtypes without a vector path).
+    the operands at hand (they are ignored for dtypes without a vector path).  ``real_b``
+    (regblock's GPU shape, float32/float64): B is complex, read in place as the real matrix
+    ``realify`` would write (``kernels/regblock.c``).
     """
     if dialect not in DIALECTS:
         raise ValueError(f"unknown dialect {dialect!r}; expected one of {DIALECTS}")
@@ -375,6 +378,10 @@ def render(
     params = params or default_params(kernel)
     params.validate(kernel)
     dtype = np.dtype(dtype)
+    if real_b and not (kernel == "regblock" and params.use_local and dtype.name in ("float32", "float64")):
+        raise ValueError(f"real_b is regblock's GPU shape for float32 or float64, not {kernel} {dtype} {params}")
+    if real_b and (b_kmajor or not vec_b or params.gvw % 2):
+        raise ValueError(f"real_b reads B's rows as vectors of pairs of reals: vec_b, gvw even ({params})")
     if kernel == "realify" and dtype.name not in ("float32", "float64"):
         raise TypeError(
             f"realify is rendered for the real dtype of a complex product (float32 or float64), not {dtype}"
@@ -410,6 +417,7 @@ def render(
         KTEAMS=str(params.kteams),
         PM_RB_GROUP=str(params.group),
         PM_RB_STAGES=str(params.stages if params.use_local else 1),
+        PM_RB_REAL_B="1" if real_b else "0",
         PM_RB_VEC_LOCAL="1"
         if (
             vector_ok
@@ -558,6 +566,7 @@ def fast_path(
     b_strides,
     kernel: str = "regblock",
     padded: bool = False,
+    real_b: bool = False,
 ) -> dict[str, bool]:
     """Which vector paths of ``kernel`` are valid for these operands (``render`` keywords).
 
@@ -570,7 +579,8 @@ def fast_path(
     it needs inner stride 1 and every vector start a multiple of ``gvw``
     elements (buffers themselves are assumed aligned, as allocators give
     them); ``padded``: B was packed with rows padded to a multiple of ``gvw``
-    (zeros), so N itself need not be one.  The CPU shape uses ``vloadN``,
+    (zeros), so N itself need not be one; ``real_b``: B is a complex matrix read as its real
+    form (:func:`render`'s), which has vectors along its rows only, in pairs (``gvw`` even).  The CPU shape uses ``vloadN``,
     which needs only inner stride 1 (real dtypes only).
     """
     dtype = np.dtype(dtype)
@@ -603,8 +613,8 @@ def fast_path(
     a_batch, b_batch = (a_sb, b_sb) if batch > 1 else (0, 0)
     a_rows = a_sk == 1 and aligned(K, a_off, a_sm, a_batch)
     a_cols = a_sm == 1 and aligned(M, a_off, a_sk, a_batch)  # column-major A: vectors along M
-    b_rows = b_sn == 1 and aligned(0 if padded else N, b_off, b_sk, b_batch)
-    b_cols = b_sk == 1 and aligned(K, b_off, b_sn, b_batch)  # column-major B: vectors along K
+    b_rows = b_sn == 1 and aligned(0 if padded else N, b_off, b_sk, b_batch) and not (real_b and g % 2)
+    b_cols = b_sk == 1 and aligned(K, b_off, b_sn, b_batch) and not real_b  # column-major B: vectors along K
     # The GPU shape's vector path needs both (they share one prefetch pipeline).
     both = (a_rows or a_cols) and (b_rows or b_cols)
     return {"vec_a": both, "vec_b": both, "a_mmajor": both and not a_rows, "b_kmajor": both and not b_rows}

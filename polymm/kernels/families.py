@@ -36,7 +36,8 @@ class Choice:
     N x K, what the CPU ``matvec`` reads); ``pad``: round K and B's rows up to
     a multiple of this in the packed copies (zero-filled) so that the vector
     path reads whole vectors; ``splits``: split-K, slices of K computed as a
-    batch into scratch, then added in slice order (deterministic).
+    batch into scratch, then added in slice order (deterministic); ``real_b``: B is a complex
+    operand that ``regblock`` reads in place as its real form (the ``realify`` family's).
     Iterates as ``(kernel, params)``.
     """
 
@@ -48,6 +49,7 @@ class Choice:
     pack_b: str = ""
     splits: int = 1
     pad: int = 1
+    real_b: bool = False
     #: A dialect-only kernel outside this package (a backend family's): its
     #: ``source`` and ``options`` to compile, ``grid``/``block``, ``smem`` bytes;
     #: optionally ``abi`` (its argument list, in :mod:`~polymm.kernels.abi`'s form, when not the

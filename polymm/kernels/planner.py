@@ -285,8 +285,10 @@ def _plan(device, dtype, shape, a, b, c_off, algorithm, choice) -> Plan:
         if kernel in ("regblock", "matvec", "vecmat"):
             dialect = device.dialect
             flags = fast_path(
-                dialect, dtype, params, M, N, depth, count, A[1], A[2:], B[1], B[2:], kernel=kernel, padded=padded
-            )
+                dialect, dtype, params, M, N, depth, count, A[1], A[2:], B[1], B[2:], kernel=kernel, padded=padded,
+                real_b=choice.real_b,
+            )  # fmt: skip
+            flags.update({"real_b": True} if choice.real_b else {})
         args = abi.gemm_arguments(M, N, depth, A[1:], B[1:], c_off)
         dynamic = local_mem_bytes(kernel, dtype, params) if kernel == "tiled-dynamic" else 0
         buffers = {gemm_pos["A"]: A[0], gemm_pos["B"]: B[0], gemm_pos["C"]: c_slot}
@@ -331,8 +333,9 @@ def _realify(p: Problem) -> Candidate | Refusal:
     rb = (0, (4 * K * N if copies > 1 else 0, 2 * N, 1))
     rp = p.replace(dtype=real, shape=rshape, a=ra, b=rb)
     offers = [family.propose(rp) for family in families_for(device) if not family.shared]
-    if dtype.name in settings("realify", "simt"):
-        offers.append(rank(rp).shared)
+    shared = rank(rp).shared if dtype.name in settings("realify", "simt") else None
+    if shared is not None:
+        offers.append(shared)
     inner = [
         offer
         for offer in offers
@@ -344,17 +347,33 @@ def _realify(p: Problem) -> Candidate | Refusal:
     if not inner:
         return Refusal("realify", f"no backend family runs the {real.name} product")
     best = min(inner, key=lambda c: c.work.seconds(device))
-    scratch = copies * 4 * K * N * real.itemsize
+    # The shared GPU tiles read a B whose rows are contiguous in place, as reals (no realify)
+    c = best.choice
+    rb_in_place = (2 * b_off, (2 * sb[0], sb[1], 1))  # B's reals, its K stride in complex items (regblock.c)
+    in_place = best is shared and c.kernel == "regblock" and c.params.use_local and c.params.kwg % 2 == 0
+    in_place = in_place and sb[2] == 1 and not (c.pack_a or c.pack_b or c.swap or c.external)
+    if in_place:  # where both read B with vectors, as the product of the realified B would
+        vectors = [
+            fast_path(device.dialect, real, c.params, M, 2 * N, 2 * K, bt, *ra, *b, real_b=b is rb_in_place)
+            for b in (rb, rb_in_place)
+        ]
+        in_place = vectors[0] == vectors[1] and vectors[0]["vec_b"]
+    scratch = 0 if in_place else copies * 4 * K * N * real.itemsize
     packed = a_copies * M * K * dtype.itemsize
-    how = "A packed K-contiguous, B realified" if a_copies else "B realified"
+    how = "B read as reals in place" if in_place else "B realified"
+    how = f"A packed K-contiguous, {how}" if a_copies else how
     why = f"{dtype.name} as one {real.name} product ({M} x {2 * K} @ {2 * K} x {2 * N}, {how}): "
     choice = best.choice.replace(reason=why + best.choice.reason)
 
     def build(c_off: int) -> Plan:
-        made = plan(device, real, rshape, ra, rb, 2 * c_off, choice=best.choice)
+        if in_place:
+            made = plan(device, real, rshape, ra, rb_in_place, 2 * c_off, choice=c.replace(real_b=True))
+        else:
+            made = plan(device, real, rshape, ra, rb, 2 * c_off, choice=c)
         # B is now realify's output (and A pack's, where packed); the inner plan's scratch moves up
-        moved = {1: 3, **({0: 4} if a_copies else {})}
-        up = 1 + bool(a_copies)
+        moved = {} if in_place else {1: 3}
+        moved.update({0: 3 + (not in_place)} if a_copies else {})
+        up = (not in_place) + bool(a_copies)
         for launch in made.launches:
             launch.buffers = {pos: moved.get(s, s + up if s >= 3 else s) for pos, s in launch.buffers.items()}
         before = []
@@ -365,8 +384,10 @@ def _realify(p: Problem) -> Candidate | Refusal:
             pos = abi.buffer_positions("pack")
             tile = pack_params(device.is_cpu, M)
             glob, local = launch_geometry("pack", tile, M, K, a_copies)
-            pack_a = Launch("pack", tile, {}, args, {pos["src"]: 0, pos["dst"]: 4}, glob, local, 0, dtype)
+            pack_a = Launch("pack", tile, {}, args, {pos["src"]: 0, pos["dst"]: moved[0]}, glob, local, 0, dtype)
             before = _split_batch(pack_a, device.max_batch)
+        if in_place:
+            return Plan(choice, [*before, *made.launches], [*([packed] if a_copies else []), *made.scratch], dtype=real)
         args = abi.arguments(
             "realify", K=K, N=N, s_off=2 * b_off, s_sb=2 * sb[0], s_sk=2 * sb[1], s_sn=2 * sb[2], d_off=0
         )
@@ -383,7 +404,7 @@ def _realify(p: Problem) -> Candidate | Refusal:
 
     work = dataclasses.replace(
         best.work,
-        launches=best.work.launches + 1 + bool(a_copies),
+        launches=best.work.launches + (not in_place) + bool(a_copies),
         bytes=best.work.bytes + scratch * 3 / 2 + 2 * packed,
     )
     return Candidate("realify", choice, work, build=build)

@@ -9,6 +9,10 @@
  *   PM_RB_GROUP > 1: work-groups take the blocks of C in bands of GROUP block rows;
  *   PM_RB_STAGES = 2: two stages of tiles, K steps alternating between them, the next step
  *   stored into one while the other is read: one barrier per step instead of two.
+ *   PM_RB_REAL_B (float32/64): B is a complex K x N matrix read as the 2K x 2N real one that
+ *   realify.c would write (row 2k: row k of B as reals; row 2k + 1: each (x, y) as (-y, x)), in
+ *   place, with the vector path along its rows: b_off and b_sb count reals, b_sk B's complex
+ *   row stride (half its real one), so that row k2 of the real matrix starts at (k2 & ~1) * b_sk.
  *   A work-item's rows/columns are interleaved in runs of VW
  *   (row(i) = (i/VW)*MDIMC*VW + tm*VW + i%VW) so that a work-group's local
  *   reads and C writes touch consecutive addresses.
@@ -87,28 +91,49 @@ KERNEL_WG(NDIMC, MDIMC * KTEAMS) void polymm_regblock(PM_ARGS)
 /* One operand's tile into registers: LOADS GVW-vectors per work-item, each RUN elements of a
  * contiguous run (from run0, below run_end) split into vectors, the runs STEP apart (from
  * step0, below step_end); zeros outside the matrix. */
-#define FETCH(next, LOADS, RUN, X, base, run0, run_end, step0, step_end, step)            \
+#define FETCH(next, LOADS, RUN, X, base, run0, run_end, step0, step_end, step, ROW, FIX)  \
     PM_UNROLL                                                                        \
     for (int r = 0; r < LOADS; ++r) {                                                \
         const int v = tid + r * NTHREADS;                                            \
         const int run = (run0) + (v % ((RUN) / GVW)) * GVW;                          \
         const int at = (step0) + v / ((RUN) / GVW);                                  \
         if (run < (run_end) && at < (step_end)) {                                    \
-            next[r] = *(GLOBAL const GVEC_T*)(X + ((base) + (INDEX_T)at * (step) + run)); \
+            next[r] = *(GLOBAL const GVEC_T*)(X + ((base) + (INDEX_T)ROW(at) * (step) + run)); \
+            FIX(next[r], at)                                                         \
         } else {                                                                     \
             PM_UNROLL                                                                \
             for (int q = 0; q < GVW; ++q) GVEC_SET(next[r], q, VAL_ZERO);            \
         }                                                                            \
     }
+#define PM_ROW(at) (at)
+#define PM_AS_READ(x, at)
+#if PM_RB_REAL_B     /* row at of the real B: row at / 2 of the complex one, (x, y) -> (-y, x) in odd rows */
+#define PM_REAL_ROW(at) ((at) & ~1)
+#define PM_REAL_FIX(x, at)                                                           \
+    if ((at) & 1) {                                                                  \
+        PM_UNROLL                                                                    \
+        for (int q = 0; q < GVW; q += 2) {                                           \
+            const VAL_T re = GVEC_GET(x, q);                                         \
+            GVEC_SET(x, q, -GVEC_GET(x, q + 1));                                     \
+            GVEC_SET(x, q + 1, re);                                                  \
+        }                                                                            \
+    }
+#else
+#define PM_REAL_ROW(at) (at)
+#define PM_REAL_FIX(x, at)
+#endif
 #if PM_RB_A_MMAJOR   /* A's vectors run along M (a_sm == 1: A stored column-major) */
-#define FETCH_A(k_start) FETCH(a_next, LOADS_A, MWG, A, a_base, m0, M, k_start, K, a_sk)
+#define FETCH_A(k_start) FETCH(a_next, LOADS_A, MWG, A, a_base, m0, M, k_start, K, a_sk, PM_ROW, PM_AS_READ)
 #else                /* along K (a_sk == 1: rows of A) */
-#define FETCH_A(k_start) FETCH(a_next, LOADS_A, KWG, A, a_base, k_start, K, m0, M, a_sm)
+#define FETCH_A(k_start) FETCH(a_next, LOADS_A, KWG, A, a_base, k_start, K, m0, M, a_sm, PM_ROW, PM_AS_READ)
 #endif
 #if PM_RB_B_KMAJOR   /* B's vectors run along K (b_sk == 1: B stored column-major) */
-#define FETCH_B(k_start) FETCH(b_next, LOADS_B, KWG, B, b_base, k_start, K, n0, N, b_sn)
+#if PM_RB_REAL_B
+#error "PM_RB_REAL_B reads B's rows (b_sn == 1), not its columns"
+#endif
+#define FETCH_B(k_start) FETCH(b_next, LOADS_B, KWG, B, b_base, k_start, K, n0, N, b_sn, PM_ROW, PM_AS_READ)
 #else                /* along N (b_sn == 1: rows of B) */
-#define FETCH_B(k_start) FETCH(b_next, LOADS_B, NWG, B, b_base, n0, N, k_start, K, b_sk)
+#define FETCH_B(k_start) FETCH(b_next, LOADS_B, NWG, B, b_base, n0, N, k_start, K, b_sk, PM_REAL_ROW, PM_REAL_FIX)
 #endif
 #define FETCH_TILES(k_start) FETCH_A(k_start) FETCH_B(k_start)
 /* The fetched registers into the team's local tiles, both k-major (a_tile[k][m],
@@ -139,6 +164,9 @@ KERNEL_WG(NDIMC, MDIMC * KTEAMS) void polymm_regblock(PM_ARGS)
 #else
 /* Any strides: the team's tiles of K step k_start straight into local memory at (at_a, at_b),
  * scalar loads, zero-filled outside the matrices. */
+#if PM_RB_REAL_B
+#error "PM_RB_REAL_B reads B with the vector path"
+#endif
 #define STAGE_IN(at_a, at_b, k_start)                                                              \
     for (int v = tid; v < MWG * KWG; v += NTHREADS) {                                              \
         const int kl = v % KWG;                                                                    \

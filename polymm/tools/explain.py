@@ -274,8 +274,9 @@ def _gpu_lines(report, dtype) -> tuple[list, list, str, str, bool]:
         local = launch.local_size
         threads = math.prod(local)
         groups = tuple(g // b for g, b in zip(launch.global_size, local))
-        flags = [k.replace("vec_", "") for k, v in sorted(launch.flags.items()) if v]
+        flags = [k.replace("vec_", "") for k, v in sorted(launch.flags.items()) if v and k != "real_b"]
         vector = f", vector loads of {' and '.join(f.upper() for f in flags)}" if flags else ""
+        vector += ", complex B read as its real form" if launch.flags.get("real_b") else ""
         lines.append(f"launch {i}  {launch.kernel}  {_params_text(launch)}{vector}")
         lines.append(
             f"          grid {' x '.join(map(str, groups))} work-groups of {' x '.join(map(str, local))} "

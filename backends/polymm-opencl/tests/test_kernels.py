@@ -56,6 +56,12 @@ VARIANTS = [
     ("vecmat", VECMAT_SHAPE, {"vec_b": True}),
     ("vecmat", VECMAT_SHAPE.replace(gvw=8, nwg=64), {"vec_b": True}),  # 16-byte rows of 16-bit types
 ]
+#: A complex B read as its real form by the GPU tiles (float32 and float64 products only).
+REAL_B_VARIANTS = [
+    ("regblock", shape, {"vec_a": True, "vec_b": True, "a_mmajor": mmajor, "real_b": True})
+    for shape in (GPU_SHAPE, GPU_SHAPE.replace(stages=2, kteams=2))
+    for mmajor in (False, True)
+]
 #: The helper kernels (own interfaces), rendered and compiled beside the products.
 HELPERS = [
     ("pack", None, {}),
@@ -118,6 +124,7 @@ def test_cuda_sources_compile(tmp_path):
         return dtype, kernel, flags, result.returncode, result.stderr
 
     jobs = [(d, v) for d in DTYPES for v in VARIANTS + _helpers(d)]
+    jobs += [(d, v) for d in ("float32", "float64") for v in REAL_B_VARIANTS]
     with ThreadPoolExecutor(max_workers=4) as pool:
         failures = [r for r in pool.map(compile_one, enumerate(jobs)) if r[3] != 0]
     assert not failures, "\n".join(f"{d} {k} {f}:\n{err[:2000]}" for d, k, f, _, err in failures)
@@ -586,3 +593,47 @@ def test_gather_and_scatter_keep_every_element(queue, dtype, shape, strides, who
     expected = base.copy()
     np.lib.stride_tricks.as_strided(expected, shape, [s * base.itemsize for s in strides])[...] = dense
     np.testing.assert_array_equal(target.get(), expected)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ((1, 256, 512, 256), "contiguous"),
+        ((1, 255, 516, 258), "contiguous"),  # M odd: clamped rows
+        ((1, 64, 64, 8192), "contiguous"),  # deep K: slices of K, summed in order
+        ((2, 256, 512, 256), "contiguous"),
+        ((1, 256, 512, 256), "a-transposed"),  # A packed K-contiguous first
+    ],
+    ids=lambda c: f"{'x'.join(map(str, c[0]))}-{c[1]}",
+)
+def test_complex_b_is_read_as_reals_in_place_by_the_gpu_tiles(queue, case):
+    """complex64 planned as for an NVIDIA GPU (this OpenCL device standing in for one): one float32
+    product on the GPU tiles that reads the complex B as its real form in place, no realify
+    launch, and NumPy's answer."""
+    import dataclasses
+
+    import polymm
+    from polymm.arrays import as_operand
+    from polymm_opencl.plans import make_plan, run
+    from polymm_opencl.queues import _QueueFacts
+
+    (batch, M, N, K), layout = case
+    facts = _QueueFacts(queue)
+    gpu = {"kind": "gpu", "vendor": "NVIDIA", "compute_units": 132, "key": facts.info.key + "|as an NVIDIA GPU"}
+    facts.info = dataclasses.replace(facts.info, **gpu)
+    rng = np.random.default_rng(3)
+    a = random_array(rng, (batch, M, K), np.complex64)
+    if layout == "a-transposed":
+        a = random_array(rng, (batch, K, M), np.complex64).transpose(0, 2, 1)
+    b = random_array(rng, (batch, K, N), np.complex64)
+    backend = polymm.get_backend("opencl")
+    da, db = (as_operand(backend.from_numpy(x)) for x in (a, b))
+    out = cl_array.empty(queue, (batch, M, N), np.complex64)
+    out.fill(np.complex64(np.nan))
+    plan = make_plan(backend._programs, facts, da, db, as_operand(out), "auto", None)
+    kernels = [launch.kernel for launch in plan.plan.launches]
+    assert "realify" not in kernels and "B read as reals in place" in plan.choice.reason, (kernels, plan.choice)
+    assert kernels[0] == "pack" if layout == "a-transposed" else "pack" not in kernels
+    assert [launch.flags.get("real_b") for launch in plan.plan.launches if launch.kernel == "regblock"] == [True]
+    run(facts, plan, da, db, as_operand(out))
+    assert_matches(out.get(), a, b)
