@@ -350,7 +350,8 @@ def _realify(p: Problem) -> Candidate | Refusal:
     # The shared GPU tiles read a B whose rows are contiguous in place, as reals (no realify)
     c = best.choice
     rb_in_place = (2 * b_off, (2 * sb[0], sb[1], 1))  # B's reals, its K stride in complex items (regblock.c)
-    in_place = best is shared and c.kernel == "regblock" and c.params.use_local and c.params.kwg % 2 == 0
+    in_place = settings("realify", "in_place") and best is shared and c.kernel == "regblock"
+    in_place = in_place and c.params.use_local and c.params.kwg % 2 == 0
     in_place = in_place and sb[2] == 1 and not (c.pack_a or c.pack_b or c.swap or c.external)
     if in_place:  # where both read B with vectors, as the product of the realified B would
         vectors = [

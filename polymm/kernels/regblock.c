@@ -91,7 +91,7 @@ KERNEL_WG(NDIMC, MDIMC * KTEAMS) void polymm_regblock(PM_ARGS)
 /* One operand's tile into registers: LOADS GVW-vectors per work-item, each RUN elements of a
  * contiguous run (from run0, below run_end) split into vectors, the runs STEP apart (from
  * step0, below step_end); zeros outside the matrix. */
-#define FETCH(next, LOADS, RUN, X, base, run0, run_end, step0, step_end, step, ROW, FIX)  \
+#define FETCH(next, LOADS, RUN, X, base, run0, run_end, step0, step_end, step, ROW)       \
     PM_UNROLL                                                                        \
     for (int r = 0; r < LOADS; ++r) {                                                \
         const int v = tid + r * NTHREADS;                                            \
@@ -99,41 +99,32 @@ KERNEL_WG(NDIMC, MDIMC * KTEAMS) void polymm_regblock(PM_ARGS)
         const int at = (step0) + v / ((RUN) / GVW);                                  \
         if (run < (run_end) && at < (step_end)) {                                    \
             next[r] = *(GLOBAL const GVEC_T*)(X + ((base) + (INDEX_T)ROW(at) * (step) + run)); \
-            FIX(next[r], at)                                                         \
         } else {                                                                     \
             PM_UNROLL                                                                \
             for (int q = 0; q < GVW; ++q) GVEC_SET(next[r], q, VAL_ZERO);            \
         }                                                                            \
     }
 #define PM_ROW(at) (at)
-#define PM_AS_READ(x, at)
-#if PM_RB_REAL_B     /* row at of the real B: row at / 2 of the complex one, (x, y) -> (-y, x) in odd rows */
+#if PM_RB_REAL_B     /* row at of the real B: row at / 2 of the complex one; K steps start on even rows */
+#if KWG % 2
+#error "PM_RB_REAL_B needs an even KWG"
+#endif
 #define PM_REAL_ROW(at) ((at) & ~1)
-#define PM_REAL_FIX(x, at)                                                           \
-    if ((at) & 1) {                                                                  \
-        PM_UNROLL                                                                    \
-        for (int q = 0; q < GVW; q += 2) {                                           \
-            const VAL_T re = GVEC_GET(x, q);                                         \
-            GVEC_SET(x, q, -GVEC_GET(x, q + 1));                                     \
-            GVEC_SET(x, q + 1, re);                                                  \
-        }                                                                            \
-    }
 #else
 #define PM_REAL_ROW(at) (at)
-#define PM_REAL_FIX(x, at)
 #endif
 #if PM_RB_A_MMAJOR   /* A's vectors run along M (a_sm == 1: A stored column-major) */
-#define FETCH_A(k_start) FETCH(a_next, LOADS_A, MWG, A, a_base, m0, M, k_start, K, a_sk, PM_ROW, PM_AS_READ)
+#define FETCH_A(k_start) FETCH(a_next, LOADS_A, MWG, A, a_base, m0, M, k_start, K, a_sk, PM_ROW)
 #else                /* along K (a_sk == 1: rows of A) */
-#define FETCH_A(k_start) FETCH(a_next, LOADS_A, KWG, A, a_base, k_start, K, m0, M, a_sm, PM_ROW, PM_AS_READ)
+#define FETCH_A(k_start) FETCH(a_next, LOADS_A, KWG, A, a_base, k_start, K, m0, M, a_sm, PM_ROW)
 #endif
 #if PM_RB_B_KMAJOR   /* B's vectors run along K (b_sk == 1: B stored column-major) */
 #if PM_RB_REAL_B
 #error "PM_RB_REAL_B reads B's rows (b_sn == 1), not its columns"
 #endif
-#define FETCH_B(k_start) FETCH(b_next, LOADS_B, KWG, B, b_base, k_start, K, n0, N, b_sn, PM_ROW, PM_AS_READ)
+#define FETCH_B(k_start) FETCH(b_next, LOADS_B, KWG, B, b_base, k_start, K, n0, N, b_sn, PM_ROW)
 #else                /* along N (b_sn == 1: rows of B) */
-#define FETCH_B(k_start) FETCH(b_next, LOADS_B, NWG, B, b_base, n0, N, k_start, K, b_sk, PM_REAL_ROW, PM_REAL_FIX)
+#define FETCH_B(k_start) FETCH(b_next, LOADS_B, NWG, B, b_base, n0, N, k_start, K, b_sk, PM_REAL_ROW)
 #endif
 #define FETCH_TILES(k_start) FETCH_A(k_start) FETCH_B(k_start)
 /* The fetched registers into the team's local tiles, both k-major (a_tile[k][m],
@@ -151,6 +142,20 @@ KERNEL_WG(NDIMC, MDIMC * KTEAMS) void polymm_regblock(PM_ARGS)
     PM_UNROLL                                                                                      \
     for (int q = 0; q < GVW; ++q)                                                                  \
         b_tile[(at) + (((v) % (KWG / GVW)) * GVW + q) * LDB_LOCAL + (v) / (KWG / GVW)] = GVEC_GET(b_next[r], q);
+#elif PM_RB_REAL_B   /* odd rows of the real B hold each (x, y) of the complex row as (-y, x) */
+#define STORE_B(at, r, v)                                                                          \
+    {                                                                                              \
+        GVEC_T x = b_next[r];                                                                      \
+        if (((v) / (NWG / GVW)) & 1) {                                                             \
+            PM_UNROLL                                                                              \
+            for (int q = 0; q < GVW; q += 2) {                                                     \
+                const VAL_T re = GVEC_GET(x, q);                                                   \
+                GVEC_SET(x, q, -GVEC_GET(x, q + 1));                                               \
+                GVEC_SET(x, q + 1, re);                                                            \
+            }                                                                                      \
+        }                                                                                          \
+        *(LOCAL_PTR GVEC_T*)(b_tile + (at) + ((v) / (NWG / GVW)) * LDB_LOCAL + ((v) % (NWG / GVW)) * GVW) = x; \
+    }
 #else
 #define STORE_B(at, r, v) *(LOCAL_PTR GVEC_T*)(b_tile + (at) + ((v) / (NWG / GVW)) * LDB_LOCAL + ((v) % (NWG / GVW)) * GVW) = b_next[r];
 #endif
