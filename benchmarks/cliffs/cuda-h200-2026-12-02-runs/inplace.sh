@@ -1,6 +1,7 @@
 # complex64 on the H200 with B read in place by the GPU tiles (realify.in_place) against B realified
 # first, in one run, alternating: the device tests of complex64, then the grid's complex64 cells
-# twice each way, and the float32 cells once (they share the tiles)
+# twice each way, and the float32 cells once (they share the tiles); then the 16-core host core
+# by core, and 16 threads against 15
 set -u
 r=$OUT/r; mkdir -p $r
 tag=2026-12-02-$(cat .device/tag.txt)
@@ -18,4 +19,7 @@ for round in 1 2; do
 done
 flip on
 ( time timeout 70 polymm bench --suite cliffs --backend cuda --cases "$cells" --dtype float32 --json $r/cuda-h200-f32-$tag.json ) > $r/bench-f32.log 2>&1
+export OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 NUMBA_NUM_THREADS=16
+( time timeout 40 bash benchmarks/cliffs/cpu-16core-2026-12-02-runs/percore.sh ) > $r/cpu-16core-percore-$tag.log 2>&1
+( time timeout 60 python3 benchmarks/cliffs/cpu-16core-2026-12-02-runs/fifteen.py ) > $r/cpu-16core-fifteen-$tag.log 2>&1
 cd $OUT && tar czf r.tgz r && rm -rf r
