@@ -1,9 +1,8 @@
 # complex64 on the H200 with B read in place by the GPU tiles (realify.in_place) against B realified
 # first, in one run, alternating: the device tests of complex64, then the grid's complex64 cells
-# twice each way, and the float32 cells once (they share the tiles); then the 16-core host core
-# by core, and 16 threads against 15
+# each way; then the 16-core host core by core, and 16 threads against 15
 set -u
-r=$OUT/r; mkdir -p $r
+r=$OUT
 tag=2026-12-02-$(cat .device/tag.txt)
 cells='square-2048,square-4096,grid-square,grid-square-odd,grid-square-4mod8,grid-tall,grid-wide,grid-deep-k,grid-batch-*,grid-broadcast,grid-matvec,grid-vecmat,grid-outer,grid-view-*'
 flip() { python3 -c "
@@ -11,15 +10,13 @@ import json, sys; p = 'polymm/kernels/devices.json'; d = json.load(open(p))
 d['settings']['any']['realify']['in_place']['value'] = sys.argv[1] == 'on'
 open(p, 'w').write(json.dumps(d, indent=1, ensure_ascii=False) + '\n')" $1; }
 ( time timeout 60 python3 -m pytest -q -x -n 8 -p no:cacheprovider backends/polymm-cuda/tests/test_device.py -k "complex64" ) > $r/test-device-$tag.log 2>&1
-for round in 1 2; do
+for round in 1; do
   for mode in on off; do
     flip $mode
     ( time timeout 70 polymm bench --suite cliffs --backend cuda --cases "$cells" --dtype complex64 --json $r/cuda-h200-c64-inplace-$mode-$round-$tag.json ) > $r/bench-$mode-$round.log 2>&1
   done
 done
 flip on
-( time timeout 70 polymm bench --suite cliffs --backend cuda --cases "$cells" --dtype float32 --json $r/cuda-h200-f32-$tag.json ) > $r/bench-f32.log 2>&1
 export OMP_NUM_THREADS=16 OPENBLAS_NUM_THREADS=16 NUMBA_NUM_THREADS=16
 ( time timeout 40 bash benchmarks/cliffs/cpu-16core-2026-12-02-runs/percore.sh ) > $r/cpu-16core-percore-$tag.log 2>&1
 ( time timeout 60 python3 benchmarks/cliffs/cpu-16core-2026-12-02-runs/fifteen.py ) > $r/cpu-16core-fifteen-$tag.log 2>&1
-cd $OUT && tar czf r.tgz r && rm -rf r
