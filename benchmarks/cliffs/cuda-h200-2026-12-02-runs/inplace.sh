@@ -9,11 +9,11 @@ flip() { python3 -c "
 import json, sys; p = 'polymm/kernels/devices.json'; d = json.load(open(p))
 d['settings']['any']['realify']['in_place']['value'] = sys.argv[1] == 'on'
 open(p, 'w').write(json.dumps(d, indent=1, ensure_ascii=False) + '\n')" $1; }
-( time timeout 60 python3 -m pytest -q -x -n 8 -p no:cacheprovider backends/polymm-cuda/tests/test_device.py -k "complex64" ) > $r/test-device-$tag.log 2>&1
+( time timeout 50 python3 -m pytest -q -x -n 8 -p no:cacheprovider backends/polymm-cuda/tests/test_device.py -k "complex64" ) > $r/test-device-$tag.log 2>&1
 for round in 1; do
   for mode in on off; do
     flip $mode
-    ( time timeout 70 polymm bench --suite cliffs --backend cuda --cases "$cells" --dtype complex64 --json $r/cuda-h200-c64-inplace-$mode-$round-$tag.json ) > $r/bench-$mode-$round.log 2>&1
+    ( time timeout 60 polymm bench --suite cliffs --backend cuda --cases "$cells" --dtype complex64 --json $r/cuda-h200-c64-inplace-$mode-$round-$tag.json ) > $r/bench-$mode-$round.log 2>&1
   done
 done
 flip on
