@@ -371,7 +371,8 @@ def _realify(p: Problem) -> Candidate | Refusal:
             made = plan(device, real, rshape, ra, rb_in_place, 2 * c_off, choice=c.replace(real_b=True))
         else:
             made = plan(device, real, rshape, ra, rb, 2 * c_off, choice=c)
-        # B is now realify's output (and A pack's, where packed); the inner plan's scratch moves up
+        # B is now realify's output, unless read in place (and A pack's, where packed); the inner
+        # plan's scratch moves up past theirs
         moved = {} if in_place else {1: 3}
         moved.update({0: 3 + (not in_place)} if a_copies else {})
         up = (not in_place) + bool(a_copies)
