@@ -288,7 +288,8 @@ def _plan(device, dtype, shape, a, b, c_off, algorithm, choice) -> Plan:
                 dialect, dtype, params, M, N, depth, count, A[1], A[2:], B[1], B[2:], kernel=kernel, padded=padded,
                 real_b=choice.real_b,
             )  # fmt: skip
-            flags.update({"real_b": True} if choice.real_b else {})
+            if choice.real_b:
+                flags["real_b"] = True
         args = abi.gemm_arguments(M, N, depth, A[1:], B[1:], c_off)
         dynamic = local_mem_bytes(kernel, dtype, params) if kernel == "tiled-dynamic" else 0
         buffers = {gemm_pos["A"]: A[0], gemm_pos["B"]: B[0], gemm_pos["C"]: c_slot}
@@ -355,8 +356,8 @@ def _realify(p: Problem) -> Candidate | Refusal:
     in_place = in_place and sb[2] == 1 and not (c.pack_a or c.pack_b or c.swap or c.external)
     if in_place:  # where both read B with vectors, as the product of the realified B would
         vectors = [
-            fast_path(device.dialect, real, c.params, M, 2 * N, 2 * K, bt, *ra, *b, real_b=b is rb_in_place)
-            for b in (rb, rb_in_place)
+            fast_path(device.dialect, real, c.params, M, 2 * N, 2 * K, bt, *ra, *b, real_b=real_b)
+            for b, real_b in ((rb, False), (rb_in_place, True))
         ]
         in_place = vectors[0] == vectors[1] and vectors[0]["vec_b"]
     scratch = 0 if in_place else copies * 4 * K * N * real.itemsize
