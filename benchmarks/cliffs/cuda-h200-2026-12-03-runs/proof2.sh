@@ -9,7 +9,7 @@ nvidia-smi --query-gpu=name,clocks.max.sm,temperature.gpu --format=csv > $r/gpu.
 ( time CUPY_TF32=0 timeout 70 python3 -m pytest -q -x -n 8 -p no:cacheprovider --pyargs polymm.testing --polymm-backend=cuda ) > $r/cuda-h200-conformance-$tag.log 2>&1
 ( time POLYMM_OPENCL_DEVICE=NVIDIA timeout 80 python3 -m pytest -q -x -n 8 -p no:cacheprovider --pyargs polymm.testing --polymm-backend=opencl ) > $r/opencl-nvidia-h200-conformance-$tag.log 2>&1
 for s in 0 1 2 3 4 5 6 7; do
-  timeout 90 polymm fuzz --backend cuda --cases 12500 --seed 2026125$s --time-budget 70 --json $r/cuda-h200-$tag-seed2026125$s.json > $r/fuzz-$s.log 2>&1 &
+  timeout 90 polymm fuzz --backend cuda --cases 12500 --seed 2026125$s --time-budget 70 --json > $r/cuda-h200-$tag-seed2026125$s.json 2> $r/fuzz-$s.log &
 done
 wait
 cd $OUT && tar czf r.tgz r && rm -rf r
