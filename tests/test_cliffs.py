@@ -210,6 +210,41 @@ def test_merged_parts_are_whole_only_when_a_later_part_measured_what_a_stopped_o
     assert merged["date"] == later["date"] and [p.get("partial") for p in merged["parts"]] == [stopped["partial"], None]
 
 
+def test_grid_floors_apply_issue_30s_rules_dtype_by_dtype():
+    """``scripts/grid_floors.py``: only cells whose reference takes 50 us count; a float dtype
+    misses on its worst cell and its geometric mean, squares (plain, not their views) on their
+    own floor, an integer dtype on its every-cell floor; a precision mode is a group of its own."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "grid_floors", Path(__file__).parents[1] / "scripts" / "grid_floors.py"
+    )
+    grid = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(grid)
+
+    def cell(case, dtype, ratio, n=64, layout="c", ref=1e-3, precision="default"):
+        shape = f"({n}, {n}) @ ({n}, {n})"
+        return dict(
+            case=case, dtype=dtype, ratio=ratio, shape=shape, layout=layout, ref_seconds=ref, precision=precision
+        )
+
+    cells = [
+        cell("tiny", "float32", 0.1, ref=10e-6),  # under 50 us of the reference: not counted
+        cell("square-4096", "float32", 0.9, n=4096),
+        cell("grid-view-at", "float32", 0.9, n=4096, layout="at"),
+        cell("grid-wide", "float32", 1.3),
+        cell("grid-tf32-wide", "float32", 0.7, precision="tf32"),
+        cell("grid-outer", "int64", 1.1),
+        cell("grid-outer", "int8", 2.5),
+    ]
+    rows = {r["group"]: r for r in grid.floors(cells)}
+    assert rows["float32"]["cells"] == 3 and rows["float32"]["worst"] == 0.9
+    assert rows["float32"]["misses"] == ["square-4096 0.90 < 0.95"]  # the geomean (1.03) holds; the view is no square
+    assert rows["float32 tf32"]["misses"] == ["worst 0.70 < 0.8 (grid-tf32-wide)", "geomean 0.70 < 1.0"]
+    assert rows["int64"]["misses"] == ["worst 1.10 < 1.2 (grid-outer)"] and rows["int8"]["misses"] == []
+
+
 def test_wrong_answers_fail_the_run(tmp_path):
     polymm.register_backend("cliffs-wrong", _WrongBackend, replace=True)
     out = tmp_path / "wrong.json"
