@@ -619,7 +619,7 @@ def test_complex_b_is_read_as_reals_in_place_by_the_gpu_tiles(queue, case, in_pl
     from polymm_opencl.plans import make_plan, run
     from polymm_opencl.queues import _QueueFacts
 
-    monkeypatch.setitem(devices.entry("any", "realify", "in_place"), "value", in_place)
+    monkeypatch.setitem(devices.entry("NVIDIA GPU", "realify", "in_place"), "value", in_place)
     (batch, M, N, K), layout = case
     facts = _QueueFacts(queue)
     gpu = {"kind": "gpu", "vendor": "NVIDIA", "compute_units": 132, "key": facts.info.key + "|as an NVIDIA GPU"}
