@@ -85,9 +85,11 @@ def _wgmma(p: Problem) -> Candidate | Refusal:
     swapped = layout == "kn" and p.dtype.itemsize == 1
     shape = (p.batch, p.N, p.M, p.K) if swapped else p.shape
     external, runs, why = _split_k(external, shape, p, why)
-    bn = wgmma.width(shape, p.device)
+    bn, bm = wgmma.width(shape, p.device), external.get("tile_rows", wgmma.BM)
+    if bm != wgmma.BM:
+        why += f"; {bm}-row tiles, one per consumer warp group (M = {shape[1]})"
     choice = Choice(name, None, f"tensor cores (wgmma, copy engine): {why}", external=external)
-    work = _work(f"wgmma:{p.dtype.name}", p, shape, wgmma.BM, bn, external=external, splits=runs)
+    work = _work(f"wgmma:{p.dtype.name}", p, shape, bm, bn, external=external, splits=runs)
     return Candidate("wgmma", choice, work)
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "choose",
     "stages_for",
     "width",
+    "tile_rows",
     "runs",
     "split_k",
     "external_launch",
@@ -57,16 +58,40 @@ CC = 90
 # kernels/wgmma.cu's WG_BM, bytes of K per pipeline slice, and block (three warp groups). The tile
 # widths (-DWG_BN) and stages (-DWG_STAGES) are tuning: the device database's ``wgmma`` family.
 BM, ROW, THREADS = 128, 128, 384
+#: The rows of the tiles of products with at most this many (``WG_BM`` 64: :func:`rows`).
+SHORT_BM = 64
+#: Dynamic shared memory a block of compute capability 9.0 may opt into.
+MOST_SMEM = 232448
 
 
-def stages_for(device, bn: int) -> int:
-    """Pipeline stages of the ``bn``-wide tiles on ``device`` (``wgmma.stages``)."""
-    return settings_for(device)("wgmma", "stages")[str(bn)]
+def stages_for(device, bn: int, bm: int = BM) -> int:
+    """Pipeline stages of the ``bn``-wide tiles on ``device`` (``wgmma.stages``); for 64-row
+    tiles, whose two rings (one per consumer warp group) each want that depth, twice as many
+    where they fit in shared memory (an even count: the rings share it)."""
+    stages = settings_for(device)("wgmma", "stages")[str(bn)]
+    if bm == BM:
+        return stages
+    fit = (MOST_SMEM - 1024) // ((bm + bn) * ROW + 16)
+    return max(2, min(2 * stages, fit) // 2 * 2)
 
 
-def smem_bytes(bn: int, stages: int) -> int:
+def smem_bytes(bn: int, stages: int, bm: int = BM) -> int:
     """Dynamic shared memory: the ring of stages, 1024 bytes to align it, its barriers."""
-    return stages * (BM + bn) * ROW + 1024 + 16 * stages
+    return stages * (bm + bn) * ROW + 1024 + 16 * stages
+
+
+#: The fewest stages each consumer warp group's ring of 64-row tiles may have (else 128-row tiles).
+SHORT_RING = 3
+
+
+def tile_rows(shape, device, bn: int) -> int:
+    """The rows of the ``bn``-wide tiles of a product of ``shape`` (the kernel's own: B, M, N, K):
+    64 where M is at most 64, K is not cut into runs and each consumer warp group's ring holds
+    ``SHORT_RING`` stages, so that each consumer computes tiles of its own (a batch of 64 x 64
+    products: two tiles at a time on an SM, not one whose second 64 rows lie outside the matrix);
+    else 128. 256-wide tiles leave each ring two stages: 128 rows."""
+    short = shape[1] <= SHORT_BM and runs(shape, device) == 1
+    return SHORT_BM if short and stages_for(device, bn, SHORT_BM) // 2 >= SHORT_RING else BM
 
 
 #: dtype -> the PTX type of its ``wgmma``; only the 16-bit ones have the transpose bit (B N-major).
@@ -163,8 +188,8 @@ def source(bn: int) -> str:
     return wrappers + _file_source("wgmma")
 
 
-def options(bn: int, stages: int) -> tuple[str, ...]:
-    return ("-arch=sm_90a", f"-DWG_BN={bn}", f"-DWG_STAGES={stages}")
+def options(bn: int, stages: int, bm: int = BM) -> tuple[str, ...]:
+    return ("-arch=sm_90a", f"-DWG_BN={bn}", f"-DWG_STAGES={stages}") + ((f"-DWG_BM={bm}",) if bm != BM else ())
 
 
 def width(shape, device) -> int:
@@ -257,19 +282,21 @@ def operand_map(inner, outer, s_outer, s_batch, isz, box, batch):
     return _map((inner, outer, batch), (s_outer * isz, max(stride_batch, _ALIGN)), box, isz)
 
 
-def _geometry(shape, bn: int, device) -> dict:
+def _geometry(shape, bn: int, device, bm: int = BM) -> dict:
     """Launch geometry: persistent blocks, at most one per SM, over the tiles of every batch entry
-    (the kernel takes the batch count as its last argument: :data:`polymm_cuda.abi.WGMMA`)."""
+    (the kernel takes the batch count as its last argument: :data:`polymm_cuda.abi.WGMMA`), in
+    tiles of ``bm`` rows (``tile_rows``)."""
     bt, m, n, _ = shape
-    ring = stages_for(device, bn)
+    ring = stages_for(device, bn, bm)
     return {
         "source": f"wgmma-{bn}",
-        "options": options(bn, ring),
-        "grid": (min(bt * -(-m // BM) * -(-n // bn), device.compute_units), 1, 1),
+        "options": options(bn, ring, bm),
+        "grid": (min(bt * -(-m // bm) * -(-n // bn), device.compute_units), 1, 1),
         "block": (THREADS, 1, 1),
-        "smem": smem_bytes(bn, ring),
+        "smem": smem_bytes(bn, ring, bm),
         "abi": WGMMA,
         "values": {"splits": 1},
+        "tile_rows": bm,
     }
 
 
@@ -342,8 +369,9 @@ def external_launch(shape, a, b, layout: str, isz: int, device) -> dict:
         geometry = _geometry(swapped, bn, device)
     else:
         bn = width(shape, device)
-        geometry = _geometry(shape, bn, device)
-        a_map = operand_map(k, m, a_sm, a_sb, isz, (ROW // isz, BM, 1), ea)
+        bm = tile_rows(shape, device, bn)
+        geometry = _geometry(shape, bn, device, bm)
+        a_map = operand_map(k, m, a_sm, a_sb, isz, (ROW // isz, bm, 1), ea)
         if layout == "kn":  # 64 x 64 chunks of B as stored
             b_map = operand_map(n, k, b_sk, b_sb, isz, (64, 64, 1), eb)
         else:  # B^T row-major, as it lies or as copied

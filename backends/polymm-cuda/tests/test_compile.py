@@ -210,8 +210,8 @@ def test_complex128_dmma_kernels_compile_without_spills(n):
     assert spills and max(spills) == 0, log
 
 
-def _compile_wgmma(bn: int, *extra: str) -> str:
-    """nvcc's report (``-Xptxas -v``) on the wgmma module of ``bn``-wide tiles, built with ``extra`` defines."""
+def _compile_wgmma(bn: int, *extra: str, bm: int = 128) -> str:
+    """nvcc's report (``-Xptxas -v``) on the wgmma module of ``bm`` x ``bn`` tiles, built with ``extra`` defines."""
     from polymm_cuda import wgmma
     from polymm_cuda.backend import _external_source
 
@@ -219,7 +219,7 @@ def _compile_wgmma(bn: int, *extra: str) -> str:
         path = Path(tmp, "wg.cu")
         path.write_text(_external_source(f"wgmma-{bn}"))
         cubin = str(Path(tmp, "wg.cubin"))
-        defines = [o for o in wgmma.options(bn, wgmma.stages_for(H100, bn)) if o.startswith("-D")]
+        defines = [o for o in wgmma.options(bn, wgmma.stages_for(H100, bn, bm), bm) if o.startswith("-D")]
         gencode = "-gencode=arch=compute_90a,code=sm_90a"
         cmd = [NVCC, "-std=c++17", gencode, "-cubin", *defines, *extra, "-Xptxas", "-v", "-o", cubin, str(path)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -253,6 +253,30 @@ def test_wgmma_kernels_compile_without_spills(bn):
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 @pytest.mark.parametrize("bn", devices.settings_for(H100)("wgmma", "widths"))
+def test_64_row_wgmma_kernels_compile_without_spills(bn):
+    """The 64-row tiles (``-DWG_BM=64``: a ring and tiles of its own per consumer warp group) of
+    every kernel that reads B from shared memory assemble for sm_90a with every accumulator in
+    registers, no MMA serialized, in twice the stages where they fit; the swapped forms, whose
+    consumers split a tile's columns, are not built."""
+    from polymm_cuda import wgmma
+
+    log = _compile_wgmma(bn, bm=64)
+    for dtype in ("float16", "bfloat16"):
+        for layout in ("kn", "nk"):
+            assert wgmma.kernel_name(dtype, layout) in log, log
+    assert all(wgmma.kernel_name(name, "nk") in log for name in (*wgmma.TF32_PRODUCTS, "int8", "uint8")), log
+    assert not any(wgmma.kernel_name(name, "kn") in log for name in ("tf32", "int8", "uint8")), log
+    spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
+    assert len(spills) == 8 and max(spills) == 0, log
+    assert "serialized" not in log, log
+    stages = wgmma.stages_for(H100, bn, 64)
+    assert (
+        stages % 2 == 0 and stages >= wgmma.stages_for(H100, bn) and wgmma.smem_bytes(bn, stages, 64) <= wgmma.MOST_SMEM
+    )
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+@pytest.mark.parametrize("bn", devices.settings_for(H100)("wgmma", "widths"))
 def test_byte_plane_wgmma_kernels_compile_without_spills(bn):
     """The byte-plane products by Horner's rule (``-DWG_PLANES=1``: 16- and 32-bit results, their
     module holding only them) assemble for sm_90a, every accumulator in registers, no MMA serialized."""
@@ -262,6 +286,39 @@ def test_byte_plane_wgmma_kernels_compile_without_spills(bn):
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
     assert len(spills) == 2 and max(spills) == 0, log
     assert "serialized" not in log, log
+
+
+def test_products_of_at_most_64_rows_plan_64_row_wgmma_tiles():
+    """A batch of 64 x 64 float16 products on Hopper plans tiles of 64 rows (``-DWG_BM=64``: each
+    consumer warp group computes tiles of its own, from a ring of its own, twice the stages), A's
+    map in boxes of 64 rows, and ``polymm explain``'s reason says so; 65 rows, a deep product cut
+    into runs of K, and the swapped 8-bit form keep 128."""
+    import dataclasses
+
+    import polymm_cuda.backend  # noqa: F401  (registers the families)
+
+    hopper = dataclasses.replace(H100, cc=90)
+
+    def plan(dtype, bt, m, n, k, b_t=False):
+        a = (m * k, k, 1)
+        b = (k * n, 1, k) if b_t else (k * n, n, 1)
+        return planner.plan(hopper, dtype, (bt, m, n, k), (0, a), (0, b)).choice
+
+    small = plan("float16", 8192, 64, 64, 64)
+    assert small.kernel == "polymm_wgmma_float16_kn" and "64-row tiles, one per consumer warp group" in small.reason
+    options = small.external["options"]
+    assert "-DWG_BM=64" in options and "-DWG_STAGES=12" in options, options  # 6 for 64-wide tiles, per ring
+    assert small.external["tma"][0][1][2] == (64, 64, 1) and small.external["smem"] <= 227 * 1024
+    assert "-DWG_BM=64" in plan("int8", 8192, 40, 64, 128, b_t=True).external["options"]
+    taller = plan("float16", 8192, 65, 64, 64)
+    assert "-DWG_BM=64" not in taller.external["options"] and taller.external["tma"][0][1][2] == (64, 128, 1)
+    swapped = plan("int8", 8192, 64, 64, 128)  # B N-major: tiles of C^T, their rows along N
+    assert swapped.kernel == "polymm_wgmma_int8_kn" and "-DWG_BM=64" not in swapped.external["options"]
+    from polymm_cuda import wgmma
+
+    deep = (1, 64, 64, 65536)  # cut into runs of K (their partial sums in 128-row tiles)
+    assert wgmma.runs(deep, hopper) > 1 and wgmma.tile_rows(deep, hopper, 64) == 128
+    assert wgmma.tile_rows((64, 64, 4096, 4096), hopper, 256) == 128  # two stages a ring: too few
 
 
 def test_wgmma_is_planned_on_hopper_only():

@@ -321,6 +321,9 @@ WG_SHAPES = [  # (B, M, N, K): one tile, edges of every tile dimension and of K,
     (2, 72, 131, 40),  # N odd (rows 16-byte aligned in the "padded" layout only)
     (1, 130, 131, 77),  # K and N odd: the rows of A and B copied K-major first
     (2, 200, 264, 1001),
+    (64, 64, 64, 64),  # M <= 64: 64-row tiles, each consumer warp group its own (WG_BM 64)
+    (5, 40, 200, 300),  # the same with rows and K tails, several slices per tile
+    (3, 64, 520, 136),  # several tiles along N, their count odd
 ]
 
 
@@ -334,6 +337,8 @@ WG_SHAPES_8 = [  # the same for 8-bit operands: K a multiple of 16 (16-byte rows
     (4, 1024, 1024, 80),
     (1, 130, 131, 77),  # K and N odd: the rows of A and B copied K-major first
     (2, 200, 264, 1001),
+    (64, 64, 64, 128),  # M <= 64: 64-row tiles (WG_BM 64), K-major B only (the swapped form splits columns)
+    (5, 40, 200, 304),
 ]
 
 
@@ -353,7 +358,7 @@ def test_wgmma_path(backend, layout, dtype, monkeypatch):
     rng = np.random.default_rng(17)
     cc = backend._compute_capability(0)
     isz = np.dtype(dtype).itemsize
-    ran = 0
+    ran = short = 0
     for bt, m, n, k in WG_SHAPES if isz == 2 else WG_SHAPES_8:
         da, db, ha, hb = _operands(rng, layout, bt, m, n, k, dtype)
         sa, sb = tuple(s // isz for s in da.strides), tuple(s // isz for s in db.strides)
@@ -367,8 +372,15 @@ def test_wgmma_path(backend, layout, dtype, monkeypatch):
         if name is not None:  # it reads these operands: "auto" runs it
             assert backend.last_plan.kernel == name, backend.last_plan
             ran += 1
+            swapped = isz == 1 and name.endswith("_kn")  # tiles of C^T: rows along N
+            own = (bt, n, m, k) if swapped else (bt, m, n, k)
+            device = backend.planner_device(da)
+            rows = 128 if swapped else wgmma.tile_rows(own, device, wgmma.width(own, device))
+            assert ("-DWG_BM=64" in backend.last_plan.external["options"]) == (rows == 64), backend.last_plan
+            short += rows == 64
     if cc == wgmma.CC:
         assert ran >= 7, f"wgmma ran {ran} of {len(WG_SHAPES)} shapes"
+        assert isz == 1 or short >= 2, f"64-row tiles ran {short} times"  # the 8-bit ones only where B is K-major
 
 
 @pytest.mark.parametrize("dtype", ("int8", "uint8"))

@@ -84,7 +84,15 @@ typedef unsigned short pm_u16;
 #ifndef WG_PLANES
 #define WG_PLANES 0
 #endif
+// WG_BM 64 (tiles of at most 64 rows: M <= 64, as in batches of small products): each consumer
+// warp group takes tiles of its own, every other one of the block's, from a ring of its own (half
+// the stages), instead of both sharing a 128-row tile whose second half lies outside the matrix.
+// Not with SWAP (its consumers split a tile's columns, not its rows).
+#ifndef WG_BM
 #define WG_BM 128
+#endif
+#define WG_RINGS (WG_BM == 64 ? 2 : 1)
+#define WG_RING (WG_STAGES / WG_RINGS)  // stages per ring
 #define WG_ROW 128  // bytes of K per slice: one 128-byte swizzle span
 #define WG_THREADS 384
 #define WG_A_BYTES (WG_BM * WG_ROW)
@@ -305,6 +313,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     typedef typename wg_acc<KIND>::type ACC;
     static_assert(SEGMENTS == 1 || (KIND == 2 && !SWAP), "three products are the TF32 split, K-major");
     static_assert(PLANES == 0 || (KIND == 4 && !SWAP && !WG_SPLIT), "byte planes are uint8, K-major, unsplit");
+    static_assert(WG_RINGS == 1 || (!SWAP && WG_STAGES % 2 == 0), "64-row tiles: rows of C, two rings");
     // bytes per operand element (T is C's type: wider than the operands' for byte planes)
     constexpr int ISZ = KIND >= 3 ? 1 : KIND == 2 ? 4 : 2;
     static_assert(PLANES > 0 || sizeof(T) == ISZ, "operands and C share their type but for byte planes");
@@ -337,7 +346,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
 #pragma unroll
         for (int s = 0; s < WG_STAGES; ++s) {
             wg_bar_init(bars + 8 * s, 1);
-            wg_bar_init(bars + 8 * (WG_STAGES + s), 2);
+            wg_bar_init(bars + 8 * (WG_STAGES + s), 3 - WG_RINGS);  // the consumers of its tiles
         }
         asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" ::: "memory");
     }
@@ -346,22 +355,25 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     // Persistent blocks: block b takes tiles b, b + gridDim.x, ... (of all batch entries). Both roles
     // walk the same sequence of K slices, counted by `it` across tiles, so the ring's stage and
     // phase carry on from one tile to the next, and the producer fills the next tile's first
-    // stages while the consumers store the last one.
+    // stages while the consumers store the last one. With two rings (WG_BM 64) the block's tiles
+    // alternate between them, each ring counting its own slices.
     if (wg == 0) {  // producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (tid == 0) {
             // entries per part along the maps' third dimension (the split parts of "tf32x3")
             const int a_entries = a_sb ? batch : 1, b_entries = b_sb ? batch : 1;
-            int it = 0;
-            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            int its[WG_RINGS] = {};
+            for (int tile = blockIdx.x, local = 0; tile < tiles; tile += gridDim.x, ++local) {
                 int part, z, r0, c0, kt0, run;
                 locate(tile, part, z, r0, c0, kt0, run);
                 const int za = a_sb ? z : 0, zb = b_sb ? z : 0, slices = SEGMENTS * run;
+                const int first = (local % WG_RINGS) * WG_RING;  // the ring of this tile
+                int& it = its[local % WG_RINGS];
                 for (int j = 0; j < slices; ++j, ++it) {
                     const int seg = SEGMENTS == 1 ? 0 : j / run, kt = kt0 + j - seg * run;
                     const int ca = (seg == 1) * a_entries + za, cb = (SEGMENTS == 3 && seg == 0) * b_entries + zb;
-                    const int s = it % WG_STAGES;
-                    if (it >= WG_STAGES) wg_bar_wait(bars + 8 * (WG_STAGES + s), ((it / WG_STAGES) - 1) & 1);
+                    const int s = first + it % WG_RING;
+                    if (it >= WG_RING) wg_bar_wait(bars + 8 * (WG_STAGES + s), ((it / WG_RING) - 1) & 1);
                     const unsigned full = bars + 8 * s, a_dst = ring + s * WG_STAGE_BYTES, b_dst = a_dst + WG_A_BYTES;
                     wg_bar_expect(full, WG_STAGE_BYTES);
                     if constexpr (SWAP) {  // B's 128 columns in boxes of 128 bytes (the fragments' source), A's rows
@@ -387,7 +399,9 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
 
     // consumers
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    const int row0 = (wg - 1) * 64, t = tid & 127, warp = t >> 5, lane = t & 31;
+    // rows of the tile this warp group multiplies, and the ring it reads (two: its own tiles)
+    const int row0 = WG_RINGS == 1 ? (wg - 1) * 64 : 0, first = WG_RINGS == 1 ? 0 : (wg - 1) * WG_RING;
+    const int t = tid & 127, warp = t >> 5, lane = t & 31;
     C += c_off;
     // split-K: the partial sums, as the accumulators hold them, in the workspace passed as C
     ACC* const W = reinterpret_cast<ACC*>(C);
@@ -423,7 +437,7 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
     int it = 0;
     ACC d[WG_ACC];
     unsigned fr[16];  // SWAP: B^T's fragments for the four k steps of a slice
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    for (int tile = blockIdx.x + (first ? gridDim.x : 0); tile < tiles; tile += WG_RINGS * gridDim.x) {
         int part, z, r0, c0, kt0, run;
         locate(tile, part, z, r0, c0, kt0, run);
         (void)kt0;
@@ -446,8 +460,8 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
                     boundary += (group * seg + BK - 1) / BK;
                 }
             }
-            const int s = it % WG_STAGES;
-            wg_bar_wait(bars + 8 * s, (it / WG_STAGES) & 1);
+            const int s = first + it % WG_RING;
+            wg_bar_wait(bars + 8 * s, (it / WG_RING) & 1);
             const unsigned stage = ring + s * WG_STAGE_BYTES, a_base = stage + row0 * 128, b_base = stage + WG_A_BYTES;
             if constexpr (SWAP && KIND == 2) {
 #pragma unroll
@@ -505,12 +519,12 @@ __device__ __forceinline__ void wg_gemm(const pm_tmap* ta, const pm_tmap* tb, in
                 // flight: its stage goes back to the producer while this slice's run.
                 wg_wait<1>();
                 wg_hold(d);
-                if (j > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
+                if (j > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + first + (it - 1) % WG_RING));
             }
         }
         wg_wait<0>();
         wg_hold(d);
-        if (!SWAP && slices > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
+        if (!SWAP && slices > 0 && t == 0) wg_bar_arrive(bars + 8 * (WG_STAGES + first + (it - 1) % WG_RING));
 
         if constexpr (SWAP) wg_store_t<STORED>(d, Cz, M, N, r0 + n_in, c0 + 2 * q, pairs);
         else wg_store<STORED>(d, Cz, M, N, r0 + row0 + 16 * warp + (lane >> 2), c0, lane & 3, vector);
@@ -538,10 +552,12 @@ WG_KERNEL(polymm_wgmma_float16_nk, 0, true, 1, pm_u16)
 WG_KERNEL(polymm_wgmma_bfloat16_kn, 1, false, 1, pm_u16)
 WG_KERNEL(polymm_wgmma_bfloat16_nk, 1, true, 1, pm_u16)
 WG_KERNEL(polymm_wgmma_tf32_nk, 2, true, 1, float)
-WG_KERNEL(polymm_wgmma_tf32_kn, 2, false, 1, float)
 WG_KERNEL(polymm_wgmma_tf32x3_nk, 2, true, 3, float)
 WG_KERNEL(polymm_wgmma_int8_nk, 3, true, 1, signed char)
 WG_KERNEL(polymm_wgmma_uint8_nk, 4, true, 1, unsigned char)
+#if WG_RINGS == 1  // the swapped forms (tiles of C^T) split a tile's columns between the consumers
+WG_KERNEL(polymm_wgmma_tf32_kn, 2, false, 1, float)
 WG_KERNEL(polymm_wgmma_int8_kn, 3, false, 1, signed char)
 WG_KERNEL(polymm_wgmma_uint8_kn, 4, false, 1, unsigned char)
+#endif
 #endif
