@@ -21,7 +21,7 @@ done
 cp /tmp/wgmma.py $host
 for s in 0 1 2 3; do
   prefer=""; [ $s -ge 2 ] && prefer=wgmma
-  POLYMM_PREFER=$prefer timeout 75 polymm fuzz --backend cuda --cases 10000 --seed 2026126$s --dtypes float16,bfloat16,int8,uint8 --time-budget 55 --json > $r/cuda-h200-$tag-seed2026126$s.json 2> $r/fuzz-$s.log &
+  env ${prefer:+POLYMM_PREFER=$prefer} timeout 75 polymm fuzz --backend cuda --cases 10000 --seed 2026126$s --dtypes float16,bfloat16,int8,uint8 --time-budget 55 --json > $r/cuda-h200-$tag-seed2026126$s.json 2> $r/fuzz-$s.log &
 done
 wait
 cd $OUT && tar czf r.tgz r && rm -rf r
