@@ -58,7 +58,7 @@ CC = 90
 # kernels/wgmma.cu's WG_BM, bytes of K per pipeline slice, and block (three warp groups). The tile
 # widths (-DWG_BN) and stages (-DWG_STAGES) are tuning: the device database's ``wgmma`` family.
 BM, ROW, THREADS = 128, 128, 384
-#: The rows of the tiles of products with at most this many (``WG_BM`` 64: :func:`rows`).
+#: The tiles' rows (``-DWG_BM``) of products with at most this many: :func:`tile_rows`.
 SHORT_BM = 64
 #: Dynamic shared memory a block of compute capability 9.0 may opt into.
 MOST_SMEM = 232448
