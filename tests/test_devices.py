@@ -171,6 +171,8 @@ HARDWARE_AND_SOURCE_FACTS = {
     "backends/polymm-cuda/polymm_cuda/wgmma.py": {
         "CC",  # sm_90a code runs on compute capability 9.0 only
         "BM",  # kernels/wgmma.cu's WG_BM
+        "SHORT_BM",  # kernels/wgmma.cu's other WG_BM: a ring per consumer warp group
+        "MOST_SMEM",  # the dynamic shared memory a block may opt into on sm_90
         "ROW",  # bytes of K per pipeline slice: one 128-byte swizzled row
         "THREADS",  # three warp groups: a producer and two consumers
         "TF32_PRODUCTS",  # kernels/wgmma.cu's SEGMENTS per precision mode

@@ -80,18 +80,15 @@ def smem_bytes(bn: int, stages: int, bm: int = BM) -> int:
     return stages * (bm + bn) * ROW + 1024 + 16 * stages
 
 
-#: The fewest stages each consumer warp group's ring of 64-row tiles may have (else 128-row tiles).
-SHORT_RING = 3
-
-
 def tile_rows(shape, device, bn: int) -> int:
     """The rows of the ``bn``-wide tiles of a product of ``shape`` (the kernel's own: B, M, N, K):
     64 where M is at most 64, K is not cut into runs and each consumer warp group's ring holds
-    ``SHORT_RING`` stages, so that each consumer computes tiles of its own (a batch of 64 x 64
+    ``wgmma.short_ring`` stages, so that each consumer computes tiles of its own (a batch of 64 x 64
     products: two tiles at a time on an SM, not one whose second 64 rows lie outside the matrix);
     else 128. 256-wide tiles leave each ring two stages: 128 rows."""
     short = shape[1] <= SHORT_BM and runs(shape, device) == 1
-    return SHORT_BM if short and stages_for(device, bn, SHORT_BM) // 2 >= SHORT_RING else BM
+    deep = stages_for(device, bn, SHORT_BM) // 2 >= settings_for(device)("wgmma", "short_ring")
+    return SHORT_BM if short and deep else BM
 
 
 #: dtype -> the PTX type of its ``wgmma``; only the 16-bit ones have the transpose bit (B N-major).
