@@ -85,7 +85,7 @@ def _wgmma(p: Problem) -> Candidate | Refusal:
     swapped = layout == "kn" and p.dtype.itemsize == 1
     shape = (p.batch, p.N, p.M, p.K) if swapped else p.shape
     external, runs, why = _split_k(external, shape, p, why)
-    bn, bm = wgmma.width(shape, p.device), external.get("tile_rows", wgmma.BM)
+    bn, bm = wgmma.width(shape, p.device), external["tile_rows"]
     if bm != wgmma.BM:
         why += f"; {bm}-row tiles, one per consumer warp group (M = {shape[1]})"
     choice = Choice(name, None, f"tensor cores (wgmma, copy engine): {why}", external=external)

@@ -86,9 +86,10 @@ def tile_rows(shape, device, bn: int) -> int:
     ``wgmma.short_ring`` stages, so that each consumer computes tiles of its own (a batch of 64 x 64
     products: two tiles at a time on an SM, not one whose second 64 rows lie outside the matrix);
     else 128. 256-wide tiles leave each ring two stages: 128 rows."""
-    short = shape[1] <= SHORT_BM and runs(shape, device) == 1
+    if shape[1] > SHORT_BM or runs(shape, device) > 1:
+        return BM
     deep = stages_for(device, bn, SHORT_BM) // 2 >= settings_for(device)("wgmma", "short_ring")
-    return SHORT_BM if short and deep else BM
+    return SHORT_BM if deep else BM
 
 
 #: dtype -> the PTX type of its ``wgmma``; only the 16-bit ones have the transpose bit (B N-major).
