@@ -389,6 +389,7 @@ def render(
     defines = _type_defines(dialect, dtype)
     vector_ok = dtype.name in _VECTOR_DTYPES
     row_t = _ROW_TYPES.get(params.gvw * dtype.itemsize) if kernel == "vecmat" and vec_b and dtype.kind != "c" else None
+    mv_rows = kernel == "matvec" and params.use_local and vec_a and params.gvw * dtype.itemsize in _ROW_TYPES
     defines.update(
         TS=str(params.ts),
         MWG=str(params.mwg),
@@ -413,6 +414,8 @@ def render(
         COPY_T=_COPY_TYPES[dtype.itemsize][0 if dialect == "opencl" else 1],
         COPY_ZERO=_COPY_ZERO[dialect],
         PM_MV_GROUP="1" if (kernel == "matvec" and params.use_local) else "0",
+        PM_MV_ROWS="1" if mv_rows else "0",
+        PM_MV_ROWS_B="1" if (mv_rows and vec_b) else "0",
         BPG=str(params.bpg),
         KTEAMS=str(params.kteams),
         PM_RB_GROUP=str(params.group),
@@ -431,6 +434,8 @@ def render(
     )
     if row_t:
         defines["PM_VM_ROW_T"] = row_t[0 if dialect == "opencl" else 1]
+    if mv_rows:
+        defines["PM_MV_ROW_T"] = _ROW_TYPES[params.gvw * dtype.itemsize][0 if dialect == "opencl" else 1]
     if vector_ok:
         base, lanes = _VECTOR_DTYPES[dtype.name]
         width = params.gvw * lanes
@@ -570,7 +575,9 @@ def fast_path(
 ) -> dict[str, bool]:
     """Which vector paths of ``kernel`` are valid for these operands (``render`` keywords).
 
-    ``matvec``: both flags exactly when A and B are contiguous along K (OpenCL).
+    ``matvec``: both flags exactly when A and B are contiguous along K (OpenCL's CPU shape);
+    the GPU shape's ``vec_a`` when A's rows split into runs of ``gvw`` (``matvec.c``'s
+    ``PM_MV_ROWS``), ``vec_b`` when B's columns do too.
     The GPU shape also reads column-major operands with vectors (``a_mmajor``: along M,
     ``b_kmajor``: along K).
 
@@ -594,6 +601,16 @@ def fast_path(
             and all(v % g == 0 for v in (N, b_off, b_sk, b_sb if batch > 1 else 0))
         )
         return {"vec_a": False, "vec_b": rows}
+    if kernel == "matvec" and params.use_local:  # the GPU shape: runs of gvw elements along K
+        g = params.gvw
+        a_sb, a_sm, a_sk = a_strides
+        b_sb, b_sk, b_sn = b_strides
+        runs = g > 1 and g * dtype.itemsize in _ROW_TYPES and K % g == 0
+        a_rows = runs and a_sk == 1 and all(v % g == 0 for v in (a_off, a_sm if M > 1 else 0, a_sb if batch > 1 else 0))
+        b_cols = (
+            a_rows and b_sk == 1 and all(v % g == 0 for v in (b_off, b_sn if N > 1 else 0, b_sb if batch > 1 else 0))
+        )
+        return {"vec_a": a_rows, "vec_b": b_cols}
     if dtype.name not in _VECTOR_DTYPES or (dtype.kind == "c" and not (params.use_local and kernel == "regblock")):
         return {"vec_a": False, "vec_b": False}
     a_sb, a_sm, a_sk = a_strides

@@ -13,7 +13,13 @@
  * PM_MV_GROUP (GPUs): a work-group of MDIMC work-items (a power of two) per
  * MR x NWG block of C instead of one work-item: the lanes walk K side by
  * side (each warp reads consecutive addresses of a row of A), and the
- * partial sums meet in local memory in a fixed tree order (deterministic). */
+ * partial sums meet in local memory in a fixed tree order (deterministic).
+ *
+ * PM_MV_ROWS (GPU shape; kernels.fast_path: a_sk == 1, K and A's offsets multiples of GVW):
+ * each lane reads A's rows as runs of GVW elements, one raw-bits load of PM_MV_ROW_T each
+ * (16 bytes: one instruction where 16-bit types took eight), lane taking runs lane,
+ * lane + MDIMC, ...; PM_MV_ROWS_B reads B's columns so too (b_sk == 1), else element by
+ * element.  Each lane's sum is then in the order of its runs, still one fixed order. */
 #if PM_MV_GROUP
 KERNEL_WG(MDIMC, 1) void polymm_matvec(PM_ARGS)
 {
@@ -41,6 +47,32 @@ KERNEL void polymm_matvec(PM_ARGS)
     ACC_T acc[MR][NWG];
     PM_ACC_ZERO(acc, MR, NWG);
     int k = K_FIRST;
+#if PM_MV_GROUP && PM_MV_ROWS
+    for (k = lane * GVW; k < K; k += MDIMC * GVW) {
+        VAL_T b_reg[NWG][GVW];
+        PM_UNROLL
+        for (int j = 0; j < NWG; ++j) {
+#if PM_MV_ROWS_B
+            const PM_MV_ROW_T b_run = *(GLOBAL const PM_MV_ROW_T*)(B + b_col[j] + k);
+            PM_UNROLL
+            for (int q = 0; q < GVW; ++q) b_reg[j][q] = LOAD((const ELEM_T*)&b_run, q);
+#else
+            PM_UNROLL
+            for (int q = 0; q < GVW; ++q) b_reg[j][q] = LOAD(B, b_col[j] + (INDEX_T)(k + q) * b_sk);
+#endif
+        }
+        PM_UNROLL
+        for (int i = 0; i < MR; ++i) {
+            const PM_MV_ROW_T a_run = *(GLOBAL const PM_MV_ROW_T*)(A + a_row[i] + k);
+            PM_UNROLL
+            for (int q = 0; q < GVW; ++q) {
+                const VAL_T a_val = LOAD((const ELEM_T*)&a_run, q);
+                PM_UNROLL
+                for (int j = 0; j < NWG; ++j) ACC_MADD(acc[i][j], a_val, b_reg[j][q]);
+            }
+        }
+    }
+#endif
 #if PM_MV_VEC && PM_VECTOR_MATH && !PM_MV_GROUP
     {
         VEC_T vacc[MR][NWG];

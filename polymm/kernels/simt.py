@@ -127,11 +127,19 @@ def _matvec(p: Problem) -> Candidate | Refusal:
         return Refusal("matvec", f"N={N} > matvec.most_columns={few} or K={K} < 32")
     lanes = min(256, device.max_work_group, max(64, K // settings("matvec", "k_per_lane")))
     lanes = 1 << (lanes.bit_length() - 1)
-    mv = KernelParams(mr=max(settings("matvec", "rows_per_group"), few // N), nwg=N, mdimc=lanes, vw=1, use_local=True)
+    run = max(1, settings("matvec", "run_bytes") // np.dtype(dtype).itemsize)  # elements per load of a row of A
+    mv = KernelParams(
+        mr=max(settings("matvec", "rows_per_group"), few // N), nwg=N, mdimc=lanes, vw=1, gvw=run, use_local=True
+    )
     while mv.mdimc > 32 and local_mem_bytes("matvec", dtype, mv) > device.local_mem:
         mv = mv.replace(mdimc=mv.mdimc // 2)
     if p.a_strides[2] == 1 or M == 1:
         why = f"N={N} <= {few}: a work-group of {lanes} per {mv.mr} rows, lanes along K"
+        flags = fast_path(
+            device.dialect, dtype, mv, M, N, K, p.batch, p.a[0], p.a_strides, p.b[0], p.b[1], kernel="matvec"
+        )
+        if flags["vec_a"]:
+            why += f" in runs of {run} ({'A and B' if flags['vec_b'] else 'A'}: matvec.run_bytes)"
         return _offer("matvec", p, Choice("matvec", mv, why))
     return _offer(
         "matvec", p, Choice("matvec", mv, f"N={N} <= {few}, A not row-major: packed to rows first", pack_a=True)

@@ -1126,3 +1126,25 @@ def test_a_result_larger_than_the_gpu_is_polymms_own_memory_error():
         polymm.matmul(a, b)
     small = polymm.matmul(cp.ones((3, 2), cp.float32), cp.ones((2, 4), cp.float32))
     assert cp.asnumpy(small).tolist() == [[2.0] * 4] * 3
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ("c", "misaligned", "padded", "slice", "bcast"))
+def test_matvec_runs_along_k(backend, dtype, layout):
+    """The work-group matvec reads A's rows in runs of ``matvec.run_bytes`` (one raw-bits load
+    each) where K, the offsets and A's row stride are multiples of a run, B's column so too where
+    K-contiguous, and element by element otherwise (an odd K, an offset of one element); values
+    checked against the oracle for one column and three, a batch, every dtype and layout."""
+    rng = np.random.default_rng(37)
+    for bt, n, k in [(1, 1, 1040), (3, 1, 1040), (1, 3, 1040), (1, 1, 1037)]:
+        da, db, ha, hb = _operands(rng, layout, bt, 300, n, k, dtype)
+        out = _poisoned(bt, 300, n, dtype)
+        backend._plans.clear()
+        backend.matmul(da, db, out, "auto")
+        _check(out, ha, hb, dtype)
+        ((*_, made),) = backend._plans.values()  # the one plan of this call
+        (launch,) = [x for x in made.launches if x.kernel == "matvec"]
+        runs = layout == "c" and launch.params.gvw > 1 and k % launch.params.gvw == 0
+        if layout in ("c", "misaligned"):
+            assert launch.flags.get("vec_a", False) is runs, launch
+            assert launch.flags.get("vec_b", False) is (runs and n == 1), launch
