@@ -389,7 +389,7 @@ def render(
     defines = _type_defines(dialect, dtype)
     vector_ok = dtype.name in _VECTOR_DTYPES
     row_t = _ROW_TYPES.get(params.gvw * dtype.itemsize) if kernel == "vecmat" and vec_b and dtype.kind != "c" else None
-    mv_rows = kernel == "matvec" and params.use_local and vec_a and params.gvw * dtype.itemsize in _ROW_TYPES
+    mv_rows = kernel == "matvec" and params.use_local and vec_a and vec_b and params.gvw * dtype.itemsize in _ROW_TYPES
     defines.update(
         TS=str(params.ts),
         MWG=str(params.mwg),
@@ -415,7 +415,6 @@ def render(
         COPY_ZERO=_COPY_ZERO[dialect],
         PM_MV_GROUP="1" if (kernel == "matvec" and params.use_local) else "0",
         PM_MV_ROWS="1" if mv_rows else "0",
-        PM_MV_ROWS_B="1" if (mv_rows and vec_b) else "0",
         BPG=str(params.bpg),
         KTEAMS=str(params.kteams),
         PM_RB_GROUP=str(params.group),
@@ -576,8 +575,8 @@ def fast_path(
     """Which vector paths of ``kernel`` are valid for these operands (``render`` keywords).
 
     ``matvec``: both flags exactly when A and B are contiguous along K (OpenCL's CPU shape);
-    the GPU shape's ``vec_a`` when A's rows split into runs of ``gvw`` (``matvec.c``'s
-    ``PM_MV_ROWS``), ``vec_b`` when B's columns do too.
+    the GPU shape's both when A's rows and B's columns split into runs of ``gvw`` (``matvec.c``'s
+    ``PM_MV_ROWS``).
     The GPU shape also reads column-major operands with vectors (``a_mmajor``: along M,
     ``b_kmajor``: along K).
 
@@ -606,11 +605,10 @@ def fast_path(
         a_sb, a_sm, a_sk = a_strides
         b_sb, b_sk, b_sn = b_strides
         runs = g > 1 and g * dtype.itemsize in _ROW_TYPES and K % g == 0
-        a_rows = runs and a_sk == 1 and all(v % g == 0 for v in (a_off, a_sm if M > 1 else 0, a_sb if batch > 1 else 0))
-        b_cols = (
-            a_rows and b_sk == 1 and all(v % g == 0 for v in (b_off, b_sn if N > 1 else 0, b_sb if batch > 1 else 0))
-        )
-        return {"vec_a": a_rows, "vec_b": b_cols}
+        a_rows = a_sk == 1 and all(v % g == 0 for v in (a_off, a_sm if M > 1 else 0, a_sb if batch > 1 else 0))
+        b_cols = b_sk == 1 and all(v % g == 0 for v in (b_off, b_sn if N > 1 else 0, b_sb if batch > 1 else 0))
+        both = runs and a_rows and b_cols
+        return {"vec_a": both, "vec_b": both}
     if dtype.name not in _VECTOR_DTYPES or (dtype.kind == "c" and not (params.use_local and kernel == "regblock")):
         return {"vec_a": False, "vec_b": False}
     a_sb, a_sm, a_sk = a_strides

@@ -139,7 +139,7 @@ def _matvec(p: Problem) -> Candidate | Refusal:
             device.dialect, dtype, mv, M, N, K, p.batch, p.a[0], p.a_strides, p.b[0], p.b[1], kernel="matvec"
         )
         if flags["vec_a"]:
-            why += f" in runs of {run} ({'A and B' if flags['vec_b'] else 'A'}: matvec.run_bytes)"
+            why += f" in runs of {run} (matvec.run_bytes)"
         return _offer("matvec", p, Choice("matvec", mv, why))
     return _offer(
         "matvec", p, Choice("matvec", mv, f"N={N} <= {few}, A not row-major: packed to rows first", pack_a=True)

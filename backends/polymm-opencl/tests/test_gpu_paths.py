@@ -130,11 +130,11 @@ def test_vecmat_reads_each_run_of_a_row_of_b_as_one_vector(gpu_planned, dtype):
     "dtype", ["bool", "int8", "uint16", "int32", "float16", "bfloat16", "float32", "float64", "complex64"]
 )
 def test_matvec_reads_runs_of_the_rows_of_a_as_one_vector(gpu_planned, dtype):
-    """The work-group matvec reads A's rows (and B's column, where K-contiguous) in runs of
-    ``matvec.run_bytes`` (16), one raw-bits load each, for every dtype whose element is smaller:
-    element by element, 16-bit types streamed at 3.3 TB/s where 4-byte ones reached 3.6 on the
-    H200. Checked against the oracle for one column, two (B element by element), a batch, and
-    operands whose offset or K breaks the runs (the element path)."""
+    """The work-group matvec reads A's rows and B's column in runs of ``matvec.run_bytes`` (16),
+    one raw-bits load each, for every dtype whose element is smaller: element by element, 16-bit
+    types streamed at 3.3 TB/s where 4-byte ones reached 3.6 on the H200. Checked against the
+    oracle for one column, a batch, and operands that keep the element path: two columns of a
+    row-major B, a K that breaks the runs."""
     if dtype == "bfloat16":
         pytest.importorskip("ml_dtypes")
     rng = np.random.default_rng(19)
@@ -142,7 +142,7 @@ def test_matvec_reads_runs_of_the_rows_of_a_as_one_vector(gpu_planned, dtype):
     x, v = random_array(rng, (1040,), dtype), random_array(rng, (1040, 2), dtype)
     cases = [
         (a[0], x, {"vec_a": True, "vec_b": True}),
-        (a[0], v, {"vec_a": True, "vec_b": False}),
+        (a[0], v, {"vec_a": False, "vec_b": False}),  # B's rows contiguous, not its columns
         (a, x[:, None], {"vec_a": True, "vec_b": True}),
         (a[0, :, 1:1038], x[1:1038], {"vec_a": False, "vec_b": False}),  # K = 1037
     ]
