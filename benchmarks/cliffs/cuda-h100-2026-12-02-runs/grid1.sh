@@ -5,10 +5,7 @@ set -u
 r=$OUT
 tag=2026-12-02-$(cat .device/tag.txt)
 cells='square-2048,square-4096,grid-square,grid-square-odd,grid-square-4mod8,grid-tall,grid-wide,grid-deep-k,grid-batch-*,grid-broadcast,grid-matvec,grid-vecmat,grid-outer,grid-view-*'
-flip() { python3 -c "
-import json, sys; p = 'polymm/kernels/devices.json'; d = json.load(open(p))
-d['settings']['any']['realify']['in_place']['value'] = sys.argv[1] == 'on'
-open(p, 'w').write(json.dumps(d, indent=1, ensure_ascii=False) + '\n')" $1; }
+flip() { python3 scripts/database_set.py any realify in_place $([ $1 = on ] && echo true || echo false); }
 cp polymm/kernels/devices.json /tmp/devices.json
 nvidia-smi --query-gpu=name,clocks.max.sm,temperature.gpu --format=csv > $r/gpu.txt 2>&1
 ( time timeout 60 python3 -m pytest -q -x -n 8 -p no:cacheprovider backends/polymm-cuda/tests/test_device.py -k "complex64" ) > $r/test-device-c64-$tag.log 2>&1

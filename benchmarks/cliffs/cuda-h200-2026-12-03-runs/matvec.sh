@@ -6,10 +6,7 @@ set -u
 r=$OUT/r; mkdir -p $r
 tag=2026-12-03-$(cat .device/tag.txt)
 cells='grid-matvec,grid-fast-matvec,grid-tf32-matvec,grid-tf32x3-matvec,n4-2048'
-flip() { python3 -c "
-import json, sys; p = 'polymm/kernels/devices.json'; d = json.load(open(p))
-d['settings']['any']['matvec']['run_bytes']['value'] = int(sys.argv[1])
-open(p, 'w').write(json.dumps(d, indent=1, ensure_ascii=False) + '\n')" $1; }
+flip() { python3 scripts/database_set.py any matvec run_bytes $1; }
 cp polymm/kernels/devices.json /tmp/devices.json
 nvidia-smi --query-gpu=name,clocks.max.sm,temperature.gpu --format=csv > $r/gpu.txt 2>&1
 for round in 1 2; do

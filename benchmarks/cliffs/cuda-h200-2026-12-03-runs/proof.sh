@@ -6,10 +6,7 @@ set -u
 r=$OUT
 tag=2026-12-03-$(cat .device/tag.txt)
 cells='square-2048,square-4096,grid-square,grid-square-odd,grid-square-4mod8,grid-tall,grid-wide,grid-deep-k,grid-batch-*,grid-broadcast,grid-matvec,grid-vecmat,grid-outer,grid-view-*'
-flip() { python3 -c "
-import json, sys; p = 'polymm/kernels/devices.json'; d = json.load(open(p))
-d['settings']['NVIDIA GPU'].setdefault('realify', {})['in_place'] = {'value': sys.argv[1] == 'on'}
-open(p, 'w').write(json.dumps(d, indent=1, ensure_ascii=False) + '\n')" $1; }
+flip() { python3 scripts/database_set.py 'NVIDIA GPU' realify in_place $([ $1 = on ] && echo true || echo false); }
 cp polymm/kernels/devices.json /tmp/devices.json
 nvidia-smi --query-gpu=name,clocks.max.sm,temperature.gpu --format=csv > $r/gpu.txt 2>&1
 for round in 1 2; do
