@@ -304,7 +304,9 @@ class CPUBackend(Backend):
         self._specs: dict = {}
         self._bodies: dict = {}  # (body, signature) -> (its dispatcher, its address)
         self._serialise = True  # until the threading layer is known
-        neighbours.start_pool(params.PASSIVE_FROM_CORES)  # before anything asks Numba for its threads
+        neighbours.start_pool(
+            params.PASSIVE_FROM_CORES, params.POOL_SPIN_SECONDS
+        )  # before anything asks Numba for its threads
 
     # -- description -----------------------------------------------------
     def devices(self) -> list[str]:
@@ -314,6 +316,8 @@ class CPUBackend(Backend):
             layer = "threading layer omp/tbb/workqueue, chosen at first parallel call"
         if neighbours.PASSIVE:
             layer += ", its threads waiting passively (cpu-threads.passive_from_cores)"
+            if neighbours.SPIN_WINDOW:
+                layer += f" after {neighbours.SPIN_WINDOW * 1e6:.0f} us of spinning (cpu-threads.pool_spin_seconds)"
         return [f"cpu: {numba.get_num_threads()} threads (numba {numba.__version__}, {layer})"]
 
     # -- compilation -----------------------------------------------------
@@ -629,6 +633,7 @@ class CPUBackend(Backend):
                 fn(*args)
         finally:
             numba.set_parallel_chunksize(old)
+            neighbours.launched(numba.get_num_threads())
 
     def _plan(self, a, b, out, dt, p=params, nth=None):
         """The ``"auto"`` path for this shape and layout: ``(kernel kind, args)``, for ``nth``

@@ -62,6 +62,63 @@ def test_the_pool_waits_passively_on_many_cores_and_the_environment_is_left_as_i
     assert run(64, OMP_WAIT_POLICY="ACTIVE") == ["False", layer, "ACTIVE", threshold]
 
 
+def test_a_passive_pool_is_told_to_spin_its_window_first_and_the_environment_is_left_as_it_was():
+    """With cpu-threads.pool_spin_seconds set, GNU OpenMP loads with GOMP_SPINCOUNT worth that many
+    seconds of x86 pauses (timed here), then the variable goes; a user's own count stays, and the
+    spin is then not known (no window). A fresh process each, planned as for 64 cores."""
+    import os
+
+    code = (
+        "import os, sys, numba, numpy as np; from polymm_numba import neighbours, params; "
+        "neighbours._CPUS = 64; params.POOL_SPIN_SECONDS = float(sys.argv[1]); seen = []; "
+        "load = numba.get_num_threads; "
+        "numba.get_num_threads = lambda: seen.append(os.environ.get('GOMP_SPINCOUNT')) or load(); "
+        "import polymm; polymm.matmul(np.ones((300, 300)), np.ones((300, 300))); numba.get_num_threads = load; "
+        "print(seen[0], os.environ.get('GOMP_SPINCOUNT'), neighbours.SPIN_WINDOW, numba.threading_layer())"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+
+    def run(seconds, **extra):
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(seconds)], env={**env, **extra}, capture_output=True, text=True, check=True
+        )
+        return out.stdout.split()
+
+    spins, left, window, layer = run(5e-5)
+    if layer != "omp" or os.uname().machine != "x86_64":
+        pytest.skip(f"GNU OpenMP's spin count on x86 only (threading layer {layer})")
+    assert left == "None" and float(window) == 5e-5, (spins, left, window)
+    pause = neighbours.pause_seconds()
+    assert 1e-10 < pause < 2e-6, pause
+    assert 0.2 < int(spins) * pause / 5e-5 < 5, (spins, pause)  # the same pauses, timed twice
+    assert run(0) == ["None", "None", "0.0", layer]
+    assert run(5e-5, GOMP_SPINCOUNT="77") == ["77", "77", "0.0", layer]
+
+
+def test_the_passive_pool_still_spinning_from_our_last_launch_is_not_counted(tmp_path, monkeypatch):
+    """For pool_spin_seconds after a launch the team's threads may still be running, spinning:
+    the machine's count is taken less them (they are ours, and join the next launch); after the
+    window they are asleep and every running thread but the caller is someone else's."""
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("0.50 0.40 0.30 16/120 4242\n")
+    monkeypatch.setattr(neighbours, "_LOADAVG", str(loadavg))
+    monkeypatch.setattr(neighbours, "PASSIVE", True)
+    monkeypatch.setattr(neighbours, "_CPUS", 16)
+    monkeypatch.setattr(neighbours, "SPIN_WINDOW", 60.0)
+    monkeypatch.setattr(neighbours, "_spinning_until", 0.0)
+    monkeypatch.setattr(neighbours, "_last_team", 1)
+    assert neighbours.team_size(16, LOCK) == 1  # 15 others running: someone else's
+    neighbours.launched(16)
+    assert neighbours.team_size(16, LOCK) == 16  # our own 15, spinning
+    loadavg.write_text("0.50 0.40 0.30 20/120 4242\n")
+    assert neighbours.team_size(16, LOCK) == 12  # ours and 4 others
+    monkeypatch.setattr(neighbours, "_spinning_until", time.perf_counter() - 1)
+    assert neighbours.team_size(16, LOCK) == 1
+    monkeypatch.setattr(neighbours, "SPIN_WINDOW", 0.0)
+    neighbours.launched(16)  # no window: nothing noted
+    assert neighbours.team_size(16, LOCK) == 1
+
+
 def test_a_passive_pool_is_sized_from_the_machine_count_alone(tmp_path, monkeypatch):
     """With the pool asleep between launches, every runnable thread but the caller holds a core:
     one read of /proc/loadavg sizes the team; a product that outlasts OpenBLAS's spin still reads
