@@ -474,3 +474,28 @@ def test_an_opencl_device_that_builds_nothing_is_not_offered(monkeypatch):
     last = found[-1][3]
     monkeypatch.setattr(devices, "_build_failure", lambda device: None if device == last else "no")
     assert devices._pick_device() == last
+
+
+def test_pocl_compiling_without_avx512_plans_32_byte_vectors(monkeypatch):
+    """PoCL 3.0 reports 16-float vectors on an AMD Zen 4 but compiles for "znver3" (no AVX-512),
+    and LLVM 14 then aborts the process on the regblock kernel's 16-wide vectors: where the
+    probe's build log says the compiler has no 512-bit vectors, the planner gets 32 bytes; a
+    device whose compiler has them, or that is not PoCL, keeps what it reports."""
+    from types import SimpleNamespace
+
+    pytest.importorskip("pyopencl")
+    from polymm_opencl import devices
+
+    def device(platform, width, log):
+        dev = SimpleNamespace(
+            int_ptr=object(), native_vector_width_float=width, platform=SimpleNamespace(name=platform)
+        )
+        monkeypatch.setitem(devices._build_failures, dev.int_ptr, None)
+        monkeypatch.setitem(devices._probe_logs, dev.int_ptr, log)
+        return dev
+
+    no512 = "warning: /tmp/probe.cl:2:2: polymm: no 512-bit vectors\n1 warning generated.\n"
+    assert devices._vector_bytes(device("Portable Computing Language", 16, no512)) == 32
+    assert devices._vector_bytes(device("Portable Computing Language", 16, "")) == 64
+    assert devices._vector_bytes(device("Intel(R) OpenCL", 16, no512)) == 64
+    assert devices._vector_bytes(device("Portable Computing Language", 8, no512)) == 32
