@@ -304,9 +304,8 @@ class CPUBackend(Backend):
         self._specs: dict = {}
         self._bodies: dict = {}  # (body, signature) -> (its dispatcher, its address)
         self._serialise = True  # until the threading layer is known
-        neighbours.start_pool(
-            params.PASSIVE_FROM_CORES, params.POOL_SPIN_SECONDS
-        )  # before anything asks Numba for its threads
+        # before anything asks Numba for its threads
+        neighbours.start_pool(params.PASSIVE_FROM_CORES, params.POOL_SPIN_SECONDS)
 
     # -- description -----------------------------------------------------
     def devices(self) -> list[str]:

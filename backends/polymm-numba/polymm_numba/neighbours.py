@@ -21,6 +21,7 @@ every thread is used.
 from __future__ import annotations
 
 import os
+import platform
 import threading
 import time
 
@@ -266,7 +267,7 @@ def start_pool(passive_from_cores: int, spin_seconds: float = 0.0) -> None:
         PASSIVE = (user or "").strip().upper() == "PASSIVE" and numba.threading_layer() == "omp"
         return
     spins = 0
-    if spin_seconds > 0 and "GOMP_SPINCOUNT" not in os.environ and os.uname().machine == "x86_64":
+    if spin_seconds > 0 and "GOMP_SPINCOUNT" not in os.environ and platform.machine().lower() in ("x86_64", "amd64"):
         spins = max(1, round(spin_seconds / pause_seconds()))
     env = {"OMP_WAIT_POLICY": "PASSIVE", **({"GOMP_SPINCOUNT": str(spins)} if spins else {})}
     os.environ.update(env)
