@@ -85,8 +85,8 @@ def command_line(doc: dict) -> str:
 
 
 #: Host kinds a record's name gives (``POLYMM_HOST_NAME``) where the processor's name does not:
-#: every AMD EPYC guest reports "AMD EPYC", whether Zen 2, 3 or 5.
-HOST_KINDS = {"zen3": "Zen 3", "zen5": "Zen 5", "avx512": "AVX-512"}
+#: every AMD EPYC guest reports "AMD EPYC", whether Zen 2, 3, 4 or 5.
+HOST_KINDS = {"zen3": "Zen 3", "zen4": "Zen 4", "zen5": "Zen 5", "avx512": "AVX-512"}
 
 
 def device_label(backend: str, doc: dict, stem: str = "") -> str:
