@@ -251,11 +251,11 @@ def start_pool(passive_from_cores: int, spin_seconds: float = 0.0) -> None:
     runtime reads it then) and removed after, for other libraries that load a runtime of their
     own; a user's own ``OMP_WAIT_POLICY``, or a runtime already loaded, is left as it is.
 
-    Waking a sleeping pool costs each launch 20-90 us on 16 cores, and a packed product launches
-    twice per K block; so GNU's runtime may be told to spin a short while first
-    (``GOMP_SPINCOUNT``: ``spin_seconds`` over :func:`pause_seconds`), long enough for a
-    product's next launch, short against NumPy's next call. A user's own ``GOMP_SPINCOUNT`` is
-    left as it is (and the spin, not known then, taken as none).
+    Waking a sleeping pool cost each launch 20-90 us on one 16-core host (6.6 us on another),
+    and a packed product launches twice per K block; so GNU's runtime may be told to spin a
+    short while first (``GOMP_SPINCOUNT``: ``spin_seconds`` over :func:`pause_seconds`), long
+    enough for a product's next launch, short against NumPy's next call. A user's own
+    ``GOMP_SPINCOUNT`` is left as it is (and the spin, not known then, taken as none).
     """
     global PASSIVE, SPIN_WINDOW, _started
     if _started:
