@@ -692,7 +692,10 @@ class CPUBackend(Backend):
             return "auto_splitk", (a, b, out, p.SPLITK_CHUNK, (blk.mc, blk.nc, blk.kc))
         if nbatch >= 2 * nth:
             return "auto_batch", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
-        if per <= p.SLABS_WORK_PER_THREAD * nth:
+        # a passive pool (many cores) wakes for each of auto_parallel's launches, two per K
+        # block; with A's rows contiguous the slab grid reads A in place, one launch in all
+        passive = neighbours.PASSIVE and a.strides[2] == a.itemsize
+        if per <= p.SLABS_WORK_PER_THREAD * nth or (passive and per <= p.SLABS_PASSIVE_WORK_PER_THREAD * nth):
             # one launch: a grid of column slabs by row groups, one task per thread
             slabs, groups = _slab_grid(m, n, nth, blk, p)
             if slabs * groups >= 2:

@@ -203,6 +203,7 @@ SMALL_K = _read("SMALL_K", "cpu-small", "most_k")
 SMALL_SERIAL_WORK = _read("SMALL_SERIAL_WORK", "cpu-small", "serial_work")
 
 SLABS_WORK_PER_THREAD = _read("SLABS_WORK_PER_THREAD", "cpu-slabs", "work_per_thread")
+SLABS_PASSIVE_WORK_PER_THREAD = _read("SLABS_PASSIVE_WORK_PER_THREAD", "cpu-slabs", "passive_work_per_thread")
 SLABS_MIN_COLUMNS = _read("SLABS_MIN_COLUMNS", "cpu-slabs", "min_columns")
 SLABS_MIN_ROW_PANELS = _read("SLABS_MIN_ROW_PANELS", "cpu-slabs", "min_row_panels")
 

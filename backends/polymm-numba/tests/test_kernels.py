@@ -330,6 +330,31 @@ def test_the_slab_grid_for_many_threads_computes_the_product(backend, dtype, m, 
     assert_matches(out, a, b)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_passive_pool_runs_mid_size_products_with_contiguous_rows_of_a_in_one_launch(backend, monkeypatch, dtype):
+    """Where the pool waits passively (every launch wakes it), a 1024-class product on 16 threads
+    runs as the slab grid (one launch) while A's rows are contiguous, up to
+    cpu-slabs.passive_work_per_thread per thread, and keeps auto_parallel's packed blocks where A
+    runs down its columns or the pool spins; the slab grid's answer is right (NaN-poisoned out)."""
+    from polymm_numba import neighbours
+
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(5)
+    m, k, n = 1000, 1024, 1000
+    assert params.SLABS_WORK_PER_THREAD * 16 < m * k * n <= params.SLABS_PASSIVE_WORK_PER_THREAD * 16
+    a = rng.standard_normal((1, m, k)).astype(dt)
+    b = rng.standard_normal((1, k, n)).astype(dt)
+    at = np.asfortranarray(a[0])[None]  # the same values, A down its columns
+    out = np.full((1, m, n), np.nan, dt)
+    for passive, x, kind in ((True, a, "auto_slabs"), (True, at, "auto_parallel"), (False, a, "auto_parallel")):
+        monkeypatch.setattr(neighbours, "PASSIVE", passive)
+        assert backend._plan(x, b, out, dt, nth=16)[0] == kind, (passive, x.strides)
+    monkeypatch.setattr(neighbours, "PASSIVE", True)
+    kind, args = backend._plan(a, b, out, dt, nth=16)
+    backend._kernel(kind, dt)(*args)
+    assert_matches(out, a, b)
+
+
 @pytest.mark.parametrize("nr,m,n", [(64, 512, 512), (64, 256, 256), (32, 256, 256), (16, 320, 320)])
 def test_the_slab_grid_gives_every_thread_a_task_whatever_the_tile_width(backend, monkeypatch, nr, m, n):
     """Slabs are whole NR-wide panels: where the columns make fewer panels than the slab count
