@@ -632,7 +632,8 @@ class CPUBackend(Backend):
                 fn(*args)
         finally:
             numba.set_parallel_chunksize(old)
-            neighbours.launched(numba.get_num_threads())
+            if neighbours.SPIN_WINDOW:  # the team may spin a while: not other work (team_size)
+                neighbours.launched(numba.get_num_threads())
 
     def _plan(self, a, b, out, dt, p=params, nth=None):
         """The ``"auto"`` path for this shape and layout: ``(kernel kind, args)``, for ``nth``
