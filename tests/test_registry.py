@@ -490,8 +490,7 @@ def test_pocl_compiling_without_avx512_plans_32_byte_vectors(monkeypatch):
         dev = SimpleNamespace(
             int_ptr=object(), native_vector_width_float=width, platform=SimpleNamespace(name=platform)
         )
-        monkeypatch.setitem(devices._build_failures, dev.int_ptr, None)
-        monkeypatch.setitem(devices._probe_logs, dev.int_ptr, log)
+        monkeypatch.setitem(devices._probes, dev.int_ptr, (None, log))
         return dev
 
     no512 = "warning: /tmp/probe.cl:2:2: polymm: no 512-bit vectors\n1 warning generated.\n"

@@ -37,8 +37,8 @@ def _all_devices():
     return found
 
 
-_build_failures: dict = {}  # device.int_ptr -> None (it builds) or the first line of its build log
-_probe_logs: dict = {}  # device.int_ptr -> the probe's build log where it built
+#: device.int_ptr -> (None where it builds, else the first line of its build log; the build log)
+_probes: dict = {}
 
 #: The probe program: one line, and a warning in its build log where the compiler targets an x86
 #: CPU without AVX-512 (:func:`_vector_bytes`).
@@ -59,10 +59,15 @@ def _build_failure(device) -> str | None:
     The probe compiles (clang's front end, which checks the target CPU) and links nothing: a
     whole build in a context of its own cost 0.44-0.46 s of the README snippet's cold start
     on PoCL, the compile alone 0.11 s (2-core Xeon, 2026-12-01, ``scripts/cold_start.py``)."""
+    return _probe(device)[0]
+
+
+def _probe(device) -> tuple[str | None, str]:
+    """:data:`_PROBE` compiled for ``device`` once: (why it failed or None, its build log)."""
     import pyopencl as cl
 
     key = device.int_ptr
-    if key not in _build_failures:
+    if key not in _probes:
         try:
             start = time.perf_counter()
             context = cl.Context([device])
@@ -72,12 +77,11 @@ def _build_failure(device) -> str | None:
                 warnings.filterwarnings("ignore", "Pre-build attribute access", UserWarning)
                 program = cl.Program(context, _PROBE).compile(devices=[device])
             compiled("opencl", "int32", "polymm_probe", time.perf_counter() - start)
-            _build_failures[key] = None
-            _probe_logs[key] = program.get_build_info(device, cl.program_build_info.LOG) or ""
+            _probes[key] = (None, program.get_build_info(device, cl.program_build_info.LOG) or "")
         except cl.Error as exc:
             lines = [line.strip() for line in str(exc).splitlines() if "error" in line.lower()]
-            _build_failures[key] = lines[-1] if lines else str(exc).strip().splitlines()[0]
-    return _build_failures[key]
+            _probes[key] = (lines[-1] if lines else str(exc).strip().splitlines()[0], "")
+    return _probes[key]
 
 
 def _unbuildable(device, platform) -> str:
@@ -191,7 +195,6 @@ def _vector_bytes(device) -> int:
     ("Do not know how to scalarize this operator's operand!", 2-core Zen 4, 2026-12-04)."""
     reported = 4 * device.native_vector_width_float
     if reported > 32 and "portable computing language" in device.platform.name.lower():
-        _build_failure(device)
-        if "no 512-bit vectors" in _probe_logs.get(device.int_ptr, ""):
+        if "no 512-bit vectors" in _probe(device)[1]:
             return 32
     return reported
