@@ -1,10 +1,12 @@
 """How the CPU backend scales with threads: polymm and NumPy alone, 1 to N threads, and what a launch costs.
 
     python scripts/cpu_scaling.py --sizes 256,512,1024,2048 --dtypes float32,float64 --json out.json
+    python scripts/cpu_scaling.py --cases outer-k32,gemv-4096,transposed-1024 --threads 4,8,16
 
-For each square size, dtype and thread count ``t`` (powers of two up to the cores, and the
+For each square size (or cliff-suite case, ``--cases``: its shapes and views), dtype and thread count ``t`` (powers of two up to the cores, and the
 cores), ``polymm.matmul`` runs on ``t`` of Numba's threads (``numba.set_num_threads``) and
-NumPy on ``t`` of its BLAS's (``threadpoolctl``), each timed alone (:func:`polymm.tools.timing.measure`,
+NumPy on ``t`` of its BLAS's (``threadpoolctl``), each timed alone, polymm both into ``out=`` and
+into a new result (as NumPy's: a large one's first touch of fresh pages is part of the call) (:func:`polymm.tools.timing.measure`,
 best and median), polymm first and only once OpenBLAS's threads have stopped spinning after the
 last NumPy call (``--quiet-seconds``, 0.3 s: they spin for about 0.1 s): a scaling profile of
 the kernels, not the interleaved figure of a user's program (``polymm bench --suite cliffs``). Beside them: the path ``"auto"`` takes at ``t`` threads (``polymm explain``'s), and the
@@ -35,6 +37,7 @@ def _int_list(text: str) -> list[int]:
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=_int_list, default=[256, 512, 1024, 2048], help="square sizes n (n x n @ n x n)")
+    p.add_argument("--cases", default=None, help="cliff-suite case names instead of squares (polymm.tools.cliffs)")
     p.add_argument("--dtypes", default="float32,float64", help="comma-separated dtypes")
     p.add_argument(
         "--threads", type=_int_list, default=None, help="thread counts (default: 1, 2, 4, ... and the cores)"
@@ -86,6 +89,25 @@ def _loaded(word: str) -> list[str]:
     return sorted({Path(p).name for p in paths if word in Path(p).name})
 
 
+def _operands(args, dtype, rng):
+    """``(name, x1, x2)`` per square of ``--sizes``, or per cliff-suite case of ``--cases`` (its
+    shapes and views, :mod:`polymm.tools.cliffs`)."""
+    from polymm.tools import cliffs
+
+    if not args.cases:
+        for n in args.sizes:
+            yield f"square-{n}", *(rng.standard_normal((n, n)).astype(dtype) for _ in range(2))
+        return
+    cases = {c.name: c for c in cliffs.CASES}
+    for name in args.cases.split(","):
+        case = cases[name]
+        views = []
+        for shape, layout in zip((case.x1, case.x2), case.operand_layouts):
+            base = rng.standard_normal(cliffs._base_shape(shape, layout)).astype(dtype)
+            views.append(cliffs._view(np, base, layout))
+        yield name, *views
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     import numba
@@ -122,42 +144,47 @@ def main(argv=None) -> int:
         flush=True,
     )
     for dtype in args.dtypes.split(","):
-        for n in args.sizes:
-            a = rng.standard_normal((n, n)).astype(dtype)
-            b = rng.standard_normal((n, n)).astype(dtype)
-            out = np.full((n, n), np.nan, dtype)
+        for name, a, b in _operands(args, dtype, rng):
+            want = a.astype(np.float64) @ b.astype(np.float64)
+            flops = 2 * want.size * a.shape[-1]
+            out = np.full(want.shape, np.nan, dtype)
             for t in counts:
                 numba.set_num_threads(t)
                 with threadpool_limits(t, user_api="blas"):  # BLAS only: an OpenMP limit would reach Numba's pool too
                     polymm.matmul(a, b, out=out)
-                    assert np.allclose(out, a @ b, rtol=1e-3, atol=1e-3 * n), f"wrong values at {n} {dtype} t={t}"
+                    scale = np.sqrt(a.shape[-1])
+                    assert np.allclose(out, want, rtol=1e-3, atol=1e-3 * scale), f"wrong values at {name} {dtype} t={t}"
                     start = time.perf_counter()
                     np.matmul(a, b)
                     once = time.perf_counter() - start
                     if once * max(1, t) / max(counts) > args.most_seconds * 4 or once > args.most_seconds:
-                        print(f"{dtype} {n} t={t}: skipped (NumPy {once:.2f} s a call)", flush=True)
+                        print(f"{dtype} {name} t={t}: skipped (NumPy {once:.2f} s a call)", flush=True)
                         continue
                     time.sleep(args.quiet_seconds)  # OpenBLAS's threads stop spinning
                     mine = timing.measure(lambda: polymm.matmul(a, b, out=out), budget=args.budget)
+                    fresh = timing.measure(lambda: polymm.matmul(a, b), budget=args.budget)
                     ref = timing.measure(lambda: np.matmul(a, b), budget=args.budget)
-                    path = explain((n, n), (n, n), dtype, backend="cpu").path
+                    path = explain(a.shape, b.shape, dtype, backend="cpu").path
                 cell = {
                     "dtype": dtype,
-                    "n": n,
+                    "case": name,
                     "threads": t,
                     "polymm_s": mine.best,
                     "polymm_median_s": mine.median,
+                    "polymm_fresh_s": fresh.best,
                     "numpy_s": ref.best,
                     "numpy_median_s": ref.median,
                     "ratio": ref.best / mine.best,
-                    "gflops": 2 * n**3 / mine.best / 1e9,
-                    "numpy_gflops": 2 * n**3 / ref.best / 1e9,
+                    "ratio_fresh": ref.best / fresh.best,
+                    "gflops": flops / mine.best / 1e9,
+                    "numpy_gflops": flops / ref.best / 1e9,
                     "path": path,
                 }
                 record["cells"].append(cell)
                 print(
-                    f"{dtype:8} {n:5} t={t:2}  polymm {mine.best * 1e3:9.3f} ms ({cell['gflops']:7.1f} GFLOP/s)  "
-                    f"NumPy {ref.best * 1e3:9.3f} ms ({cell['numpy_gflops']:7.1f})  {cell['ratio']:.2f}x  {path or ''}",
+                    f"{dtype:8} {name:>16} t={t:2}  polymm {mine.best * 1e3:9.3f} ms ({cell['gflops']:7.1f} GFLOP/s), "
+                    f"new result {fresh.best * 1e3:9.3f}  NumPy {ref.best * 1e3:9.3f} ms ({cell['numpy_gflops']:7.1f})  "
+                    f"{cell['ratio']:.2f}x / {cell['ratio_fresh']:.2f}x  {path or ''}",
                     flush=True,
                 )
             numba.set_num_threads(cores)
