@@ -188,6 +188,13 @@ class Backend:
         whose compiles land in an on-disk cache that other processes read: ``polymm.warmup(...,
         jobs=N)`` then compiles the groups in N worker processes at once (Numba compiles one
         function at a time in a process), and the caller loads them.
+    ``matmul_groups(a, b, out, algorithm)`` (optional method)
+        ``out[g] = a[g] @ b[g]`` for every outer index ``g``: a host backend's broadcast batch
+        whose operands walk different batch axes, so that no one batch stride reaches every
+        product (``(64, 1, 32, 32) @ (1, 64, 32, 32)``). The operands are
+        ``(G..., B, M, K)``-shaped views, one :meth:`matmul` problem per outer index, all laid out
+        alike; a backend that plans and sizes its threads once for the whole of it offers this.
+        Without it the core makes one :meth:`matmul` call per outer index.
     ``conformance_xfail``
         Known failures, declared: ``{test-name pattern: reason}``. The
         conformance suite marks matching tests ``xfail(strict=True)`` with the

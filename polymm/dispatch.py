@@ -329,10 +329,11 @@ def _plain_operand(x, size, is_x1):
     return None
 
 
-def _call(impl, a, b, out, algorithm) -> None:
-    """``impl.matmul(a, b, out, algorithm)``, an exception it raises labelled with the backend."""
+def _call(impl, a, b, out, algorithm, method=None) -> None:
+    """``impl.matmul(a, b, out, algorithm)`` (or ``method``'s), an exception it raises labelled
+    with the backend."""
     try:
-        impl.matmul(a, b, out, algorithm)
+        (method or impl.matmul)(a, b, out, algorithm)
     except Exception as exc:
         _label(exc, impl.name, a, b, algorithm)
         raise
@@ -403,9 +404,11 @@ def _compute(impl, kind, x1, x2, shape, dtype, algorithm, out):
                 va = kind.operand(a, tuple(groups) + (m, k), ba + sa[-2:])
                 vb = kind.operand(b, tuple(groups) + (k, n), bb + sb[-2:])
                 vr = kind.operand(result, tuple(groups) + (m, n), bc + (n, 1))
-                # one call per outer index: each writes its own slice of the result, none twice
-                for index in itertools.product(*(range(g) for g in groups[:-1])):
-                    _call(impl, va[index], vb[index], vr[index], algorithm)
+                if hasattr(impl, "matmul_groups"):  # planned, and its threads counted, once
+                    _call(impl, va, vb, vr, algorithm, impl.matmul_groups)
+                else:  # one call per outer index: each writes its own slice of the result, none twice
+                    for index in itertools.product(*(range(g) for g in groups[:-1])):
+                        _call(impl, va[index], vb[index], vr[index], algorithm)
             else:
                 outer_strides = (ba[:-1], bb[:-1], bc[:-1])
                 for index in itertools.product(*(range(g) for g in groups[:-1])):

@@ -56,7 +56,10 @@ def test_crossed_broadcast_batches_are_explained_as_the_one_product_they_run():
     assert "one 2048x2048x16 product" in flipped.reason
     for shapes in (((64, 64, 32, 32), (1, 64, 32, 32)), ((64, 1, 32, 1), (1, 64, 1, 32))):
         assert "crossed" not in explain(*shapes, "float32", backend="cuda", device="H100").reason
-    assert "crossed" not in explain((8, 1, 16, 16), (1, 8, 16, 16), "float32", backend="cpu").reason
+    host = explain((8, 1, 16, 16), (1, 8, 16, 16), "float32", backend="cpu")
+    assert "crossed" not in host.reason and host.reason.startswith("8 calls of this plan")
+    assert host.intensity == pytest.approx(2 * 64 * 16**3 / ((2 * 8 + 64) * 16 * 16 * 4))
+    assert "calls" not in explain((8, 8, 16, 16), (16, 16), "float32", backend="cpu").reason
 
 
 def test_model_h100_plans_tensor_cores_in_a_fresh_process():

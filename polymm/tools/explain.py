@@ -198,18 +198,28 @@ def _shapes(shape1, shape2):
     return math.prod(s.batch), s.m, s.n, s.k
 
 
-def _crossed_groups(shape1, shape2) -> tuple[int, int] | None:
-    """``(gA, gB)`` where the dispatch runs this broadcast batch (C-contiguous device arrays) as
-    one product, gA A's rows stacked and gB B's columns side by side
-    (:func:`polymm.dispatch.crossed_along`), else None."""
-    from ..dispatch import crossed_along
+def _batch_groups(shape1, shape2):
+    """``(shape, groups, sa, sb)``: the product's shape, its batch merged into the fewest axes
+    one stride per operand walks (:func:`polymm.shapes.collapse_batch`; more than one: the
+    dispatch cannot reach every product with one batch stride), and the C-contiguous operands'
+    matrix strides."""
     from ..shapes import c_strides, collapse_batch, matmul_shape, matrix_strides
 
     s = matmul_shape(tuple(shape1), tuple(shape2))
     sa = matrix_strides(tuple(shape1), c_strides(shape1), len(s.batch), vector_is_row=True)
     sb = matrix_strides(tuple(shape2), c_strides(shape2), len(s.batch), vector_is_row=False)
     groups, _ = collapse_batch(s.batch, sa[:-2], sb[:-2], c_strides(s.batch + (s.m, s.n))[:-2])
-    along = crossed_along(s.batch, sa[:2], sb[:2], s.m, s.k, s.n) if tuple(groups) == s.batch else None
+    return s, tuple(groups), sa, sb
+
+
+def _crossed_groups(shape1, shape2) -> tuple[int, int] | None:
+    """``(gA, gB)`` where the dispatch runs this broadcast batch (C-contiguous device arrays) as
+    one product, gA A's rows stacked and gB B's columns side by side
+    (:func:`polymm.dispatch.crossed_along`), else None."""
+    from ..dispatch import crossed_along
+
+    s, groups, sa, sb = _batch_groups(shape1, shape2)
+    along = crossed_along(s.batch, sa[:2], sb[:2], s.m, s.k, s.n) if groups == s.batch else None
     return None if along is None else (s.batch[along], s.batch[1 - along])
 
 
@@ -401,10 +411,17 @@ def explain(
         views = kind_of(be.from_numpy(np.zeros(1, dtype))).views  # host libraries: no crossed product
         crossed = None if views else _crossed_groups(shape1, shape2)
         pb, pm, pn = (1, crossed[0] * m, crossed[1] * n) if crossed else (batch, m, n)
-        a = be.from_numpy(random_array(rng, (pb, pm, k), dtype))
-        b = be.from_numpy(random_array(rng, (pb, k, pn), dtype))
-        out = be.from_numpy(np.zeros((pb, pm, pn), dtype))
-        report = be.explain(a, b, out, algorithm)
+        calls = ()  # a host library's batch that no one stride reaches: one call per outer index
+        groups = _batch_groups(shape1, shape2)[1] if views else ()
+        if len(groups) > 1:
+            calls, pb = (math.prod(groups[:-1]),), groups[-1]
+        a = be.from_numpy(random_array(rng, (*calls, pb, pm, k), dtype))
+        b = be.from_numpy(random_array(rng, (*calls, pb, k, pn), dtype))
+        out = be.from_numpy(np.zeros((*calls, pb, pm, pn), dtype))
+        report = be.explain(a, b, out, algorithm) if not calls or hasattr(be, "matmul_groups") else None
+        if report is None:  # the core calls matmul once per outer index
+            report = be.explain(a[0], b[0], out[0], algorithm)
+            report["reason"] = f"{calls[0]} calls of this plan, one per outer batch index; {report['reason']}"
     flops = batch * bench.flops(m, n, k, dtype)
     # each operand read once as it is stored (a broadcast one not once per batch), C written once
     nbytes = float(dtype.itemsize * (math.prod(shape1) + math.prod(shape2) + batch * m * n))

@@ -499,30 +499,37 @@ class CPUBackend(Backend):
     def matmul(self, a, b, out, algorithm: str) -> None:
         dt = out.dtype
         if dt in _DIRECT and a.dtype is dt and b.dtype is dt:  # the common case, first
-            self._run(a, b, out, algorithm, dt)
+            self._run([(a, b, out)], algorithm, dt)
             return
         # The core hands over one dtype in native byte order (it casts byte-swapped input first).
         if dt == _F16 or is_bfloat16(dt):
             # float16 and bfloat16 accumulate in float32 and are rounded once at the end
             tmp = np.empty(out.shape, _F32)
-            self._run(a.astype(_F32), b.astype(_F32), tmp, algorithm, _F32)
+            self._run([(a.astype(_F32), b.astype(_F32), tmp)], algorithm, _F32)
             with np.errstate(over="ignore"):  # overflow to +-inf is the result
                 out[...] = tmp
             return
-        self._run(a, b, out, algorithm, dt)
+        self._run([(a, b, out)], algorithm, dt)
 
     def explain(self, a, b, out, algorithm: str) -> dict:
-        """The path ``matmul`` takes for these operands and its blocking (for :func:`polymm.tools.explain.explain`)."""
+        """The path ``matmul`` takes for these operands and its blocking (for
+        :func:`polymm.tools.explain.explain`); ``(G, B, M, K)`` operands: the path of each of
+        :meth:`matmul_groups`' G calls."""
         dt = _F32 if out.dtype == _F16 else out.dtype  # float16 is computed in float32
+        series, counted = 1, False
+        if a.ndim == 4:
+            series, a, b, out = a.shape[0], a[0], b[0], out[0]
+            work = series * a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+            counted = series > 1 and numba.get_num_threads() > 1 and work >= params.NEIGHBOUR_MIN_WORK
         if algorithm == "auto":
             a, b, out = a.astype(dt, copy=False), b.astype(dt, copy=False), out.astype(dt, copy=False)
             reads = params.Reads()
-            kind = self._plan(a, b, out, dt, reads)[0]
+            kind = self._plan(a, b, out, dt, reads, counted=counted)[0]
             work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
             cap = self._team_cap(kind, work, dt, numba.get_num_threads())
             if cap < numba.get_num_threads():  # the tuned team decides (a serial plan too)
                 reads = params.Reads()
-                kind = self._plan(a, b, out, dt, reads, nth=cap)[0]
+                kind = self._plan(a, b, out, dt, reads, nth=cap, counted=counted)[0]
                 reads.read.append(params.SETTINGS[f"teams {dt.name}"])
             settings = reads.read
         else:
@@ -548,40 +555,78 @@ class CPUBackend(Backend):
         threads = 1 if kind.endswith("serial") else numba.get_num_threads()
         if algorithm == "auto":
             threads = min(threads, cap)
+        if series > 1:
+            words = f"{series} calls of this plan, planned and the team counted once for all of them; {words}"
         return {"path": kind, "reason": words, "blocking": blocking, "threads": threads, "settings": tuple(settings)}
 
-    def _run(self, a, b, out, algorithm, dt):
-        """Plan and launch; a parallel plan runs on the threads that the other threads running
-        now leave free (:mod:`.neighbours`: NumPy's BLAS pool spins on its cores for a while after
-        each call; other programs run too), planned again for that team; a product long enough
-        to outlast that spin on the whole team (``params.one_thread_seconds``) takes the team.
-        A serial plan asks nothing: a broadcast batch of 64 x 64 products of 32 cubes is 64
-        calls of serial work, and counting threads (15 us, far more on a busy machine) before
-        each doubled it."""
+    def matmul_groups(self, a, b, out, algorithm: str) -> None:
+        """``out[g] = a[g] @ b[g]`` for each outer index ``g`` of ``(G..., B, M, K)`` views (the
+        core's broadcast batches that no one batch stride reaches), planned for their work
+        together: the team is counted once, and each call's small products may then take it
+        (``counted``). One by one, each of ``(64, 1, 32, 32) @ (1, 64, 32, 32)``'s 64 calls was
+        too small to pay for a count (15 us) and ran on one thread: 0.75x NumPy on 2 cores."""
+        dt = out.dtype
+        calls = [(a[g], b[g], out[g]) for g in np.ndindex(a.shape[:-3])]
+        if dt in _DIRECT and a.dtype == dt and b.dtype == dt:  # as_strided views: equal dtypes, not one object
+            self._run(calls, algorithm, dt)
+        else:  # cast per call, as matmul does
+            for call in calls:
+                self.matmul(*call, algorithm)
+
+    def _run(self, calls, algorithm, dt):
+        """Plan and launch ``calls``: ``(a, b, out)`` triples laid out alike (one, or the outer
+        indices of a broadcast batch, :meth:`matmul_groups`). A parallel plan runs on the threads
+        that the other threads running now leave free (:mod:`.neighbours`: NumPy's BLAS pool
+        spins on its cores for a while after each call; other programs run too), counted once for
+        all the calls and planned again for that team; work long enough to outlast that spin on
+        the whole team (``params.one_thread_seconds``) takes the team. A serial plan of one call
+        asks nothing: counting threads (15 us, far more on a busy machine) before each of 64
+        serial calls doubled them."""
+        a, b, out = calls[0]
+        series = len(calls)
         kind, args = self._choose(a, b, out, algorithm, dt)
         limit = numba.get_num_threads()
-        work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
-        if limit > 1 and not kind.endswith("serial") and work >= params.NEIGHBOUR_MIN_WORK:
+        per = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+        work = per * series
+        if limit > 1 and (series > 1 or not kind.endswith("serial")) and work >= params.NEIGHBOUR_MIN_WORK:
             # the team this much work uses best on this machine (polymm tune), of the free cores
-            most = self._team_cap(kind, work, dt, limit) if algorithm == "auto" else limit
-            # a product that outlasts the spin of NumPy's pool on a whole team beside it takes the team
+            most = self._team_cap(kind, per, dt, limit) if algorithm == "auto" else limit
+            # work that outlasts the spin of NumPy's pool on a whole team beside it takes the team
             outlasts = most > 1 and params.one_thread_seconds(work, dt) > params.SPIN_SECONDS * most / (most - 1)
             team = neighbours.team_size(most, _PARALLEL_LOCK, outlasts_spin=outlasts)
             if team == 1 and algorithm == "auto":
-                # planned for one thread: a serial kernel runs as it is, without setting the
+                # planned for one thread: serial kernels run as they are, without setting the
                 # thread count twice (about 20 us on 2 cores)
-                kind, args = self._plan(a, b, out, dt, nth=1)
-                if kind.endswith("serial"):
-                    self._kernel(kind, dt)(*args)
+                plans = self._plans(calls, algorithm, dt, nth=1)
+                if all(k.endswith("serial") for k, _ in plans):
+                    for k, args in plans:
+                        self._kernel(k, dt)(*args)
                     return
             if team < limit:
                 numba.set_num_threads(team)  # this Python thread's setting only
-                try:
-                    self._launch(*self._choose(a, b, out, algorithm, dt), dt)
-                finally:
+            try:
+                planned = series == 1 and team == limit  # for this team already
+                for k, args in [(kind, args)] if planned else self._plans(calls, algorithm, dt, counted=True):
+                    self._launch(k, args, dt)
+            finally:
+                if team < limit:
                     numba.set_num_threads(limit)
-                return
-        self._launch(kind, args, dt)
+            return
+        for k, args in [(kind, args)] if series == 1 else self._plans(calls, algorithm, dt):
+            self._launch(k, args, dt)
+
+    def _plans(self, calls, algorithm, dt, counted=False, nth=None):
+        """``(kind, args)`` for each of ``calls`` (laid out alike): the first call's plan with
+        each call's arrays in place of its own, where the plan copied none of them (a few us of
+        Python planning each of 64 calls), else each call's own plan."""
+        if nth is None:
+            plan = functools.partial(self._choose, algorithm=algorithm, dt=dt, counted=counted)
+        else:
+            plan = functools.partial(self._plan, dt=dt, nth=nth, counted=counted)
+        kind, args = plan(*calls[0])
+        if all(x is y for x, y in zip(args[:3], calls[0])):
+            return [(kind, call + args[3:]) for call in calls]
+        return [(kind, args)] + [plan(*call) for call in calls[1:]]
 
     @staticmethod
     def _team_cap(kind, work, dt, limit) -> int:
@@ -594,10 +639,11 @@ class CPUBackend(Backend):
             return limit
         return min(limit, params.team_cap(work, dt) or limit)
 
-    def _choose(self, a, b, out, algorithm, dt):
-        """``(kernel kind, args)`` for ``algorithm`` on the current thread count."""
+    def _choose(self, a, b, out, algorithm, dt, counted=False):
+        """``(kernel kind, args)`` for ``algorithm`` on the current thread count (the team
+        ``counted`` for this call already: :meth:`_plan`)."""
         if algorithm == "auto":
-            kind, args = self._plan(a, b, out, dt)
+            kind, args = self._plan(a, b, out, dt, counted=counted)
         elif algorithm == "tiled":
             t = params.TILED
             kind, args = "tiled_parallel", (a, b, out, t.tm, t.tn, t.tk)
@@ -635,9 +681,12 @@ class CPUBackend(Backend):
             if neighbours.SPIN_WINDOW:  # the team may spin a while: not other work (team_size)
                 neighbours.launched(numba.get_num_threads())
 
-    def _plan(self, a, b, out, dt, p=params, nth=None):
+    def _plan(self, a, b, out, dt, p=params, nth=None, counted=False):
         """The ``"auto"`` path for this shape and layout: ``(kernel kind, args)``, for ``nth``
-        threads (default: Numba's thread count now).
+        threads (default: Numba's thread count now). Where the team was ``counted`` already (a
+        series of calls, :meth:`matmul_groups`), small products take it from
+        ``cpu-threads.serial_work``, the launch's price, not ``cpu-small.serial_work``, which
+        also pays for the count.
 
         Thresholds come from :mod:`.params` (``p``; explain passes a :class:`~.params.Reads`
         to learn which database entries decided), read once from the device database.
@@ -670,7 +719,7 @@ class CPUBackend(Backend):
             if kk > p.SMALL_K:
                 # deep K: chunks of K in parallel, summed in chunk order
                 return "small_splitk", (a, b, out, p.SPLITK_CHUNK, ())
-            parallel = work > p.SMALL_SERIAL_WORK and nth > 1
+            parallel = work > (p.SERIAL_WORK if counted else p.SMALL_SERIAL_WORK) and nth > 1
             kind = "small_parallel" if parallel else "small_serial"
             return kind, (a, b, out, max(1, p.SMALL_TASK // per))
         if dots is not None:  # short dot products the small kernel did not take

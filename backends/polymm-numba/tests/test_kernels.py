@@ -368,3 +368,41 @@ def test_the_slab_grid_gives_every_thread_a_task_whatever_the_tile_width(backend
     kind, args = backend._plan(a, b, np.empty((1, m, n), dt), dt, nth=16)
     slabs, groups = args[4], args[6]
     assert kind == "auto_slabs" and slabs <= -(-n // nr) and slabs * groups == 16
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_batch_broadcast_along_two_axes_is_planned_and_its_team_counted_once(monkeypatch, dtype):
+    """(64, 1, 32, 32) @ (1, 64, 32, 32): no one batch stride reaches every product, so the core
+    hands the backend its 64 outer indices at once (matmul_groups); the team is counted once for
+    all of them, and with two threads free each call's 64 small products take both (each call
+    alone is under cpu-small.serial_work, which pays for a count). Values into a NaN out=."""
+    import numba
+
+    import polymm
+    from polymm_numba import backend as cpu
+    from polymm_numba import neighbours
+
+    if numba.get_num_threads() < 2:
+        pytest.skip("one Numba thread: nothing to count or share")
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((64, 1, 32, 32)).astype(dtype)
+    b = rng.standard_normal((1, 64, 32, 32)).astype(dtype)
+    assert 32**3 * 64 <= params.SMALL_SERIAL_WORK
+    counts, kinds = [], []
+    monkeypatch.setattr(neighbours, "team_size", lambda limit, lock, **_: counts.append(limit) or limit)
+    launch = cpu.CPUBackend._launch
+    monkeypatch.setattr(
+        cpu.CPUBackend, "_launch", lambda self, kind, args, dt: kinds.append(kind) or launch(self, kind, args, dt)
+    )
+    out = np.full((64, 64, 32, 32), np.nan, dtype)
+    assert polymm.matmul(a, b, out=out, backend="cpu") is out
+    assert len(counts) == 1
+    assert kinds == ["small_parallel"] * 64
+    assert_matches(out, a, b)
+    # one thread free (NumPy's pool spinning beside us): the serial kernel for every call, as it is
+    monkeypatch.setattr(neighbours, "team_size", lambda limit, lock, **_: counts.append(limit) or 1)
+    kinds.clear()
+    out[...] = np.nan
+    polymm.matmul(a, b, out=out, backend="cpu")
+    assert len(counts) == 2 and kinds == []
+    assert_matches(out, a, b)
