@@ -129,6 +129,8 @@ def main(argv=None) -> int:
         "launch_us": {},
         "cells": [],
     }
+    # its pool starts as polymm starts it (passive on many cores), before any launch here
+    record["pool"] = polymm.get_backend("cpu").devices()
     for t in counts:
         record["launch_us"][t] = launch_seconds(t) * 1e6
     record["threading_layer"] = numba.threading_layer()  # the one polymm's kernels run on too
@@ -140,7 +142,7 @@ def main(argv=None) -> int:
     }
     print(
         f"threading layer {record['threading_layer']} ({', '.join(record['openmp_libraries']) or 'no OpenMP library'}; "
-        f"{record['environment'] or 'no OpenMP/OpenBLAS settings'}); empty launch (us): {record['launch_us']}",
+        f"{record['environment'] or 'no OpenMP/OpenBLAS settings'}); {record['pool']}; empty launch (us): {record['launch_us']}",
         flush=True,
     )
     for dtype in args.dtypes.split(","):
