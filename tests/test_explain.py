@@ -57,7 +57,10 @@ def test_crossed_broadcast_batches_are_explained_as_the_one_product_they_run():
     for shapes in (((64, 64, 32, 32), (1, 64, 32, 32)), ((64, 1, 32, 1), (1, 64, 1, 32))):
         assert "crossed" not in explain(*shapes, "float32", backend="cuda", device="H100").reason
     host = explain((8, 1, 16, 16), (1, 8, 16, 16), "float32", backend="cpu")
-    assert "crossed" not in host.reason and host.reason.startswith("8 calls of this plan")
+    assert "crossed" not in host.reason and host.path == "small_groups_serial"  # 64 products of 16 cubes
+    assert host.reason.startswith("one launch over the 8 outer batch indices")
+    packed = explain((2, 1, 300, 300), (1, 3, 300, 300), "float32", backend="cpu")
+    assert packed.reason.startswith("2 calls of this plan, one per outer batch index")
     assert host.intensity == pytest.approx(2 * 64 * 16**3 / ((2 * 8 + 64) * 16 * 16 * 4))
     assert "calls" not in explain((8, 8, 16, 16), (16, 16), "float32", backend="cpu").reason
 

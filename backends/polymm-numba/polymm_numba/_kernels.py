@@ -1119,13 +1119,11 @@ def _small_cols(a, aoff, sai, sap, b, boff, ldb, out, coff, ldc, K, N, mr):
         _small_regs(a, aoff, sai, sap, b, boff + j0, ldb, out, coff + j0, ldc, K, left, mr, SNRH, 1)
 
 
-def _small_one(a, b, out, bi, sa0, sa1, sa2, sb0, sb1, sc0, sc1):
+def _small_one(a, b, out, ao, bo, co, sa1, sa2, sb1, sc1):
+    """One small product, its A, B and C ``ao``, ``bo``, ``co`` elements past the arrays' data."""
     M = a.shape[1]
     K = a.shape[2]
     N = b.shape[2]
-    ao = bi * sa0
-    bo = bi * sb0
-    co = bi * sc0
     if M >= SMR0:
         i0 = 0
         while True:
@@ -1159,7 +1157,7 @@ def _small_products(a, b, out, bs=0):
     sb0, sb1 = b.strides[0] // sz, b.strides[1] // sz
     sc0, sc1 = out.strides[0] // sz, out.strides[1] // sz
     for bi in range(a.shape[0]):
-        _small_one(a, b, out, bi, sa0, sa1, sa2, sb0, sb1, sc0, sc1)
+        _small_one(a, b, out, bi * sa0, bi * sb0, bi * sc0, sa1, sa2, sb1, sc1)
 
 
 def small_parallel(a, b, out, bs):
@@ -1171,7 +1169,25 @@ def small_parallel(a, b, out, bs):
     nb = a.shape[0]
     for t in prange((nb + bs - 1) // bs):
         for bi in range(t * bs, min(nb, (t + 1) * bs)):
-            _small_one(a, b, out, bi, sa0, sa1, sa2, sb0, sb1, sc0, sc1)
+            _small_one(a, b, out, bi * sa0, bi * sb0, bi * sc0, sa1, sa2, sb1, sc1)
+
+
+def small_groups(a, b, out, bs, ng, sag, sbg, scg):
+    """The batch ``(a, b, out)`` and ``ng - 1`` more laid out alike, the ``g``-th ``g * sag``,
+    ``g * sbg``, ``g * scg`` elements further on (a broadcast batch's outer indices, which no
+    one batch stride reaches), in tasks of ``bs`` whole products shared among threads: one
+    launch for them all (compiled serial too: ``small_groups_serial``)."""
+    sz = a.itemsize
+    sa0, sa1, sa2 = a.strides[0] // sz, a.strides[1] // sz, a.strides[2] // sz
+    sb0, sb1 = b.strides[0] // sz, b.strides[1] // sz
+    sc0, sc1 = out.strides[0] // sz, out.strides[1] // sz
+    nb = a.shape[0]
+    tasks = (nb + bs - 1) // bs
+    for t in prange(ng * tasks):
+        g = t // tasks
+        first = (t - g * tasks) * bs
+        for bi in range(first, min(nb, first + bs)):
+            _small_one(a, b, out, g * sag + bi * sa0, g * sbg + bi * sb0, g * scg + bi * sc0, sa1, sa2, sb1, sc1)
 
 
 def specialise_small(mr0: int, nr: int) -> dict:
@@ -1188,6 +1204,7 @@ def specialise_small(mr0: int, nr: int) -> dict:
     g["_small_one"] = numba.njit(**JIT)(_copy("_small_one", g, suffix))
     drivers = {"small_serial": _copy("_small_products", g, suffix, "small_serial")}
     drivers["small_parallel"] = _copy("small_parallel", g, suffix)
+    drivers["small_groups"] = _copy("small_groups", g, suffix)
     g["_small_chunk"] = numba.njit(**JIT)(_copy("_small_chunk", g, suffix))
     drivers["small_splitk"] = split_k_driver("small_splitk", g["_small_chunk"], False, g, suffix)
     return drivers

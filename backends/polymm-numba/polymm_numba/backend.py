@@ -141,6 +141,19 @@ def _sig_any_out(dtype: np.dtype, *extra):
     return types.void(arg, arg, res, *extra)
 
 
+def _groups(a, b, out):
+    """``(count, sa, sb, sc)`` of :meth:`CPUBackend.matmul_groups`' one outer axis: its length
+    and the operands' strides along it in elements, or None (more outer axes, or strides that are
+    not whole elements)."""
+    if a.ndim != 4:
+        return None
+    size = out.itemsize
+    strides = (a.strides[0], b.strides[0], out.strides[0])
+    if any(s % size for s in strides):
+        return None
+    return (a.shape[0], *(s // size for s in strides))
+
+
 def _slab(a, b, out, js, per_task, size):
     """The slab kernel's call: ``b`` made unit-stride along N if it is not."""
     if b.strides[2] != size:
@@ -253,7 +266,7 @@ _STATIC = frozenset({"slab_splitk", "dot_parallel", "dot_batch"})
 #: that no two workers compile one function.
 _WARMUP_GROUPS = (  # float32's compile seconds in a worker, 2-core Xeon (2026-12-01)
     ("auto_slabs", "auto_splitk"),  # 8.8: _columns_direct
-    ("small_serial", "small_parallel", "small_splitk"),  # 5.2
+    ("small_serial", "small_parallel", "small_splitk", "small_groups", "small_groups_serial"),  # 5.2
     ("slab_serial", "slab_parallel", "slab_splitk"),  # 3.7
     ("auto_parallel",),  # 3.2: _block_packed
     ("auto_serial", "auto_batch"),  # 2.9: _columns_packed; auto_batch on tasks_parallel
@@ -346,6 +359,10 @@ class CPUBackend(Backend):
                 spec = self._specs[key] = k.specialise_small(*key[1:3])
             if kind == "small_parallel":
                 return _entry(_jit(spec[kind], _sig_any_out(dtype, i8), True, k.JIT, _Notice(dtype, kind)))
+            if kind in ("small_groups", "small_groups_serial"):  # (bs, count, sa, sb, sc) after (a, b, out)
+                parallel = kind == "small_groups"
+                sig = _sig_any_out(dtype, *(i8,) * 5)
+                return _entry(_jit(spec["small_groups"], sig, parallel, k.JIT, _Notice(dtype, kind)))
             serial = self._compiled(spec["small_serial"], "small_serial", _sig_any_out(dtype, i8), dtype)
             if kind == "small_serial":
                 return _entry(serial[0])
@@ -499,37 +516,40 @@ class CPUBackend(Backend):
     def matmul(self, a, b, out, algorithm: str) -> None:
         dt = out.dtype
         if dt in _DIRECT and a.dtype is dt and b.dtype is dt:  # the common case, first
-            self._run([(a, b, out)], algorithm, dt)
+            self._run(a, b, out, algorithm, dt)
             return
         # The core hands over one dtype in native byte order (it casts byte-swapped input first).
         if dt == _F16 or is_bfloat16(dt):
             # float16 and bfloat16 accumulate in float32 and are rounded once at the end
             tmp = np.empty(out.shape, _F32)
-            self._run([(a.astype(_F32), b.astype(_F32), tmp)], algorithm, _F32)
+            self._run(a.astype(_F32), b.astype(_F32), tmp, algorithm, _F32)
             with np.errstate(over="ignore"):  # overflow to +-inf is the result
                 out[...] = tmp
             return
-        self._run([(a, b, out)], algorithm, dt)
+        self._run(a, b, out, algorithm, dt)
 
     def explain(self, a, b, out, algorithm: str) -> dict:
         """The path ``matmul`` takes for these operands and its blocking (for
-        :func:`polymm.tools.explain.explain`); ``(G, B, M, K)`` operands: the path of each of
-        :meth:`matmul_groups`' G calls."""
+        :func:`polymm.tools.explain.explain`); ``(G, B, M, K)`` operands: :meth:`matmul_groups`'
+        path for them, one launch or one call per outer index."""
         dt = _F32 if out.dtype == _F16 else out.dtype  # float16 is computed in float32
-        series, counted = 1, False
+        series, groups = 1, None
         if a.ndim == 4:
-            series, a, b, out = a.shape[0], a[0], b[0], out[0]
-            work = series * a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
-            counted = series > 1 and numba.get_num_threads() > 1 and work >= params.NEIGHBOUR_MIN_WORK
+            series = a.shape[0]
+            if algorithm == "auto" and out.dtype == dt and dt in _SMALL_DT:
+                groups = _groups(a, b, out)
+            a, b, out = a[0], b[0], out[0]
+            if groups is not None and self._plan(a, b, out, dt, groups=groups) is None:
+                groups = None
         if algorithm == "auto":
             a, b, out = a.astype(dt, copy=False), b.astype(dt, copy=False), out.astype(dt, copy=False)
             reads = params.Reads()
-            kind = self._plan(a, b, out, dt, reads, counted=counted)[0]
+            kind = self._plan(a, b, out, dt, reads, groups=groups)[0]
             work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
             cap = self._team_cap(kind, work, dt, numba.get_num_threads())
             if cap < numba.get_num_threads():  # the tuned team decides (a serial plan too)
                 reads = params.Reads()
-                kind = self._plan(a, b, out, dt, reads, nth=cap, counted=counted)[0]
+                kind = self._plan(a, b, out, dt, reads, nth=cap, groups=groups)[0]
                 reads.read.append(params.SETTINGS[f"teams {dt.name}"])
             settings = reads.read
         else:
@@ -555,78 +575,57 @@ class CPUBackend(Backend):
         threads = 1 if kind.endswith("serial") else numba.get_num_threads()
         if algorithm == "auto":
             threads = min(threads, cap)
-        if series > 1:
-            words = f"{series} calls of this plan, planned and the team counted once for all of them; {words}"
+        if groups is not None:
+            words = f"one launch over the {series} outer batch indices, which no one batch stride reaches; {words}"
+        elif series > 1:
+            words = f"{series} calls of this plan, one per outer batch index; {words}"
         return {"path": kind, "reason": words, "blocking": blocking, "threads": threads, "settings": tuple(settings)}
 
     def matmul_groups(self, a, b, out, algorithm: str) -> None:
         """``out[g] = a[g] @ b[g]`` for each outer index ``g`` of ``(G..., B, M, K)`` views (the
-        core's broadcast batches that no one batch stride reaches), planned for their work
-        together: the team is counted once, and each call's small products may then take it
-        (``counted``). One by one, each of ``(64, 1, 32, 32) @ (1, 64, 32, 32)``'s 64 calls was
-        too small to pay for a count (15 us) and ran on one thread: 0.75x NumPy on 2 cores."""
+        core's broadcast batches that no one batch stride reaches). Small products run as one
+        launch over every outer index (``small_groups``), the team counted once: one call per
+        index, each of ``(64, 1, 32, 32) @ (1, 64, 32, 32)``'s 64 was too small to pay for a
+        count (15 us) and ran on one thread, 0.75x NumPy on 2 cores. Others: one call each."""
         dt = out.dtype
-        calls = [(a[g], b[g], out[g]) for g in np.ndindex(a.shape[:-3])]
-        if dt in _DIRECT and a.dtype == dt and b.dtype == dt:  # as_strided views: equal dtypes, not one object
-            self._run(calls, algorithm, dt)
-        else:  # cast per call, as matmul does
-            for call in calls:
-                self.matmul(*call, algorithm)
+        groups = _groups(a, b, out) if algorithm == "auto" and a.dtype == dt and b.dtype == dt else None
+        if groups is not None and self._plan(a[0], b[0], out[0], dt, groups=groups) is not None:
+            self._run(a[0], b[0], out[0], algorithm, dt, groups)
+            return
+        for g in np.ndindex(a.shape[:-3]):
+            self.matmul(a[g], b[g], out[g], algorithm)
 
-    def _run(self, calls, algorithm, dt):
-        """Plan and launch ``calls``: ``(a, b, out)`` triples laid out alike (one, or the outer
-        indices of a broadcast batch, :meth:`matmul_groups`). A parallel plan runs on the threads
-        that the other threads running now leave free (:mod:`.neighbours`: NumPy's BLAS pool
-        spins on its cores for a while after each call; other programs run too), counted once for
-        all the calls and planned again for that team; work long enough to outlast that spin on
-        the whole team (``params.one_thread_seconds``) takes the team. A serial plan of one call
-        asks nothing: counting threads (15 us, far more on a busy machine) before each of 64
-        serial calls doubled them."""
-        a, b, out = calls[0]
-        series = len(calls)
-        kind, args = self._choose(a, b, out, algorithm, dt)
+    def _run(self, a, b, out, algorithm, dt, groups=None):
+        """Plan and launch; a parallel plan runs on the threads that the other threads running
+        now leave free (:mod:`.neighbours`: NumPy's BLAS pool spins on its cores for a while after
+        each call; other programs run too), planned again for that team; a product long enough
+        to outlast that spin on the whole team (``params.one_thread_seconds``) takes the team.
+        A serial plan asks nothing: counting threads costs 15 us (far more on a busy machine).
+        ``groups``: :meth:`matmul_groups`' outer indices, planned as one (:meth:`_plan`)."""
+        kind, args = self._choose(a, b, out, algorithm, dt, groups)
         limit = numba.get_num_threads()
-        per = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
-        work = per * series
-        if limit > 1 and (series > 1 or not kind.endswith("serial")) and work >= params.NEIGHBOUR_MIN_WORK:
+        work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] * (groups[0] if groups else 1)
+        if limit > 1 and not kind.endswith("serial") and work >= params.NEIGHBOUR_MIN_WORK:
             # the team this much work uses best on this machine (polymm tune), of the free cores
-            most = self._team_cap(kind, per, dt, limit) if algorithm == "auto" else limit
-            # work that outlasts the spin of NumPy's pool on a whole team beside it takes the team
+            most = self._team_cap(kind, work, dt, limit) if algorithm == "auto" else limit
+            # a product that outlasts the spin of NumPy's pool on a whole team beside it takes the team
             outlasts = most > 1 and params.one_thread_seconds(work, dt) > params.SPIN_SECONDS * most / (most - 1)
             team = neighbours.team_size(most, _PARALLEL_LOCK, outlasts_spin=outlasts)
             if team == 1 and algorithm == "auto":
-                # planned for one thread: serial kernels run as they are, without setting the
+                # planned for one thread: a serial kernel runs as it is, without setting the
                 # thread count twice (about 20 us on 2 cores)
-                plans = self._plans(calls, algorithm, dt, nth=1)
-                if all(k.endswith("serial") for k, _ in plans):
-                    for k, args in plans:
-                        self._kernel(k, dt)(*args)
+                kind, args = self._plan(a, b, out, dt, nth=1, groups=groups)
+                if kind.endswith("serial"):
+                    self._kernel(kind, dt)(*args)
                     return
             if team < limit:
                 numba.set_num_threads(team)  # this Python thread's setting only
-            try:
-                planned = series == 1 and team == limit  # for this team already
-                for k, args in [(kind, args)] if planned else self._plans(calls, algorithm, dt, counted=True):
-                    self._launch(k, args, dt)
-            finally:
-                if team < limit:
+                try:
+                    self._launch(*self._choose(a, b, out, algorithm, dt, groups), dt)
+                finally:
                     numba.set_num_threads(limit)
-            return
-        for k, args in [(kind, args)] if series == 1 else self._plans(calls, algorithm, dt):
-            self._launch(k, args, dt)
-
-    def _plans(self, calls, algorithm, dt, counted=False, nth=None):
-        """``(kind, args)`` for each of ``calls`` (laid out alike): the first call's plan with
-        each call's arrays in place of its own, where the plan copied none of them (a few us of
-        Python planning each of 64 calls), else each call's own plan."""
-        if nth is None:
-            plan = functools.partial(self._choose, algorithm=algorithm, dt=dt, counted=counted)
-        else:
-            plan = functools.partial(self._plan, dt=dt, nth=nth, counted=counted)
-        kind, args = plan(*calls[0])
-        if all(x is y for x, y in zip(args[:3], calls[0])):
-            return [(kind, call + args[3:]) for call in calls]
-        return [(kind, args)] + [plan(*call) for call in calls[1:]]
+                return
+        self._launch(kind, args, dt)
 
     @staticmethod
     def _team_cap(kind, work, dt, limit) -> int:
@@ -639,11 +638,10 @@ class CPUBackend(Backend):
             return limit
         return min(limit, params.team_cap(work, dt) or limit)
 
-    def _choose(self, a, b, out, algorithm, dt, counted=False):
-        """``(kernel kind, args)`` for ``algorithm`` on the current thread count (the team
-        ``counted`` for this call already: :meth:`_plan`)."""
+    def _choose(self, a, b, out, algorithm, dt, groups=None):
+        """``(kernel kind, args)`` for ``algorithm`` on the current thread count."""
         if algorithm == "auto":
-            kind, args = self._plan(a, b, out, dt, counted=counted)
+            kind, args = self._plan(a, b, out, dt, groups=groups)
         elif algorithm == "tiled":
             t = params.TILED
             kind, args = "tiled_parallel", (a, b, out, t.tm, t.tn, t.tk)
@@ -681,16 +679,18 @@ class CPUBackend(Backend):
             if neighbours.SPIN_WINDOW:  # the team may spin a while: not other work (team_size)
                 neighbours.launched(numba.get_num_threads())
 
-    def _plan(self, a, b, out, dt, p=params, nth=None, counted=False):
+    def _plan(self, a, b, out, dt, p=params, nth=None, groups=None):
         """The ``"auto"`` path for this shape and layout: ``(kernel kind, args)``, for ``nth``
-        threads (default: Numba's thread count now). Where the team was ``counted`` already (a
-        series of calls, :meth:`matmul_groups`), small products take it from
-        ``cpu-threads.serial_work``, the launch's price, not ``cpu-small.serial_work``, which
-        also pays for the count.
+        threads (default: Numba's thread count now). ``groups``: ``(count, sa, sb, sc)``, these
+        products ``count`` times over, each set ``sa``, ``sb``, ``sc`` elements further on
+        (:meth:`matmul_groups`): the small-product kernel's one launch over them all
+        (``small_groups``), else None.
 
         Thresholds come from :mod:`.params` (``p``; explain passes a :class:`~.params.Reads`
         to learn which database entries decided), read once from the device database.
         """
+        if groups is not None:
+            return self._plan_groups(a, b, out, dt, p, nth, groups)
         nbatch, m, kk = a.shape
         n = b.shape[2]
         size = dt.itemsize
@@ -719,7 +719,7 @@ class CPUBackend(Backend):
             if kk > p.SMALL_K:
                 # deep K: chunks of K in parallel, summed in chunk order
                 return "small_splitk", (a, b, out, p.SPLITK_CHUNK, ())
-            parallel = work > (p.SERIAL_WORK if counted else p.SMALL_SERIAL_WORK) and nth > 1
+            parallel = work > p.SMALL_SERIAL_WORK and nth > 1
             kind = "small_parallel" if parallel else "small_serial"
             return kind, (a, b, out, max(1, p.SMALL_TASK // per))
         if dots is not None:  # short dot products the small kernel did not take
@@ -751,6 +751,19 @@ class CPUBackend(Backend):
             if slabs * groups >= 2:
                 return "auto_slabs", (a, b, out, blk.mc, slabs, blk.kc, groups)
         return "auto_parallel", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
+
+    def _plan_groups(self, a, b, out, dt, p, nth, groups):
+        """``small_groups`` (``small_groups_serial``) where one call of these products alone runs
+        the small-product kernel on one thread and the ``groups`` together are work enough for
+        threads (``cpu-small.serial_work``), else None."""
+        kind, args = self._plan(a, b, out, dt, p, nth=1)
+        if kind != "small_serial" or args[1] is not b:  # another path, or a copy of B per call
+            return None
+        per = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+        nth = numba.get_num_threads() if nth is None else nth
+        parallel = groups[0] * per > p.SMALL_SERIAL_WORK and nth > 1
+        task = max(1, p.SMALL_TASK // (per // a.shape[0]))
+        return ("small_groups" if parallel else "small_groups_serial"), (a, b, out, task, *groups)
 
     def dtypes(self):
         return CONTRACT_DTYPES + optional_dtypes()

@@ -371,11 +371,11 @@ def test_the_slab_grid_gives_every_thread_a_task_whatever_the_tile_width(backend
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_a_batch_broadcast_along_two_axes_is_planned_and_its_team_counted_once(monkeypatch, dtype):
+def test_a_batch_broadcast_along_two_axes_is_one_launch_on_a_team_counted_once(monkeypatch, dtype):
     """(64, 1, 32, 32) @ (1, 64, 32, 32): no one batch stride reaches every product, so the core
-    hands the backend its 64 outer indices at once (matmul_groups); the team is counted once for
-    all of them, and with two threads free each call's 64 small products take both (each call
-    alone is under cpu-small.serial_work, which pays for a count). Values into a NaN out=."""
+    hands the backend its 64 outer indices at once (matmul_groups), and their 4096 small products
+    run as one launch (small_groups) on a team counted once; with one thread free, as one serial
+    kernel. Each of the 64 calls alone is under cpu-small.serial_work. Values into a NaN out=."""
     import numba
 
     import polymm
@@ -387,22 +387,27 @@ def test_a_batch_broadcast_along_two_axes_is_planned_and_its_team_counted_once(m
     rng = np.random.default_rng(8)
     a = rng.standard_normal((64, 1, 32, 32)).astype(dtype)
     b = rng.standard_normal((1, 64, 32, 32)).astype(dtype)
-    assert 32**3 * 64 <= params.SMALL_SERIAL_WORK
+    assert 32**3 * 64 <= params.SMALL_SERIAL_WORK < 32**3 * 64 * 64
     counts, kinds = [], []
-    monkeypatch.setattr(neighbours, "team_size", lambda limit, lock, **_: counts.append(limit) or limit)
+    free = [numba.get_num_threads()]
+    monkeypatch.setattr(neighbours, "team_size", lambda limit, lock, **_: counts.append(limit) or min(limit, free[0]))
     launch = cpu.CPUBackend._launch
     monkeypatch.setattr(
         cpu.CPUBackend, "_launch", lambda self, kind, args, dt: kinds.append(kind) or launch(self, kind, args, dt)
     )
     out = np.full((64, 64, 32, 32), np.nan, dtype)
     assert polymm.matmul(a, b, out=out, backend="cpu") is out
-    assert len(counts) == 1
-    assert kinds == ["small_parallel"] * 64
+    assert counts == [numba.get_num_threads()] and kinds == ["small_groups"]
     assert_matches(out, a, b)
-    # one thread free (NumPy's pool spinning beside us): the serial kernel for every call, as it is
-    monkeypatch.setattr(neighbours, "team_size", lambda limit, lock, **_: counts.append(limit) or 1)
+    # one thread free (NumPy's pool spinning beside us): the serial kernel, called as it is
+    free[0] = 1
     kinds.clear()
     out[...] = np.nan
     polymm.matmul(a, b, out=out, backend="cpu")
     assert len(counts) == 2 and kinds == []
     assert_matches(out, a, b)
+    # the outer axis and the batch axis of B reversed: negative strides in the one launch
+    a2, b2 = a[::-1], b[:, ::-1]
+    out = np.full((64, 64, 32, 32), np.nan, dtype)
+    polymm.matmul(a2, b2, out=out, backend="cpu")
+    assert_matches(out, a2, b2)
