@@ -1,12 +1,12 @@
 """Session 31: what a new result's first touch costs polymm against NumPy on many threads.
 
 A large result (64 MiB for outer-k32) is new memory each call: the kernel zeroes its pages as
-they are first written. Per case, in turn over rounds (each right after an untimed NumPy
-product): NumPy; polymm into a new result (as users call it); into an out= already touched;
+they are first written. Per case, in turn over rounds (with --beside-numpy each right after an
+untimed NumPy product, a user's program; else alone, OpenBLAS's threads asleep): NumPy; polymm into a new result (as users call it); into an out= already touched;
 into a new out= first touched by one page write per 4 KiB in even contiguous shares per
 thread; and (auto_slabs plans) into a new result with the slab grid turned to row groups only,
 so that each thread first touches its own rows. Medians and bests, ms.
-    python benchmarks/cliffs/cpu-16core-2026-12-04-runs/faults16.py
+    python benchmarks/cliffs/cpu-16core-2026-12-04-runs/faults16.py [CASES] [--beside-numpy]
 """
 
 import statistics
@@ -38,11 +38,9 @@ grid = cpu._slab_grid
 rows_only = lambda m, n, nth, blk, p: (1, max(1, min(nth, m // blk.mr)))  # noqa: E731
 rng = np.random.default_rng(0)
 cases = {c.name: c for c in cliffs.CASES}
-names = (
-    sys.argv[1].split(",")
-    if len(sys.argv) > 1
-    else ["outer-k32", "square-4096", "square-2048", "transposed-1024", "square-1024"]
-)
+beside = "--beside-numpy" in sys.argv
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+names = args[0].split(",") if args else ["outer-k32", "square-4096", "square-2048", "transposed-1024", "square-1024"]
 for dt in ("float32", "float64"):
     for name in names:
         case = cases[name]
@@ -80,10 +78,13 @@ for dt in ("float32", "float64"):
         times = {}
         once = time.perf_counter()
         np.matmul(x1, x2)
-        rounds = max(3, min(25, int(1.5 / (5 * (time.perf_counter() - once) + 1e-9))))
+        rounds = max(3, min(25 if beside else 8, int(1.5 / (5 * (time.perf_counter() - once) + 1e-9))))
         for _ in range(rounds):
             for v, f in variants.items():
-                np.matmul(x1, x2)
+                if beside:
+                    np.matmul(x1, x2)
+                else:
+                    time.sleep(0.15)  # OpenBLAS's threads stop spinning (about 0.1 s)
                 start = time.perf_counter()
                 f()
                 times.setdefault(v, []).append(time.perf_counter() - start)
@@ -92,4 +93,7 @@ for dt in ("float32", "float64"):
             f"{v} {statistics.median(t) * 1e3:.3f}/{min(t) * 1e3:.3f} ({ref / statistics.median(t):.2f}x)"
             for v, t in times.items()
         )
-        print(f"{dt} {name} ({rounds} rounds; median/best ms): {line}", flush=True)
+        print(
+            f"{dt} {name} ({rounds} rounds{', beside NumPy' if beside else ', alone'}; median/best ms): {line}",
+            flush=True,
+        )
