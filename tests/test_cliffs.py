@@ -338,7 +338,9 @@ def test_sizes_and_suite_do_not_mix(capsys):
     assert "--cases" in capsys.readouterr().err
 
 
-def test_alternating_times_each_call_of_both_sides_in_turn():
+def test_alternating_times_each_call_right_after_one_of_the_other_side():
+    """A program calling NumPy and polymm in turn: every timed call follows one of the other side
+    (the first one too, after an untimed call), never one of its own."""
     from polymm.tools import timing
 
     calls = []
@@ -346,7 +348,7 @@ def test_alternating_times_each_call_of_both_sides_in_turn():
     second = (lambda: calls.append("b"), timing.host_clock())
     (a, b), rounds = timing.alternating(first, second, 0.0, warm=(1.0, 1.0), min_rounds=4)
     assert rounds == 4 and a.samples == b.samples == 4
-    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]  # one call of each a round, the first swapping
+    assert calls == ["b", "a", "b", "a", "b", "a", "b", "a", "b"]
 
 
 def test_interleaved_blocks_last_their_seconds_however_slow_the_first_call():
