@@ -198,19 +198,22 @@ _DOTS_FIRST_K = 128
 _DOTS_FIRST_K_ROW = 32
 
 
-def _slab_grid(m, n, nth, blk, p) -> tuple[int, int]:
+def _slab_grid(m, n, nth, blk, p, k=None) -> tuple[int, int]:
     """``(slabs, groups)`` of ``auto_slabs`` for an ``m x n`` output on ``nth`` threads: the grid
-    that gives the most threads a task, with the most column slabs among those. Slabs are whole
+    that gives the most threads a task, with the most column slabs among those (the most row
+    groups where K is at most ``cpu-slabs.rows_first_k``: each thread then first touches pages
+    of a new result of its own, which threads writing column slabs all contend for). Slabs are whole
     ``blk.nr``-wide panels of at least ``cpu-slabs.min_columns`` columns and groups whole runs
     of at least ``min_row_panels`` ``blk.mr``-row panels, each shared out evenly as the kernel
     does: asking for more slabs than there are panels merged them (6 x 64 tiles, 512 columns:
     8 tasks for 16 threads, half of them idle), and 320 columns were 10 slabs for 16 threads
     where 4 slabs by 4 groups use them all."""
-    return _grid(m, n, nth, blk.mr, blk.nr, p.SLABS_MIN_COLUMNS, p.SLABS_MIN_ROW_PANELS)
+    rows_first = k is not None and k <= p.SLABS_ROWS_FIRST_K
+    return _grid(m, n, nth, blk.mr, blk.nr, p.SLABS_MIN_COLUMNS, p.SLABS_MIN_ROW_PANELS, rows_first)
 
 
 @functools.lru_cache(maxsize=1024)  # a few small ints per shape: 15 us a call on 16 threads uncached
-def _grid(m, n, nth, mr, nr, min_columns, min_row_panels) -> tuple[int, int]:
+def _grid(m, n, nth, mr, nr, min_columns, min_row_panels, rows_first=False) -> tuple[int, int]:
     panels, row_panels = -(-n // nr), -(-m // mr)
 
     def even(parts, units):  # how many parts ``units`` make when shared out as the kernel does
@@ -219,7 +222,7 @@ def _grid(m, n, nth, mr, nr, min_columns, min_row_panels) -> tuple[int, int]:
     most = max(1, min(nth, n // min_columns, panels))
     rows = max(1, m // (min_row_panels * mr))
     grids = ((even(s, panels), even(max(1, min(nth // s, rows)), row_panels)) for s in range(1, most + 1))
-    return max(grids, key=lambda grid: (grid[0] * grid[1], grid[0]))
+    return max(grids, key=lambda grid: (grid[0] * grid[1], grid[1] if rows_first else grid[0]))
 
 
 def _plan_dots(nbatch, m, n, kk, work, nth, p):
@@ -608,8 +611,13 @@ class CPUBackend(Backend):
         if limit > 1 and not kind.endswith("serial") and work >= params.NEIGHBOUR_MIN_WORK:
             # the team this much work uses best on this machine (polymm tune), of the free cores
             most = self._team_cap(kind, work, dt, limit) if algorithm == "auto" else limit
-            # a product that outlasts the spin of NumPy's pool on a whole team beside it takes the team
-            outlasts = most > 1 and params.one_thread_seconds(work, dt) > params.SPIN_SECONDS * most / (most - 1)
+            # a product that outlasts the spin of NumPy's pool on a whole team beside it takes the
+            # team; on a passive pool (many cores) one long enough to gain from sharing its cores
+            alone = params.one_thread_seconds(work, dt)
+            outlasts = most > 1 and (
+                alone > params.SPIN_SECONDS * most / (most - 1)
+                or (neighbours.PASSIVE and alone >= params.SHARE_SPIN_SECONDS)
+            )
             team = neighbours.team_size(most, _PARALLEL_LOCK, outlasts_spin=outlasts)
             if team == 1 and algorithm == "auto":
                 # planned for one thread: a serial kernel runs as it is, without setting the
@@ -747,7 +755,7 @@ class CPUBackend(Backend):
         passive = neighbours.PASSIVE and a.strides[2] == a.itemsize
         if per <= p.SLABS_WORK_PER_THREAD * nth or (passive and per <= p.SLABS_PASSIVE_WORK_PER_THREAD * nth):
             # one launch: a grid of column slabs by row groups, one task per thread
-            slabs, groups = _slab_grid(m, n, nth, blk, p)
+            slabs, groups = _slab_grid(m, n, nth, blk, p, kk)
             if slabs * groups >= 2:
                 return "auto_slabs", (a, b, out, blk.mc, slabs, blk.kc, groups)
         return "auto_parallel", (a, b, out, blk.mc, blk.nc, blk.kc, nth)

@@ -411,3 +411,59 @@ def test_a_batch_broadcast_along_two_axes_is_one_launch_on_a_team_counted_once(m
     out = np.full((64, 64, 32, 32), np.nan, dtype)
     polymm.matmul(a2, b2, out=out, backend="cpu")
     assert_matches(out, a2, b2)
+
+
+def test_a_shallow_product_on_a_passive_pool_gives_threads_row_groups_first(backend, monkeypatch):
+    """outer-k32 (4096 x 32 @ 32 x 4096) on 16 passive threads: the slab grid is 16 row groups,
+    so that each thread first touches its own pages of the new 64 MiB result; a deep product
+    (K = 1024) keeps its column slabs. Values of the row-group grid into NaN."""
+    from polymm_numba import neighbours
+
+    monkeypatch.setattr(neighbours, "PASSIVE", True)
+    dt = np.dtype("float32")
+    for (m, k, n), grid in (((4096, 32, 4096), (1, 16)), ((1024, 1024, 1024), None)):
+        a, b, out = np.ones((1, m, k), dt), np.ones((1, k, n), dt), np.empty((1, m, n), dt)
+        kind, args = backend._plan(a, b, out, dt, nth=16)
+        assert kind == "auto_slabs"
+        slabs, groups = args[4], args[6]
+        if grid:
+            assert (slabs, groups) == grid
+        else:
+            assert slabs > groups
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((1, 600, 32)).astype(dt)
+    b = rng.standard_normal((1, 32, 700)).astype(dt)
+    out = np.full((1, 600, 700), np.nan, dt)
+    kind, args = backend._plan(a, b, out, dt, nth=4)
+    assert kind == "auto_slabs" and args[4] == 1 and args[6] > 1
+    backend._kernel(kind, dt)(*args)
+    assert_matches(out, a, b)
+
+
+def test_on_a_passive_pool_a_long_product_shares_the_cores_of_numpys_spinning_threads(backend, monkeypatch):
+    """Right after a NumPy product OpenBLAS's threads spin about 0.1 s. On a passive pool (many
+    cores) a product of at least cpu-threads.share_spin_seconds on one thread takes the team
+    beside them (team_size told they do not hold their cores); a short one, or any product on a
+    spinning pool (few cores) shorter than the spin, keeps the cores they leave."""
+    import numba
+
+    from polymm_numba import neighbours
+
+    if numba.get_num_threads() < 2:
+        pytest.skip("one Numba thread: no team to size")
+    told = []
+    monkeypatch.setattr(
+        neighbours, "team_size", lambda limit, lock, outlasts_spin=False: told.append(outlasts_spin) or 1
+    )
+    dt = np.dtype("float32")
+    big, small = 1024, 256
+    assert params.one_thread_seconds(big**3, dt) >= params.SHARE_SPIN_SECONDS > params.one_thread_seconds(small**3, dt)
+    assert params.one_thread_seconds(big**3, dt) < params.SPIN_SECONDS
+    for passive, n, shares in ((True, big, True), (True, small, False), (False, big, False)):
+        monkeypatch.setattr(neighbours, "PASSIVE", passive)
+        a, b = np.ones((1, n, n), dt), np.ones((1, n, n), dt)
+        out = np.full((1, n, n), np.nan, dt)
+        told.clear()
+        backend.matmul(a, b, out, "auto")
+        assert told == [shares], (passive, n)
+        assert np.all(out == n)

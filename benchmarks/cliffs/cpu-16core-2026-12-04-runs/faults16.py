@@ -35,7 +35,7 @@ def touch(flat, step):
 
 
 grid = cpu._slab_grid
-rows_only = lambda m, n, nth, blk, p: (1, max(1, min(nth, m // blk.mr)))  # noqa: E731
+rows_only = lambda m, n, nth, blk, p, k=None: (1, max(1, min(nth, m // blk.mr)))  # noqa: E731
 rng = np.random.default_rng(0)
 cases = {c.name: c for c in cliffs.CASES}
 beside = "--beside-numpy" in sys.argv
