@@ -612,13 +612,19 @@ class CPUBackend(Backend):
             # the team this much work uses best on this machine (polymm tune), of the free cores
             most = self._team_cap(kind, work, dt, limit) if algorithm == "auto" else limit
             # a product that outlasts the spin of NumPy's pool on a whole team beside it takes the
-            # team; on a passive pool (many cores) one long enough to gain from sharing its cores
+            # team; one long enough to gain from sharing its cores too, on a passive pool (many
+            # cores) or where the spinning threads can be made to yield them (neighbours.yielding)
             alone = params.one_thread_seconds(work, dt)
+            yields = params.YIELD_SPINNERS and neighbours.MAY_YIELD
             outlasts = most > 1 and (
                 alone > params.SPIN_SECONDS * most / (most - 1)
-                or (neighbours.PASSIVE and alone >= params.SHARE_SPIN_SECONDS)
+                or ((neighbours.PASSIVE or yields) and alone >= params.SHARE_SPIN_SECONDS)
             )
             team = neighbours.team_size(most, _PARALLEL_LOCK, outlasts_spin=outlasts)
+            if outlasts and team > 1 and yields:
+                with neighbours.yielding(neighbours.spinning_threads()):
+                    self._launch_on(team, limit, kind, args, a, b, out, algorithm, dt, groups)
+                return
             if team == 1 and algorithm == "auto":
                 # planned for one thread: a serial kernel runs as it is, without setting the
                 # thread count twice (about 20 us on 2 cores)
@@ -627,13 +633,20 @@ class CPUBackend(Backend):
                     self._kernel(kind, dt)(*args)
                     return
             if team < limit:
-                numba.set_num_threads(team)  # this Python thread's setting only
-                try:
-                    self._launch(*self._choose(a, b, out, algorithm, dt, groups), dt)
-                finally:
-                    numba.set_num_threads(limit)
+                self._launch_on(team, limit, kind, args, a, b, out, algorithm, dt, groups)
                 return
         self._launch(kind, args, dt)
+
+    def _launch_on(self, team, limit, kind, args, a, b, out, algorithm, dt, groups):
+        """Launch on ``team`` of the ``limit`` threads: planned for that team where it is fewer."""
+        if team == limit:
+            self._launch(kind, args, dt)
+            return
+        numba.set_num_threads(team)  # this Python thread's setting only
+        try:
+            self._launch(*self._choose(a, b, out, algorithm, dt, groups), dt)
+        finally:
+            numba.set_num_threads(limit)
 
     @staticmethod
     def _team_cap(kind, work, dt, limit) -> int:

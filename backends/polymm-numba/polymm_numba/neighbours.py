@@ -20,6 +20,7 @@ every thread is used.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import threading
@@ -34,7 +35,7 @@ from numba.extending import intrinsic
 
 from .compile_log import CompileLog
 
-__all__ = ["team_size", "start_pool", "launched"]
+__all__ = ["team_size", "start_pool", "launched", "spinning_threads", "yielding"]
 
 _TASKS = "/proc/self/task"
 #: ``gettid``'s system call number (Linux), or 0 where it is not known here (nothing is counted).
@@ -95,6 +96,90 @@ def _running(tasks: list[str], pool: set[int], in_pool: bool) -> int:
         if stat:
             running += stat[stat.rindex(b")") + 2] == ord("R")
     return running
+
+
+def spinning_threads() -> list[int]:
+    """The ids of this process's threads running now outside Numba's pool and the caller
+    (OpenBLAS's, spinning after a NumPy product; a thread of the program's own computing); none
+    until the pool is learnt (:func:`team_size`), or past :data:`MAX_THREADS_READ` threads."""
+    if not _pool or not SYS_GETTID:
+        return []
+    try:
+        tasks = os.listdir(_TASKS)
+    except OSError:
+        return []
+    if len(tasks) > MAX_THREADS_READ:
+        return []
+    me = threading.get_native_id()
+    found = []
+    for tid in tasks:
+        if int(tid) == me or int(tid) in _pool:
+            continue
+        stat = _stat(tid)
+        if stat and stat[stat.rindex(b")") + 2] == ord("R"):
+            found.append(int(tid))
+    return found
+
+
+def _may_restore_policy() -> bool:
+    """Whether this process may give its threads back their normal scheduling once idled (root,
+    or a ``RLIMIT_NICE`` of 20 or more): an unprivileged process may put a thread of its own on
+    ``SCHED_IDLE`` but not take it off again, so :func:`yielding` idles none where it could not
+    undo it."""
+    try:
+        if os.geteuid() == 0:
+            return True
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NICE)[0]
+        return soft == resource.RLIM_INFINITY or soft >= 20
+    except (AttributeError, ImportError, OSError, ValueError):
+        return False
+
+
+MAY_YIELD = hasattr(os, "sched_setscheduler") and hasattr(os, "SCHED_IDLE") and _may_restore_policy()
+_yielded: dict[int, int] = {}  # thread id -> the launches yielding it now
+_yielded_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def yielding(tids):
+    """While the block runs (a launch of ours), the threads ``tids`` of this process on
+    ``SCHED_IDLE``, which runs a thread only where no other wants the core, and back on
+    ``SCHED_OTHER`` after: another pool's threads spinning beside the launch (OpenBLAS's, for
+    about 0.1 s after every NumPy product) then give its threads their cores at once. Nothing is
+    changed where it could not be undone (:data:`MAY_YIELD`), nor a thread on another policy;
+    launches from several threads at once share the change (the last to end restores). A
+    thread of the program's own that computes beside the launch waits for it the same way."""
+    held = []
+    if tids and MAY_YIELD:
+        with _yielded_lock:
+            for tid in tids:
+                if tid in _yielded:
+                    _yielded[tid] += 1
+                    held.append(tid)
+                    continue
+                try:
+                    if os.sched_getscheduler(tid) != os.SCHED_OTHER:
+                        continue
+                    os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+                except OSError:  # the thread has ended
+                    continue
+                _yielded[tid] = 1
+                held.append(tid)
+    try:
+        yield
+    finally:
+        if held:
+            with _yielded_lock:
+                for tid in held:
+                    _yielded[tid] -= 1
+                    if _yielded[tid] == 0:
+                        del _yielded[tid]
+                        try:
+                            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+                        except OSError:  # the thread has ended
+                            pass
 
 
 #: ``/proc`` files kept open by path (a thread's ``stat``, ``/proc/loadavg``): read again with one

@@ -184,6 +184,7 @@ NEIGHBOUR_MIN_WORK = _read("NEIGHBOUR_MIN_WORK", "cpu-threads", "neighbour_min_w
 PARALLEL_MIN_SAVING = _read("PARALLEL_MIN_SAVING", "cpu-threads", "parallel_min_saving")
 SPIN_SECONDS = _read("SPIN_SECONDS", "cpu-threads", "spin_seconds")
 SHARE_SPIN_SECONDS = _read("SHARE_SPIN_SECONDS", "cpu-threads", "share_spin_seconds")
+YIELD_SPINNERS = _read("YIELD_SPINNERS", "cpu-threads", "yield_spinners")
 PASSIVE_FROM_CORES = _read("PASSIVE_FROM_CORES", "cpu-threads", "passive_from_cores")
 POOL_SPIN_SECONDS = _read("POOL_SPIN_SECONDS", "cpu-threads", "pool_spin_seconds")
 LANE_MACS_PER_SECOND = _read("LANE_MACS_PER_SECOND", "cpu-threads", "lane_macs_per_second")

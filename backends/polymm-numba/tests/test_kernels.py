@@ -444,13 +444,15 @@ def test_on_a_passive_pool_a_long_product_shares_the_cores_of_numpys_spinning_th
     """Right after a NumPy product OpenBLAS's threads spin about 0.1 s. On a passive pool (many
     cores) a product of at least cpu-threads.share_spin_seconds on one thread takes the team
     beside them (team_size told they do not hold their cores); a short one, or any product on a
-    spinning pool (few cores) shorter than the spin, keeps the cores they leave."""
+    spinning pool (few cores) shorter than the spin where the spinners cannot be idled
+    (neighbours.MAY_YIELD), keeps the cores they leave."""
     import numba
 
     from polymm_numba import neighbours
 
     if numba.get_num_threads() < 2:
         pytest.skip("one Numba thread: no team to size")
+    monkeypatch.setattr(neighbours, "MAY_YIELD", False)
     told = []
     monkeypatch.setattr(
         neighbours, "team_size", lambda limit, lock, outlasts_spin=False: told.append(outlasts_spin) or 1
@@ -467,3 +469,42 @@ def test_on_a_passive_pool_a_long_product_shares_the_cores_of_numpys_spinning_th
         backend.matmul(a, b, out, "auto")
         assert told == [shares], (passive, n)
         assert np.all(out == n)
+
+
+def test_a_long_product_beside_spinning_threads_idles_them_for_its_launch(backend, monkeypatch):
+    """Where the spinners may be idled (neighbours.MAY_YIELD, cpu-threads.yield_spinners), a
+    product of at least cpu-threads.share_spin_seconds on one thread shares their cores, the
+    threads found running beside it idled for its launch; a short one does neither."""
+    import contextlib
+
+    import numba
+
+    from polymm_numba import neighbours
+
+    if numba.get_num_threads() < 2:
+        pytest.skip("one Numba thread: no team to size")
+    monkeypatch.setattr(neighbours, "MAY_YIELD", True)
+    monkeypatch.setattr(neighbours, "PASSIVE", False)
+    monkeypatch.setattr(neighbours, "team_size", lambda limit, lock, outlasts_spin=False: limit if outlasts_spin else 1)
+    monkeypatch.setattr(neighbours, "spinning_threads", lambda: [4242])
+    idled = []
+
+    @contextlib.contextmanager
+    def yielding(tids):
+        idled.append(list(tids))
+        yield
+
+    monkeypatch.setattr(neighbours, "yielding", yielding)
+    dt = np.dtype("float32")
+    rng = np.random.default_rng(4)
+    for n, expect in ((1024, [[4242]]), (256, [])):
+        a, b = rng.standard_normal((1, n, n)).astype(dt), rng.standard_normal((1, n, n)).astype(dt)
+        out = np.full((1, n, n), np.nan, dt)
+        idled.clear()
+        backend.matmul(a, b, out, "auto")
+        assert idled == expect, n
+        assert_matches(out, a, b)
+    monkeypatch.setattr(params, "YIELD_SPINNERS", False)  # the database's switch
+    idled.clear()
+    backend.matmul(a, b, out, "auto")
+    assert idled == []

@@ -221,3 +221,48 @@ def test_the_pools_own_threads_are_not_counted(monkeypatch):
     for _ in range(5):
         backend.matmul(a, a, out, "auto")
         assert neighbours.team_size(limit, LOCK) == min(limit, neighbours._CPUS)
+
+
+@pytest.mark.skipif(
+    not neighbours.MAY_YIELD, reason="this process may not undo SCHED_IDLE (not root, RLIMIT_NICE < 20)"
+)
+def test_a_spinning_thread_beside_a_launch_is_idled_while_it_runs_and_given_its_policy_back(monkeypatch):
+    """The threads beside a long product (OpenBLAS's spinning after a NumPy call; here a thread
+    hashing without the GIL) are found running outside the pool, put on SCHED_IDLE for the
+    launch, and back on SCHED_OTHER after, once the last of two overlapping launches ends."""
+    import os
+
+    monkeypatch.setattr(neighbours, "_pool", neighbours._pool_ids())  # the pool, asked
+    stop = threading.Event()
+    worker = threading.Thread(target=_busy, args=(stop,), daemon=True)
+    worker.start()
+    try:
+        time.sleep(0.05)
+        tid = worker.native_id
+        assert any(tid in neighbours.spinning_threads() for _ in range(50))
+        assert threading.get_native_id() not in neighbours.spinning_threads()
+        with neighbours.yielding([tid]):
+            assert os.sched_getscheduler(tid) == os.SCHED_IDLE
+            with neighbours.yielding([tid]):
+                assert os.sched_getscheduler(tid) == os.SCHED_IDLE
+            assert os.sched_getscheduler(tid) == os.SCHED_IDLE  # the outer launch still runs
+        assert os.sched_getscheduler(tid) == os.SCHED_OTHER
+        with neighbours.yielding([tid, 2**22 + 12345]):  # a thread that has ended: skipped
+            assert os.sched_getscheduler(tid) == os.SCHED_IDLE
+        assert os.sched_getscheduler(tid) == os.SCHED_OTHER and not neighbours._yielded
+    finally:
+        stop.set()
+        worker.join()
+
+
+def test_nothing_is_idled_where_it_could_not_be_undone(monkeypatch):
+    """An unprivileged process may idle its threads but not give them their policy back: then
+    yielding changes nothing."""
+    import os
+
+    monkeypatch.setattr(neighbours, "MAY_YIELD", False)
+    me = threading.get_native_id()
+    before = os.sched_getscheduler(me)
+    with neighbours.yielding([me]):
+        assert os.sched_getscheduler(me) == before
+    assert not neighbours._yielded
