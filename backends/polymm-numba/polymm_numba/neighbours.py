@@ -15,7 +15,9 @@ running now (Linux's ``/proc/self/task/*/stat``, state ``R``), leaving out the c
 and Numba's own pool (whose threads may be spinning from our last call, and join the next),
 and those of other processes (the machine's runnable count of ``/proc/loadavg`` less this
 process's), and runs on the cores that remain. Elsewhere (no ``/proc``) nothing is counted and
-every thread is used.
+every thread is used. A product long enough to use the spinners' cores takes them instead
+(``cpu-threads.share_spin_seconds``), and where the process may undo it the spinners wait on
+``SCHED_IDLE`` while it runs (:func:`yielding`).
 """
 
 from __future__ import annotations
