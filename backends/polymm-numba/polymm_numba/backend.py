@@ -618,7 +618,8 @@ class CPUBackend(Backend):
             yields = params.YIELD_SPINNERS and neighbours.MAY_YIELD
             outlasts = most > 1 and (
                 alone > params.SPIN_SECONDS * most / (most - 1)
-                or ((neighbours.PASSIVE or yields) and alone >= params.SHARE_SPIN_SECONDS)
+                or (yields and alone >= params.YIELD_SPIN_SECONDS)
+                or (neighbours.PASSIVE and alone >= params.SHARE_SPIN_SECONDS)
             )
             team = neighbours.team_size(most, _PARALLEL_LOCK, outlasts_spin=outlasts)
             if outlasts and team > 1 and yields:

@@ -185,6 +185,7 @@ PARALLEL_MIN_SAVING = _read("PARALLEL_MIN_SAVING", "cpu-threads", "parallel_min_
 SPIN_SECONDS = _read("SPIN_SECONDS", "cpu-threads", "spin_seconds")
 SHARE_SPIN_SECONDS = _read("SHARE_SPIN_SECONDS", "cpu-threads", "share_spin_seconds")
 YIELD_SPINNERS = _read("YIELD_SPINNERS", "cpu-threads", "yield_spinners")
+YIELD_SPIN_SECONDS = _read("YIELD_SPIN_SECONDS", "cpu-threads", "yield_spin_seconds")
 PASSIVE_FROM_CORES = _read("PASSIVE_FROM_CORES", "cpu-threads", "passive_from_cores")
 POOL_SPIN_SECONDS = _read("POOL_SPIN_SECONDS", "cpu-threads", "pool_spin_seconds")
 LANE_MACS_PER_SECOND = _read("LANE_MACS_PER_SECOND", "cpu-threads", "lane_macs_per_second")
