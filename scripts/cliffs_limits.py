@@ -11,7 +11,9 @@ figures and which one limits:
 
 - ``neighbour``: alone at or above the floor, interleaved under it. The reference's threads
   (OpenBLAS's pool spins for about 0.1 s after each of NumPy's calls, one core each) hold cores
-  that polymm's next call would use; alone, nothing does.
+  that polymm's next call would use; alone, nothing does. Or polymm's threads, spinning after
+  its call, hold the cores the reference's next call needs: the interleaved figure charges that
+  (``ref_added``, shown where it is over 5% of the reference's time).
 - ``kernel``: under the floor alone too: polymm's own code on this machine is the limit.
 
 Noisy cells (the record's own flag: the spread of its samples) are marked; re-time them before
@@ -70,6 +72,8 @@ def main() -> None:
         noisy = " (noisy)" if r["noisy"] else ""
         ref = f"{r['ref_seconds'] * 1e3:.3f} ms"
         alone = f"{r['ratio_alone']:.2f}x" if r.get("ratio_alone") else "-"
+        if (r.get("ref_added") or 0) > 0.05 * r["ref_seconds"]:  # our calls slow the reference's next
+            noisy += f" (the reference's next call {r['ref_added'] * 1e3:.3f} ms slower)"
         if args.markdown:
             print(f"| {r['case']} | {r['dtype']} | {ref} | {r['ratio']:.2f}x | {alone} | {r['limit']}{noisy} |")
         else:

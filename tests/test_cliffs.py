@@ -121,7 +121,10 @@ def test_suite_command_writes_json_and_heatmap(backend, tmp_path):
     for cell in cells:
         assert set(cell) >= {"backend", "case", "dtype", "shape", "ratio", "gflops", "ref_gflops"}
         assert cell["correct"] and cell["ratio"] > 0 and cell["gflops"] > 0 and cell["ref_gflops"] > 0
-        assert cell["ratio"] == pytest.approx(cell["gflops"] / cell["ref_gflops"])
+        assert cell["gflops"] / cell["ref_gflops"] == pytest.approx(cell["ref_seconds"] / cell["seconds"])
+        # the program's ratio: what our calls add to the reference's next ones counts against us
+        assert cell["ref_added"] >= 0 and cell["ref_seconds"] <= cell["ref_seconds_alone"]
+        assert cell["ratio"] == pytest.approx(cell["ref_seconds"] / (cell["seconds"] + cell["ref_added"]))
         # both timings: interleaved call by call (the ratio the floors judge) and each side alone
         assert cell["timing"] == "interleaved" and cell["ratio_alone"] > 0
         assert cell["ratio_alone"] == pytest.approx(cell["ref_seconds_alone"] / cell["seconds_alone"])
@@ -336,6 +339,22 @@ def test_unknown_case_pattern_is_a_clear_error(capsys):
 def test_sizes_and_suite_do_not_mix(capsys):
     assert main(["bench", "--suite", "cliffs", "--backend", "cpu", "--sizes", "64"]) == 2
     assert "--cases" in capsys.readouterr().err
+
+
+def test_the_interleaved_ratio_charges_what_our_calls_add_to_the_references_next(monkeypatch):
+    """A user's program pays for both calls: where ours leave threads spinning on the cores the
+    reference's next call needs, its slower calls count against us, not for us."""
+    from polymm.tools import timing
+
+    ms = 1e-3
+    alone = (timing.Timing(1 * ms, 1 * ms, 9), timing.Timing(1 * ms, 1.1 * ms, 9))
+    program = (timing.Timing(1 * ms, 1.2 * ms, 9), timing.Timing(2.5 * ms, 3.1 * ms, 9))
+    monkeypatch.setattr(cliffs.timing, "interleaved", lambda *a, **k: (alone, 9))
+    monkeypatch.setattr(cliffs.timing, "alternating", lambda *a, **k: (program, 9))
+    (cell,) = cliffs.run(["cpu"], cases="square-64", dtypes=["float32"], budget=0.02)
+    assert cell.correct and cell.ref_added == pytest.approx(2 * ms)  # 3.1 ms after ours, 1.1 alone
+    assert cell.ref_seconds == pytest.approx(1 * ms)  # its best call, alone: slowed by us, not slow
+    assert cell.ratio == pytest.approx(1 / 3) and cell.ratio_alone == pytest.approx(1.0)
 
 
 def test_alternating_times_each_call_right_after_one_of_the_other_side():
