@@ -332,9 +332,10 @@ def start_pool(passive_from_cores: int, spin_seconds: float = 0.0) -> None:
     spins). On many cores that spin holds the cores OpenBLAS's threads need beside it: on the
     16-core GPU host a 256^3 float32 NumPy product right after polymm's took 3.8 ms (median)
     against 80 us with the pool passive, and the cliff suite's geomean went from 0.75x to 1.00x
-    (2026-11-28, ``cpu-threads.passive_from_cores``). On 2 cores waking a sleeping thread costs
-    the parallel products under a millisecond more than the spin (1.16x -> 1.04x), so there the
-    runtime keeps its own policy. ``OMP_WAIT_POLICY=PASSIVE`` is set while the layer loads (the
+    (2026-11-28, ``cpu-threads.passive_from_cores``). On 2 cores too: there the spin held the
+    core NumPy's worker needs for its next call (NumPy's 1024^3 float32 products 8 ms slower right
+    after ours; the suite's program ratio 1.07x spinning, 1.32x passive, 2026-12-04); waking the
+    sleeping thread costs a short product far less. ``OMP_WAIT_POLICY=PASSIVE`` is set while the layer loads (the
     runtime reads it then) and removed after, for other libraries that load a runtime of their
     own; a user's own ``OMP_WAIT_POLICY``, or a runtime already loaded, is left as it is.
 
