@@ -764,7 +764,7 @@ class CPUBackend(Backend):
             return "auto_splitk", (a, b, out, p.SPLITK_CHUNK, (blk.mc, blk.nc, blk.kc))
         if nbatch >= 2 * nth:
             return "auto_batch", (a, b, out, blk.mc, blk.nc, blk.kc, nth)
-        # a passive pool (many cores) wakes for each of auto_parallel's launches, two per K
+        # a passive pool (cpu-threads.passive_from_cores) wakes for each of auto_parallel's launches, two per K
         # block; with A's rows contiguous the slab grid reads A in place, one launch in all
         passive = neighbours.PASSIVE and a.strides[2] == a.itemsize
         if per <= p.SLABS_WORK_PER_THREAD * nth or (passive and per <= p.SLABS_PASSIVE_WORK_PER_THREAD * nth):
