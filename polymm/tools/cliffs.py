@@ -212,7 +212,7 @@ class Cell:
     median call right after one of ours took than its median call alone (our threads spinning
     on its cores); ``ratio`` is the program's: ``ref_seconds / (seconds + ref_added)``, with
     ``ref_seconds`` the reference's best call interleaved or alone, whichever is faster (a record
-    without ``ref_added``, from before 2026-12-04 18:00 UTC, took the interleaved figures as they were).
+    without ``ref_added``, from before ce6fa4a of 2026-12-04, took the interleaved figures as they were).
     Records written before the two timings were told apart have only the block figure, as
     ``ratio``, and no ``timing``."""
 
@@ -497,9 +497,9 @@ def measure_cell(backend: _Backend, case: Case, dtype: str, rng, budget=0.8, ope
     # typical call right after ours against alone: threads of ours left spinning on its cores) is ours
     # too, and a reference slowed by us does not make us look fast.
     added = max(0.0, ref_median - ref_alone.median)
+    spread, ref_spread = median / best, ref_median / ref_best
     ref_best = min(ref_best, ref_alone.best)
     ops = flops(case.multiply_adds(), 1, 1, dt)
-    spread, ref_spread = median / best, ref_median / ref_best
     return Cell(
         backend=backend.name,
         case=case.name,
