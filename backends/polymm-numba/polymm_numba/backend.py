@@ -612,14 +612,14 @@ class CPUBackend(Backend):
             # the team this much work uses best on this machine (polymm tune), of the free cores
             most = self._team_cap(kind, work, dt, limit) if algorithm == "auto" else limit
             # a product that outlasts the spin of NumPy's pool on a whole team beside it takes the
-            # team; one long enough to gain from sharing its cores too, on a passive pool (many
-            # cores) or where the spinning threads can be made to yield them (neighbours.yielding)
+            # team; one long enough to gain from sharing its cores too, on a passive pool of many
+            # threads or where the spinning threads can be made to yield them (neighbours.yielding)
             alone = params.one_thread_seconds(work, dt)
             yields = params.YIELD_SPINNERS and neighbours.MAY_YIELD
             outlasts = most > 1 and (
                 alone > params.SPIN_SECONDS * most / (most - 1)
                 or (yields and alone >= params.YIELD_SPIN_SECONDS)
-                or (neighbours.PASSIVE and alone >= params.SHARE_SPIN_SECONDS)
+                or (neighbours.PASSIVE and limit >= params.SHARE_FROM_CORES and alone >= params.SHARE_SPIN_SECONDS)
             )
             team = neighbours.team_size(most, _PARALLEL_LOCK, outlasts_spin=outlasts)
             if outlasts and team > 1 and yields:

@@ -184,6 +184,7 @@ NEIGHBOUR_MIN_WORK = _read("NEIGHBOUR_MIN_WORK", "cpu-threads", "neighbour_min_w
 PARALLEL_MIN_SAVING = _read("PARALLEL_MIN_SAVING", "cpu-threads", "parallel_min_saving")
 SPIN_SECONDS = _read("SPIN_SECONDS", "cpu-threads", "spin_seconds")
 SHARE_SPIN_SECONDS = _read("SHARE_SPIN_SECONDS", "cpu-threads", "share_spin_seconds")
+SHARE_FROM_CORES = _read("SHARE_FROM_CORES", "cpu-threads", "share_from_cores")
 YIELD_SPINNERS = _read("YIELD_SPINNERS", "cpu-threads", "yield_spinners")
 YIELD_SPIN_SECONDS = _read("YIELD_SPIN_SECONDS", "cpu-threads", "yield_spin_seconds")
 PASSIVE_FROM_CORES = _read("PASSIVE_FROM_CORES", "cpu-threads", "passive_from_cores")

@@ -441,11 +441,12 @@ def test_a_shallow_product_on_a_passive_pool_gives_threads_row_groups_first(back
 
 
 def test_on_a_passive_pool_a_long_product_shares_the_cores_of_numpys_spinning_threads(backend, monkeypatch):
-    """Right after a NumPy product OpenBLAS's threads spin about 0.1 s. On a passive pool (many
-    cores) a product of at least cpu-threads.share_spin_seconds on one thread takes the team
-    beside them (team_size told they do not hold their cores); a short one, or any product on a
-    spinning pool (few cores) shorter than the spin where the spinners cannot be idled
-    (neighbours.MAY_YIELD), keeps the cores they leave."""
+    """Right after a NumPy product OpenBLAS's threads spin about 0.1 s. On a passive pool of
+    cpu-threads.share_from_cores threads or more a product of at least
+    cpu-threads.share_spin_seconds on one thread takes the team beside them (team_size told they
+    do not hold their cores); a short one, one on fewer threads, or any product on a spinning
+    pool shorter than the spin where the spinners cannot be idled (neighbours.MAY_YIELD), keeps
+    the cores they leave."""
     import numba
 
     from polymm_numba import neighbours
@@ -461,13 +462,16 @@ def test_on_a_passive_pool_a_long_product_shares_the_cores_of_numpys_spinning_th
     big, small = 1024, 256
     assert params.one_thread_seconds(big**3, dt) >= params.SHARE_SPIN_SECONDS > params.one_thread_seconds(small**3, dt)
     assert params.one_thread_seconds(big**3, dt) < params.SPIN_SECONDS
-    for passive, n, shares in ((True, big, True), (True, small, False), (False, big, False)):
+    threads = numba.get_num_threads()
+    cases = ((True, big, threads, True), (True, small, threads, False), (False, big, threads, False))
+    for passive, n, from_cores, shares in cases + ((True, big, threads + 1, False),):
         monkeypatch.setattr(neighbours, "PASSIVE", passive)
+        monkeypatch.setattr(params, "SHARE_FROM_CORES", from_cores)
         a, b = np.ones((1, n, n), dt), np.ones((1, n, n), dt)
         out = np.full((1, n, n), np.nan, dt)
         told.clear()
         backend.matmul(a, b, out, "auto")
-        assert told == [shares], (passive, n)
+        assert told == [shares], (passive, n, from_cores)
         assert np.all(out == n)
 
 
