@@ -131,9 +131,19 @@ def whole_runs() -> dict:
     return {key: sorted(runs) for key, runs in sorted(found.items())}
 
 
+def ratio_kind(doc: dict) -> str:
+    """How a record's ratios were timed: ``program`` (our call plus what it adds to the reference's
+    next one, ``ref_added``), ``interleaved`` (call by call, the reference's calls as they came)
+    or ``blocks`` (each side in blocks of its own calls: the records before the two were told apart)."""
+    cells = doc.get("cells") or [{}]
+    if any("ref_added" in c for c in cells):
+        return "program"
+    return "interleaved" if any(c.get("timing") == "interleaved" for c in cells) else "blocks"
+
+
 def _today_rows(runs: dict):
-    yield "| device | backend | date (UTC) | cells | worst cell | geomean | floor (its cells: worst / geomean) | record |"
-    yield "|---|---|---|---:|---|---:|---|---|"
+    yield "| device | backend | date (UTC) | cells | worst cell | geomean | floor (its cells: worst / geomean) | ratio | record |"
+    yield "|---|---|---|---:|---|---:|---|---|---|"
     for (backend, device), history in runs.items():
         date, stem, s, doc = history[-1]
         cells = f"{s['cells']} (cut short)" if doc.get("partial") else str(s["cells"])
@@ -147,7 +157,8 @@ def _today_rows(runs: dict):
             )
         yield (
             f"| {device} | `{backend}` | {date[:16].replace('T', ' ')} | {cells} | "
-            f"{format_ratio(s['worst'])} ({s['worst_case']}) | {format_ratio(s['geomean'])} | {floor} | `{stem}` |"
+            f"{format_ratio(s['worst'])} ({s['worst_case']}) | {format_ratio(s['geomean'])} | {floor} | "
+            f"{ratio_kind(doc)} | `{stem}` |"
         )
 
 
@@ -193,7 +204,12 @@ def render() -> str:
         "Each row is the latest whole cliff-suite run of that device and backend (ratios against the",
         "reference library on the same device: NumPy on a CPU, cuBLAS through `cupy.matmul` on a GPU;",
         "above 1.00x polymm is faster). The floor is the one the issues set for that backend, over the",
-        "cells it covers.",
+        "cells it covers. *ratio* says how the record timed: `program`, each call right after one of",
+        "the reference's, with what our calls add to the reference's next ones counted against us",
+        "(since 2026-12-04, ce6fa4a); `interleaved`, call by call, the reference's calls as they came",
+        "(a reference slowed by our spinning threads raised our ratio; before fc31867, 2026-12-04, a",
+        "call could also follow one of its own side); `blocks`, each side in blocks of its own calls.",
+        "Records of different kinds do not compare: the later kinds are the stricter.",
         "",
         *_today_rows(runs),
         "",

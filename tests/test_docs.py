@@ -293,6 +293,18 @@ def test_ci_runs_the_readmes_install_and_test_commands():
 # ---------------------------------------------------------------------------- generated pages
 
 
+def test_todays_figures_say_how_each_record_timed_its_ratios():
+    """Records of the program's ratio, of calls interleaved as they came, and of blocks do not
+    compare; the page names each record's kind from its cells."""
+    spec = importlib.util.spec_from_file_location("performance_page", ROOT / "scripts" / "performance_page.py")
+    page = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(page)
+    assert page.ratio_kind({"cells": [{"timing": "interleaved", "ref_added": 0.0}]}) == "program"
+    assert page.ratio_kind({"cells": [{"timing": "interleaved", "ref_added": None}]}) == "program"
+    assert page.ratio_kind({"cells": [{"timing": "interleaved"}]}) == "interleaved"
+    assert page.ratio_kind({"cells": [{"ratio": 1.0}]}) == "blocks"
+
+
 @pytest.mark.parametrize("script", ["cliffs_page", "soak_page", "records_page", "performance_page"])
 def test_generated_pages_are_what_their_scripts_write_from_the_records(script):
     """The cliff-suite, soak, records and today's-figures sections are generated from the recorded
