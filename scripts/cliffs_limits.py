@@ -69,16 +69,16 @@ def main() -> None:
     if args.markdown:
         print("\n| cell | dtype | reference | interleaved | alone | limit |\n|---|---|---|---|---|---|")
     for r in rows:
-        noisy = " (noisy)" if r["noisy"] else ""
+        notes = " (noisy)" if r["noisy"] else ""
         ref = f"{r['ref_seconds'] * 1e3:.3f} ms"
         alone = f"{r['ratio_alone']:.2f}x" if r.get("ratio_alone") else "-"
         if (r.get("ref_added") or 0) > 0.05 * r["ref_seconds"]:  # our calls slow the reference's next
-            noisy += f" (the reference's next call {r['ref_added'] * 1e3:.3f} ms slower)"
+            notes += f" (the reference's next call {r['ref_added'] * 1e3:.3f} ms slower)"
         if args.markdown:
-            print(f"| {r['case']} | {r['dtype']} | {ref} | {r['ratio']:.2f}x | {alone} | {r['limit']}{noisy} |")
+            print(f"| {r['case']} | {r['dtype']} | {ref} | {r['ratio']:.2f}x | {alone} | {r['limit']}{notes} |")
         else:
             print(
-                f"  {r['case']:22s} {r['dtype']:8s} {ref:>12s}  {r['ratio']:.2f}x, alone {alone}: {r['limit']}{noisy}"
+                f"  {r['case']:22s} {r['dtype']:8s} {ref:>12s}  {r['ratio']:.2f}x, alone {alone}: {r['limit']}{notes}"
             )
 
 

@@ -293,12 +293,18 @@ def test_ci_runs_the_readmes_install_and_test_commands():
 # ---------------------------------------------------------------------------- generated pages
 
 
+def _page_script(script):
+    """The module of ``scripts/<script>.py`` (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(script, ROOT / "scripts" / f"{script}.py")
+    page = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(page)
+    return page
+
+
 def test_todays_figures_say_how_each_record_timed_its_ratios():
     """Records of the program's ratio, of calls interleaved as they came, and of blocks do not
     compare; the page names each record's kind from its cells."""
-    spec = importlib.util.spec_from_file_location("performance_page", ROOT / "scripts" / "performance_page.py")
-    page = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(page)
+    page = _page_script("performance_page")
     assert page.ratio_kind({"cells": [{"timing": "interleaved", "ref_added": 0.0}]}) == "program"
     assert page.ratio_kind({"cells": [{"timing": "interleaved", "ref_added": None}]}) == "program"
     assert page.ratio_kind({"cells": [{"timing": "interleaved"}]}) == "interleaved"
@@ -309,9 +315,7 @@ def test_todays_figures_say_how_each_record_timed_its_ratios():
 def test_generated_pages_are_what_their_scripts_write_from_the_records(script):
     """The cliff-suite, soak, records and today's-figures sections are generated from the recorded
     JSON: the committed page and plots cannot drift from the data."""
-    spec = importlib.util.spec_from_file_location(script, ROOT / "scripts" / f"{script}.py")
-    page = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(page)
+    page = _page_script(script)
     assert page.PAGE.read_text() == page.render(), f"run: python scripts/{script}.py"
     for png in page.RUNS.glob("*.png"):
         assert (page.STATIC / png.name).read_bytes() == png.read_bytes()
