@@ -9,6 +9,13 @@ import sys
 # Autodoc imports polymm from this checkout even when it is not installed.
 sys.path.insert(0, os.path.abspath(".."))
 
+# The recorded plots the generated pages show live once, beside their JSON in benchmarks/:
+# copied into _static/ (ignored by git) for this build.
+sys.path.insert(0, os.path.abspath("../scripts"))
+from pages import copy_plots  # noqa: E402
+
+copy_plots()
+
 project = "polymm"
 author = "the polymm developers"
 copyright = "2026, the polymm developers"

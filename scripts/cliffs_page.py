@@ -4,8 +4,8 @@
 Each ``benchmarks/cliffs/<run>.json`` is the output of ``polymm bench --suite cliffs --json``
 (its heatmap is the ``.png`` beside it). This writes ``docs/_generated/cliffs.md``: a summary
 of every run (worst cell, geomean, the floor and whether it holds), then per run its date,
-machine, load and command, the heatmap and the float32/float64 table. The PNGs are copied
-to ``docs/_static/cliffs/``. A test checks that the committed page is what this script
+machine, load and command, the heatmap and the float32/float64 table. The docs build
+copies the PNGs to ``docs/_static/cliffs/`` (``pages.copy_plots``). A test checks that the committed page is what this script
 writes, so the page cannot drift from the data.
 
     python scripts/cliffs_page.py
@@ -25,7 +25,6 @@ from pages import publish  # noqa: E402
 
 RUNS = ROOT / "benchmarks" / "cliffs"
 PAGE = ROOT / "docs" / "_generated" / "cliffs.md"
-STATIC = ROOT / "docs" / "_static" / "cliffs"
 
 
 def _runs():
@@ -119,7 +118,7 @@ def render() -> str:
 
 
 def main() -> int:
-    publish(PAGE, render(), RUNS, STATIC)
+    publish(PAGE, render())
     print(f"wrote {PAGE.relative_to(ROOT)}")
     return 0
 

@@ -31,7 +31,6 @@ CLIFFS = ROOT / "benchmarks" / "cliffs"
 DASK = ROOT / "benchmarks" / "dask"
 PAGE = ROOT / "docs" / "_generated" / "today.md"
 HISTORY = ROOT / "docs" / "_static" / "history.png"
-RUNS, STATIC = DASK, ROOT / "docs" / "_static" / "dask"  # the scale-out plots, copied beside the docs
 #: Fewer cells than this: a run of some dtypes only (float64, the tensor-core dtypes), not a whole suite.
 WHOLE = 50
 #: Recorded environment variables that only choose a device or name the record
@@ -274,7 +273,7 @@ def plot_history(runs: dict, path: Path) -> None:
 
 
 def main() -> int:
-    publish(PAGE, render(), RUNS, STATIC)
+    publish(PAGE, render())
     plot_history(whole_runs(), HISTORY)
     print(f"wrote {PAGE.relative_to(ROOT)} and {HISTORY.relative_to(ROOT)}")
     return 0

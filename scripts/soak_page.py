@@ -5,7 +5,7 @@ Each ``benchmarks/soak/<run>.json`` is the output of ``polymm soak --json`` (its
 ``.png`` beside it). This writes ``docs/_generated/soak.md``: one row per run (machine,
 backend, products, wrong values and errors, memory after the warm-up, and after 20,000
 products, where the compiled variants a stream meets have mostly been met), then each run's
-command and plot. The PNGs are copied to ``docs/_static/soak/``. A test checks that the
+command and plot. The docs build copies the PNGs to ``docs/_static/soak/``. A test checks that the
 committed page is what this script writes.
 
     python scripts/soak_page.py
@@ -23,7 +23,6 @@ from pages import publish  # noqa: E402
 
 RUNS = ROOT / "benchmarks" / "soak"
 PAGE = ROOT / "docs" / "_generated" / "soak.md"
-STATIC = ROOT / "docs" / "_static" / "soak"
 #: The floor of issue 38: resident growth over the products after a 5,000-product warm-up.
 FLOOR_MB = 20
 
@@ -80,7 +79,7 @@ def render() -> str:
 
 
 def main() -> int:
-    publish(PAGE, render(), RUNS, STATIC)
+    publish(PAGE, render())
     print(f"wrote {PAGE.relative_to(ROOT)} ({len(_runs())} runs)")
     return 0
 

@@ -314,11 +314,29 @@ def test_todays_figures_say_how_each_record_timed_its_ratios():
 @pytest.mark.parametrize("script", ["cliffs_page", "soak_page", "records_page", "performance_page"])
 def test_generated_pages_are_what_their_scripts_write_from_the_records(script):
     """The cliff-suite, soak, records and today's-figures sections are generated from the recorded
-    JSON: the committed page and plots cannot drift from the data."""
+    JSON: the committed page cannot drift from the data."""
     page = _page_script(script)
     assert page.PAGE.read_text() == page.render(), f"run: python scripts/{script}.py"
-    for png in page.RUNS.glob("*.png"):
-        assert (page.STATIC / png.name).read_bytes() == png.read_bytes()
+
+
+def test_every_plot_the_docs_show_is_a_recorded_one_the_build_copies(tmp_path):
+    """The docs show ``_static/<folder>/<run>.png``; the repository holds each plot once, beside
+    its record in ``benchmarks/``, and the build copies it (``pages.copy_plots``)."""
+    pages = _page_script("pages")
+    shown = {
+        (m.group(1), m.group(2))
+        for doc in [*DOCS.glob("*.md"), *(DOCS / "_generated").glob("*.md")]
+        for m in re.finditer(r"_static/(\w+)/([\w.+-]+\.png)", doc.read_text())
+    }
+    assert shown, "no recorded plot found in the docs: the pattern is stale"
+    missing = [
+        f"{folder}/{name}" for folder, name in shown if not (ROOT / "benchmarks" / pages.PLOTS[folder] / name).exists()
+    ]
+    assert not missing, f"figures without a recorded plot: {missing}"
+    (tmp_path / "benchmarks" / "soak").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "soak" / "run.png").write_bytes(b"png")
+    pages.copy_plots(tmp_path)
+    assert (tmp_path / "docs" / "_static" / "soak" / "run.png").read_bytes() == b"png"
 
 
 def test_every_record_folder_is_indexed():
